@@ -1,0 +1,45 @@
+"""Attributes and methods read off a typed host receiver that the target class no longer has."""
+
+from __future__ import annotations
+
+from driftcheck.checks.context import CheckContext
+from driftcheck.client.uses import Use
+from driftcheck.findings import Finding, Fix
+from driftcheck.host.api import Found
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report ``recv.member`` where ``member`` existed on the receiver's class at baseline only."""
+    if not (use.receiver and use.member) or use.kind not in ("attribute", "call") or use.in_guard:
+        return []
+    if ctx.lookup(ctx.target, use) is not None:
+        return []
+    base = ctx.lookup(ctx.baseline, use) if ctx.baseline else None
+    if ctx.baseline is not None and not isinstance(base, Found):
+        return []
+    if not ctx.once(use.file, f"{use.receiver}.{use.member}@{use.line}"):
+        return []
+    evidence = [ctx.evidence(ctx.baseline, base)] if ctx.baseline else []
+    cls = ctx.target.resolve(use.receiver)
+    if isinstance(cls, Found):
+        evidence.append(ctx.evidence(ctx.target, cls, note=f"class without {use.member}"))
+    short = use.receiver.rsplit(".", 1)[-1]
+    via = f" ({use.via})" if use.via else ""
+    return [
+        Finding(
+            rule="attribute-missing",
+            kind="attribute-missing",
+            severity="error",
+            file=use.file,
+            line=use.line,
+            column=use.column,
+            end_line=use.end_line,
+            symbol=f"{use.receiver}.{use.member}",
+            message=(
+                f"{use.receiver_expr or short}.{use.member}: {short} has no attribute "
+                f"{use.member!r} in {ctx.target.name} {ctx.target.version}{via}"
+            ),
+            evidence=tuple(e for e in evidence if e),
+            fix=Fix("manual", f"{short}.{use.member} was removed or renamed; use its replacement"),
+        )
+    ]

@@ -1,0 +1,84 @@
+"""Missing and moved symbols: a host name the client imports or reaches that the target lacks.
+
+A symbol that still exists elsewhere in the target (a class or function of the same name) is
+reported as ``moved-symbol`` with its new home; otherwise as ``missing-symbol``. A removed
+module or class is reported once per file, at its first use.
+"""
+
+from __future__ import annotations
+
+from driftcheck.checks.context import CheckContext
+from driftcheck.client.uses import Use
+from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.relocation import find_new_home
+
+KINDS = ("import", "attribute", "call", "subclass")
+
+
+def _first_missing_prefix(api: HostAPI, symbol: str) -> str:
+    parts = symbol.split(".")
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        if api.resolve(prefix) is None:
+            return prefix
+    return symbol
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report a host symbol that resolved at baseline and does not exist on the target."""
+    if use.kind not in KINDS or use.receiver or use.in_guard:
+        return []
+    target_found = ctx.target.resolve(use.symbol)
+    if target_found is not None:
+        return []
+    base_found = ctx.baseline.resolve(use.symbol) if ctx.baseline else None
+    if ctx.baseline is not None and not isinstance(base_found, Found):
+        return []  # already broken (or undecidable) at baseline: not drift
+    gone = _first_missing_prefix(ctx.target, use.symbol)
+    if not ctx.once(use.file, gone):
+        return []
+    evidence = [e for e in (ctx.evidence(ctx.baseline, base_found),) if e] if ctx.baseline else []
+    new_home = find_new_home(ctx.target, gone, baseline=ctx.baseline)
+    versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
+    if new_home is not None:
+        evidence.append(Evidence(ctx.target.version, new_home.file, new_home.line, "new location"))
+        new_symbol = new_home.path + use.symbol[len(gone) :]
+        return [
+            Finding(
+                rule="moved-symbol",
+                kind="moved-symbol",
+                severity="error",
+                file=use.file,
+                line=use.line,
+                column=use.column,
+                end_line=use.end_line,
+                symbol=gone,
+                message=(
+                    f"{gone} is no longer there in {ctx.target.name} {ctx.target.version}"
+                    f"{versions}; it now lives at {new_home.path}"
+                ),
+                evidence=tuple(evidence),
+                fix=Fix(
+                    "safe",
+                    f"import it from {new_home.path.rsplit('.', 1)[0]}",
+                    codemod="rename-import",
+                    params=(("old", gone), ("new", new_home.path), ("new_symbol", new_symbol)),
+                ),
+            )
+        ]
+    return [
+        Finding(
+            rule="missing-symbol",
+            kind="missing-symbol",
+            severity="error",
+            file=use.file,
+            line=use.line,
+            column=use.column,
+            end_line=use.end_line,
+            symbol=gone,
+            message=f"{gone} does not exist in {ctx.target.name} {ctx.target.version}{versions}",
+            evidence=tuple(evidence),
+            fix=Fix("manual", f"{gone} was removed; find its replacement in the host's changes"),
+        )
+    ]

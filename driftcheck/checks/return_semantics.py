@@ -1,0 +1,61 @@
+"""Return-semantics drift: a call whose result is used, where the return annotation changed shape.
+
+griffe treats return changes as compatible; a caller that subscripts, unpacks or reads an
+attribute off the result is broken when the return gained ``None``, became ``None``, or
+changed from a container to an item (or back).
+"""
+
+from __future__ import annotations
+
+from driftcheck.checks.context import CheckContext
+from driftcheck.client.uses import Use
+from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.api import Found
+from driftcheck.host.signature import return_change
+
+MESSAGES = {
+    "became-none": "now returns None",
+    "gained-none": "may now return None",
+    "container-to-item": "now returns a single item instead of a container",
+    "item-to-container": "now returns a container instead of a single item",
+}
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report a used result whose return annotation changed shape between baseline and target."""
+    if use.kind != "call" or ctx.baseline is None or use.result in (None, "discarded"):
+        return []
+    target = ctx.lookup(ctx.target, use)
+    base = ctx.lookup(ctx.baseline, use)
+    if not (isinstance(target, Found) and isinstance(base, Found)):
+        return []
+    if target.kind != "function" or base.kind != "function":
+        return []
+    sig_t, sig_b = ctx.target.signature(target), ctx.baseline.signature(base)
+    if sig_t is None or sig_b is None:
+        return []
+    change = return_change(sig_b.returns, sig_t.returns)
+    if change is None:
+        return []
+    name = use.member or use.symbol.rsplit(".", 1)[-1]
+    return [
+        Finding(
+            rule="return-semantics",
+            kind="return-semantics",
+            severity="error" if change != "gained-none" else "warning",
+            file=use.file,
+            line=use.line,
+            column=use.column,
+            end_line=use.end_line,
+            symbol=target.path,
+            message=(
+                f"{name}() {MESSAGES[change]} in {ctx.target.name} {ctx.target.version} "
+                f"(-> {sig_b.returns} became -> {sig_t.returns}); the result is {use.result}"
+            ),
+            evidence=(
+                Evidence(ctx.baseline.version, sig_b.file, sig_b.line, f"-> {sig_b.returns}"),
+                Evidence(ctx.target.version, sig_t.file, sig_t.line, f"-> {sig_t.returns}"),
+            ),
+            fix=Fix("manual", "handle the new return shape at this call site"),
+        )
+    ]

@@ -1,0 +1,414 @@
+"""Receiver inference: which host class an expression in the client evaluates to.
+
+A first pass over the whole client (:class:`ClientIndex`) records every class, its bases, the
+``self.x = …`` assignments of its methods and the return annotations of its functions. Then
+:class:`TypeInferrer` answers "what is this expression?" from constructor calls, annotations,
+``self`` attributes, host return annotations and host attribute annotations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider
+
+from driftcheck.host.api import Found, HostAPI
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A host class (``kind="host"``) or a client class (``kind="client"``), by dotted path."""
+
+    kind: str
+    path: str
+
+
+@dataclass
+class FunctionInfo:
+    """A client function: its node, parameters' annotations and locals' assigned values."""
+
+    qualname: str
+    node: cst.FunctionDef
+    module: ModuleInfo
+    class_name: str | None
+    params: dict[str, cst.BaseExpression | None] = field(default_factory=dict)
+    locals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    bound_self: list[TypeRef] = field(default_factory=list)
+
+
+@dataclass
+class ClassInfo:
+    """A client class: bases (qualified names), extra host bases, and ``self`` attributes."""
+
+    qualname: str
+    node: cst.ClassDef
+    module: ModuleInfo
+    bases: list[str] = field(default_factory=list)
+    extra_bases: list[str] = field(default_factory=list)
+    attrs: dict[str, list[tuple[cst.BaseExpression, FunctionInfo | None]]] = field(
+        default_factory=dict
+    )
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleInfo:
+    """One parsed client file with its metadata."""
+
+    name: str
+    file: str
+    wrapper: cst.MetadataWrapper
+    qualnames: dict[cst.CSTNode, set] = field(default_factory=dict)
+    globals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+
+    def qualified(self, node: cst.CSTNode) -> list[str]:
+        """Qualified names libcst gives a node (imports resolved)."""
+        return sorted(q.name for q in self.qualified_raw(node))
+
+    def qualified_raw(self, node: cst.CSTNode) -> set:
+        """libcst's QualifiedName records for a node (lazy values forced)."""
+        value = self.qualnames.get(node, ())
+        return value() if callable(value) else value
+
+
+class ClientIndex:
+    """Repo-wide facts about the client, gathered before any use is collected."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, ModuleInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.function_of_node: dict[cst.FunctionDef, FunctionInfo] = {}
+
+    def add_module(self, info: ModuleInfo) -> None:
+        """Index a parsed module's classes, functions and assignments."""
+        self.modules[info.name] = info
+        _Indexer(self, info).run()
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, index: ClientIndex, module: ModuleInfo) -> None:
+        self.index = index
+        self.module = module
+        self.class_stack: list[ClassInfo] = []
+        self.func_stack: list[FunctionInfo] = []
+
+    def run(self) -> None:
+        self.module.wrapper.module.visit(self)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        prefix = self.class_stack[-1].qualname if self.class_stack else self.module.name
+        info = ClassInfo(qualname=f"{prefix}.{node.name.value}", node=node, module=self.module)
+        for arg in node.bases:
+            names = self.module.qualified(arg.value)
+            if names:
+                info.bases.append(names[0])
+        self.index.classes[info.qualname] = info
+        self.class_stack.append(info)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        cls = self.class_stack[-1] if self.class_stack and not self.func_stack else None
+        prefix = (
+            self.func_stack[-1].qualname
+            if self.func_stack
+            else (cls.qualname if cls else self.module.name)
+        )
+        info = FunctionInfo(
+            qualname=f"{prefix}.{node.name.value}",
+            node=node,
+            module=self.module,
+            class_name=cls.qualname if cls else None,
+        )
+        for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            info.params[param.name.value] = (
+                param.annotation.annotation if param.annotation else None
+            )
+        if cls is not None:
+            cls.methods[node.name.value] = info
+        self.index.functions[info.qualname] = info
+        self.index.function_of_node[node] = info
+        self.func_stack.append(info)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.func_stack.pop()
+
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        func = self.func_stack[-1] if self.func_stack else None
+        if isinstance(target, cst.Name):
+            store = func.locals if func else self.module.globals
+            store.setdefault(target.value, []).append(value)
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and func is not None
+            and func.class_name
+            and target.value.value == _first_param(func.node)
+        ):
+            cls = self.index.classes[func.class_name]
+            cls.attrs.setdefault(target.attr.value, []).append((value, func))
+        elif isinstance(target, cst.Tuple | cst.List):
+            for el in target.elements:
+                self._record(el.value, cst.Name("__unknown__"))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._record(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._record(node.target, node.annotation.annotation)
+        if node.value is not None:
+            self._record(node.target, node.value)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._record(node.target, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._record(node.target, cst.Name("__unknown__"))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._record(node.asname.name, node.item)
+
+
+def _first_param(node: cst.FunctionDef) -> str | None:
+    params = [*node.params.posonly_params, *node.params.params]
+    return params[0].name.value if params else None
+
+
+def parse_module(name: str, file: str, code: str) -> ModuleInfo:
+    """Parse one client file and compute libcst metadata (raises ``cst.ParserSyntaxError``)."""
+    wrapper = cst.MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
+    qualnames = dict(wrapper.resolve(QualifiedNameProvider))
+    return ModuleInfo(name=name, file=file, wrapper=wrapper, qualnames=qualnames)
+
+
+class TypeInferrer:
+    """Infers host types of client expressions against one host API (usually the baseline)."""
+
+    def __init__(self, index: ClientIndex, host: HostAPI) -> None:
+        self.index = index
+        self.host = host
+        self._busy: set[int] = set()
+
+    # -- entry points ----------------------------------------------------------------------
+    def infer(
+        self, expr: cst.BaseExpression, func: FunctionInfo | None, module: ModuleInfo
+    ) -> TypeRef | None:
+        """The class ``expr`` evaluates to in ``func`` (None when unknown)."""
+        key = id(expr)
+        if key in self._busy:
+            return None
+        self._busy.add(key)
+        try:
+            return self._infer(expr, func, module)
+        finally:
+            self._busy.discard(key)
+
+    def host_class(self, ref: TypeRef | None) -> Found | None:
+        """The host class a type stands for (a client class's first host base)."""
+        if ref is None:
+            return None
+        if ref.kind == "host":
+            found = self.host.resolve(ref.path)
+            return found if isinstance(found, Found) else None
+        for base in self.host_bases(ref.path):
+            found = self.host.resolve(base)
+            if isinstance(found, Found):
+                return found
+        return None
+
+    def host_bases(self, client_class: str) -> list[str]:
+        """Host classes a client class derives from, directly or through client classes."""
+        out: list[str] = []
+        seen: set[str] = set()
+        todo = [client_class]
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            info = self.index.classes.get(name)
+            if info is None:
+                if self.host.owns(name):
+                    out.append(name)
+                continue
+            todo.extend(info.bases + info.extra_bases)
+        return out
+
+    # -- internals -------------------------------------------------------------------------
+    def _infer(
+        self, expr: cst.BaseExpression, func: FunctionInfo | None, module: ModuleInfo
+    ) -> TypeRef | None:
+        if isinstance(expr, cst.Call):
+            return self._call_result(expr, func, module)
+        if isinstance(expr, cst.Name):
+            return self._name(expr, func, module)
+        if isinstance(expr, cst.Attribute):
+            owner = self.infer(expr.value, func, module)
+            if owner is not None:
+                return self.attribute_type(owner, expr.attr.value)
+            return self._qualified_class(expr, module)
+        if isinstance(expr, cst.NamedExpr):
+            return self.infer(expr.value, func, module)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+            return self.infer(expr.left, func, module) or self.infer(expr.right, func, module)
+        if isinstance(expr, cst.Subscript):
+            head = module.qualified(expr.value)
+            if head and head[0] in ("typing.Optional",):
+                el = expr.slice[0].slice
+                if isinstance(el, cst.Index):
+                    return self.infer(el.value, func, module)
+        if isinstance(expr, cst.SimpleString | cst.ConcatenatedString):
+            return None
+        return None
+
+    def _qualified_class(self, expr: cst.BaseExpression, module: ModuleInfo) -> TypeRef | None:
+        for name in module.qualified(expr):
+            if name in self.index.classes:
+                return TypeRef("client", name)
+            if self.host.owns(name):
+                found = self.host.resolve(name)
+                if isinstance(found, Found) and found.kind == "class":
+                    return TypeRef("host", found.path)
+        return None
+
+    def _name(
+        self, expr: cst.Name, func: FunctionInfo | None, module: ModuleInfo
+    ) -> TypeRef | None:
+        name = expr.value
+        scope = func
+        while scope is not None:
+            if name in scope.params:
+                if (
+                    scope.class_name
+                    and name == _first_param(scope.node)
+                    and "staticmethod" not in _decorators(scope)
+                ):
+                    if scope.bound_self:
+                        return scope.bound_self[0]
+                    return TypeRef("client", scope.class_name)
+                if scope.bound_self and name == _first_param(scope.node):
+                    return scope.bound_self[0]
+                ann = scope.params[name]
+                return self.annotation_type(ann, scope.module) if ann is not None else None
+            if name in scope.locals:
+                for value in scope.locals[name]:
+                    got = self.infer(value, scope, scope.module)
+                    if got is not None:
+                        return got
+                return None
+            scope = self._enclosing(scope)
+        if name in module.globals:
+            for value in module.globals[name]:
+                got = self.infer(value, None, module)
+                if got is not None:
+                    return got
+        return None
+
+    def _enclosing(self, func: FunctionInfo) -> FunctionInfo | None:
+        parent = func.qualname.rsplit(".", 1)[0]
+        return self.index.functions.get(parent)
+
+    def annotation_type(self, ann: cst.BaseExpression, module: ModuleInfo) -> TypeRef | None:
+        """The class an annotation names (``X``, ``X | None``, ``Optional[X]``, ``"X"``)."""
+        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+            return self.annotation_type(ann.left, module) or self.annotation_type(ann.right, module)
+        if isinstance(ann, cst.Subscript):
+            head = module.qualified(ann.value)
+            if head and head[0] in ("typing.Optional", "typing.Union"):
+                for el in ann.slice:
+                    if isinstance(el.slice, cst.Index):
+                        got = self.annotation_type(el.slice.value, module)
+                        if got:
+                            return got
+            return None
+        if isinstance(ann, cst.Name | cst.Attribute):
+            return self._qualified_class(ann, module)
+        return None
+
+    def _call_result(
+        self, call: cst.Call, func: FunctionInfo | None, module: ModuleInfo
+    ) -> TypeRef | None:
+        callee = call.func
+        cls = self._qualified_class(callee, module)
+        if cls is not None:
+            return cls
+        for name in module.qualified(callee):
+            if self.host.owns(name):
+                found = self.host.resolve(name)
+                if isinstance(found, Found):
+                    ret = self.host.return_class(found)
+                    return TypeRef("host", ret.path) if ret else None
+            if name in self.index.functions:
+                return self._client_return(self.index.functions[name])
+        if isinstance(callee, cst.Attribute):
+            owner = self.infer(callee.value, func, module)
+            if owner is None:
+                return None
+            method = self.member_function(owner, callee.attr.value)
+            if isinstance(method, FunctionInfo):
+                return self._client_return(method)
+            if isinstance(method, Found):
+                ret = self.host.return_class(method)
+                return TypeRef("host", ret.path) if ret else None
+        return None
+
+    def _client_return(self, func: FunctionInfo) -> TypeRef | None:
+        ann = func.node.returns
+        return self.annotation_type(ann.annotation, func.module) if ann is not None else None
+
+    def member_function(self, owner: TypeRef, name: str) -> FunctionInfo | Found | None:
+        """The client method or host member ``name`` of a type."""
+        if owner.kind == "client":
+            info = self.index.classes.get(owner.path)
+            if info is not None and name in info.methods:
+                return info.methods[name]
+            for base in info.bases if info else []:
+                if base in self.index.classes:
+                    got = self.member_function(TypeRef("client", base), name)
+                    if got is not None:
+                        return got
+        cls = self.host_class(owner)
+        if cls is not None:
+            found = self.host.class_member(cls, name)
+            return found if isinstance(found, Found) else None
+        return None
+
+    def attribute_type(self, owner: TypeRef, name: str) -> TypeRef | None:
+        """The class of attribute ``name`` read off an instance of ``owner``."""
+        if owner.kind == "client":
+            info = self.index.classes.get(owner.path)
+            if info is not None and name in info.attrs:
+                for value, func in info.attrs[name]:
+                    got = self.infer(value, func, info.module)
+                    if got is not None:
+                        return got
+                return None
+        cls = self.host_class(owner)
+        if cls is None:
+            return None
+        found = self.host.class_member(cls, name)
+        if not isinstance(found, Found):
+            return None
+        if found.kind == "attribute":
+            got = self.host.annotation_class(getattr(found.obj, "annotation", None), found.obj)
+            return TypeRef("host", got.path) if got else None
+        if found.kind == "function" and "property" in found.obj.labels:
+            ret = self.host.return_class(found)
+            return TypeRef("host", ret.path) if ret else None
+        if found.kind == "class":
+            return None
+        return None
+
+
+def _decorators(func: FunctionInfo) -> set[str]:
+    out = set()
+    for d in func.node.decorators:
+        expr = d.decorator
+        if isinstance(expr, cst.Name):
+            out.add(expr.value)
+    return out

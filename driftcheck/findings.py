@@ -1,0 +1,95 @@
+"""Findings: what driftcheck reports, as frozen data."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+KINDS = (
+    "missing-symbol",
+    "moved-symbol",
+    "call-signature",
+    "return-semantics",
+    "call-protocol",
+    "attribute-missing",
+    "override-signature",
+    "string-ref",
+    "behaviour-change",
+    "deprecated",
+)
+SEVERITIES = ("info", "warning", "error")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where the host shows the change, in one version."""
+
+    version: str
+    file: str
+    line: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix a codemod can apply (``safe``/``unsafe``) or a ``manual`` guideline."""
+
+    safety: str
+    description: str
+    codemod: str | None = None
+    params: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One drift at one client location."""
+
+    rule: str
+    kind: str
+    severity: str
+    file: str
+    line: int
+    column: int
+    symbol: str
+    message: str
+    evidence: tuple[Evidence, ...] = ()
+    fix: Fix | None = None
+    first_breaking: str | None = None
+    references: tuple[str, ...] = ()
+    end_line: int = 0
+    context: str = field(default="", compare=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable identity across unrelated line shifts: rule, file, symbol and the line's code."""
+        key = "\x00".join((self.rule, self.file, self.symbol, self.context.strip()))
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (the documented contract plus extra fields)."""
+        data = {
+            "rule": self.rule,
+            "kind": self.kind,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "symbol": self.symbol,
+            "message": self.message,
+            "evidence": [asdict(e) for e in self.evidence],
+            "fix": None
+            if self.fix is None
+            else {"safety": self.fix.safety, "description": self.fix.description},
+            "first_breaking": self.first_breaking,
+            "references": list(self.references),
+            "fingerprint": self.fingerprint,
+        }
+        for ev in data["evidence"]:
+            if not ev["note"]:
+                del ev["note"]
+        return data
+
+
+def severity_rank(severity: str) -> int:
+    """Order of severities (info < warning < error)."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else 0

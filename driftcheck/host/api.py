@@ -1,0 +1,395 @@
+"""The host's API, loaded lazily and statically with griffe.
+
+Only the modules a lookup reaches are visited (``griffe.visit`` on one file at a time), then
+imports, re-export chains and base classes are followed on demand. Nothing is imported.
+Dataclass and pydantic-dataclass constructors (including PEP 681 ``dataclass_transform``
+decorators such as vLLM's ``@config``) are synthesised from their fields, ``InitVar``s included.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import griffe
+
+from driftcheck.host.signature import Param, Signature, dataclass_fields, signature_of_function
+from driftcheck.sources import SourceTree
+
+logging.getLogger("griffe").setLevel(logging.ERROR)
+
+DATACLASS_DECORATORS = {
+    "dataclasses.dataclass",
+    "pydantic.dataclasses.dataclass",
+    "attr.s",
+    "attrs.define",
+    "attrs.frozen",
+}
+TRANSFORM_MARKERS = {"typing.dataclass_transform", "typing_extensions.dataclass_transform"}
+
+
+class Unknown:
+    """A lookup that cannot be decided statically (dynamic ``__getattr__``, external base)."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = Unknown()
+
+
+@dataclass
+class Found:
+    """A resolved host object and its canonical path."""
+
+    obj: griffe.Object
+    path: str
+
+    @property
+    def kind(self) -> str:
+        """``module``, ``class``, ``function`` or ``attribute``."""
+        return self.obj.kind.value
+
+    @property
+    def file(self) -> str:
+        """Path of the defining file, relative to the host's root."""
+        fp = self.obj.filepath
+        return Path(fp).as_posix() if not isinstance(fp, list) else Path(fp[0]).as_posix()
+
+    @property
+    def line(self) -> int:
+        """Line of the definition (1 for a module)."""
+        return int(self.obj.lineno or 1)
+
+
+Lookup = Found | Unknown | None
+
+
+@dataclass
+class HostAPI:
+    """One version of a host library, read from its source tree."""
+
+    tree: SourceTree
+    name: str
+    version: str
+    modules: dict[str, griffe.Module | None] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    parse_errors: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.roots = set(self.tree.top_level_packages())
+        self._sig_cache: dict[str, Signature | None] = {}
+
+    # -- modules ---------------------------------------------------------------------------
+    def owns(self, dotted: str) -> bool:
+        """True when ``dotted`` lies inside one of this host's top-level packages."""
+        return dotted.split(".", 1)[0] in self.roots
+
+    def module(self, dotted: str) -> griffe.Module | None:
+        """Visit and return module ``dotted`` (None when the host has no such module)."""
+        if dotted in self.modules:
+            return self.modules[dotted]
+        rel = self.tree.module_file(dotted)
+        mod: griffe.Module | None = None
+        parent = self.module(dotted.rsplit(".", 1)[0]) if "." in dotted else None
+        if rel is not None:
+            code = self.tree.read_text(rel)
+            self.texts[dotted] = code
+            try:
+                # Visiting with the parent package lets griffe resolve relative imports.
+                mod = griffe.visit(
+                    dotted.rsplit(".", 1)[-1], filepath=Path(rel), code=code, parent=parent
+                )
+            except Exception as exc:  # griffe raises plain exceptions on odd syntax
+                self.parse_errors.append((rel, f"{type(exc).__name__}: {exc}"))
+                mod = None
+        elif self.tree.is_package(dotted):
+            mod = griffe.Module(
+                dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
+            )
+        self.modules[dotted] = mod
+        return mod
+
+    def module_text(self, dotted: str) -> str | None:
+        """Source text of a visited module."""
+        if dotted not in self.texts:
+            self.module(dotted)
+        return self.texts.get(dotted)
+
+    def loaded_files(self) -> int:
+        """How many host files were visited so far."""
+        return len(self.texts)
+
+    # -- lookups ---------------------------------------------------------------------------
+    def resolve(self, path: str, _seen: frozenset[str] = frozenset()) -> Lookup:
+        """Resolve a dotted path through modules, re-exports and class bases."""
+        if not path or not self.owns(path) or path in _seen:
+            return UNKNOWN if path in _seen else None
+        seen = _seen | {path}
+        parts = path.split(".")
+        for i in range(len(parts), 0, -1):
+            modpath = ".".join(parts[:i])
+            mod = self.module(modpath)
+            if mod is not None:
+                break
+        else:
+            return None
+        current: Lookup = Found(mod, modpath)
+        for name in parts[i:]:
+            if not isinstance(current, Found):
+                return current
+            current = self.member(current, name, seen)
+        return current
+
+    def member(self, owner: Found, name: str, _seen: frozenset[str] = frozenset()) -> Lookup:
+        """Look ``name`` up on a module or class (classes: through the MRO)."""
+        obj = owner.obj
+        if isinstance(obj, griffe.Module):
+            sub = f"{owner.path}.{name}"
+            if name in obj.members:
+                return self._follow(obj.members[name], sub, _seen)
+            if self.module(sub) is not None:
+                return Found(self.modules[sub], sub)  # type: ignore[arg-type]
+            if "__getattr__" in obj.members:
+                return UNKNOWN
+            return None
+        if isinstance(obj, griffe.Class):
+            return self.class_member(owner, name, _seen)
+        if isinstance(obj, griffe.Attribute):
+            cls = self.annotation_class(obj.annotation, obj)
+            if cls is not None:
+                return self.class_member(cls, name, _seen)
+        return UNKNOWN
+
+    def _follow(
+        self, member: griffe.Object | griffe.Alias, path: str, seen: frozenset[str]
+    ) -> Lookup:
+        if isinstance(member, griffe.Alias):
+            target = member.target_path
+            if not self.owns(target):
+                return UNKNOWN
+            return self.resolve(target, seen)
+        return Found(member, path)
+
+    def mro(self, cls: Found, _depth: int = 0) -> tuple[list[Found], bool]:
+        """Host classes in method-resolution order, and whether every base was resolved."""
+        out: list[Found] = [cls]
+        complete = True
+        if _depth > 30 or not isinstance(cls.obj, griffe.Class):
+            return out, complete
+        for base in cls.obj.bases:
+            path = _canonical(base)
+            if path in (None, "object", "builtins.object"):
+                continue
+            if path in (
+                "typing.Generic",
+                "typing.Protocol",
+                "abc.ABC",
+                "typing_extensions.Protocol",
+            ):
+                continue
+            found = self.resolve(path) if self.owns(path) else UNKNOWN
+            if isinstance(found, Found) and isinstance(found.obj, griffe.Class):
+                sub, sub_complete = self.mro(found, _depth + 1)
+                out.extend(s for s in sub if s.path not in {o.path for o in out})
+                complete = complete and sub_complete
+            else:
+                complete = False
+        return out, complete
+
+    def class_member(self, cls: Found, name: str, _seen: frozenset[str] = frozenset()) -> Lookup:
+        """A class member through the host part of the MRO.
+
+        Returns None only when every class on the MRO is the host's and none defines it (nor a
+        ``__getattr__``); when a base lies outside the host, returns UNKNOWN instead.
+        """
+        chain, complete = self.mro(cls)
+        for klass in chain:
+            members = klass.obj.members
+            if name in members:
+                return self._follow(members[name], f"{klass.path}.{name}", _seen)
+        if any("__getattr__" in k.obj.members for k in chain):
+            return UNKNOWN
+        return None if complete else UNKNOWN
+
+    def defined_in_host_mro(self, cls: Found, name: str) -> Found | None:
+        """Where the host part of a class's MRO defines ``name`` (ignores external bases)."""
+        chain, _ = self.mro(cls)
+        for klass in chain:
+            if name in klass.obj.members:
+                got = self._follow(klass.obj.members[name], f"{klass.path}.{name}", frozenset())
+                return got if isinstance(got, Found) else None
+        return None
+
+    # -- types -----------------------------------------------------------------------------
+    def annotation_class(
+        self, annotation: object, context: griffe.Object | None = None
+    ) -> Found | None:
+        """The host class an annotation names (``X``, ``X | None``, ``Optional[X]``)."""
+        for path in _annotation_paths(annotation):
+            found = self.resolve(path) if self.owns(path) else None
+            if isinstance(found, Found) and isinstance(found.obj, griffe.Class):
+                return found
+        return None
+
+    def return_class(self, func: Found) -> Found | None:
+        """The host class a function's return annotation names, when it names exactly one."""
+        if not isinstance(func.obj, griffe.Function):
+            return None
+        return self.annotation_class(func.obj.returns, func.obj)
+
+    # -- signatures ------------------------------------------------------------------------
+    def signature(self, found: Found) -> Signature | None:
+        """Call signature of a function or of a class's constructor; None when unknowable."""
+        if found.path in self._sig_cache:
+            return self._sig_cache[found.path]
+        sig: Signature | None = None
+        obj = found.obj
+        if isinstance(obj, griffe.Function):
+            sig = signature_of_function(obj, bound=_is_bound_method(obj), file=found.file)
+        elif isinstance(obj, griffe.Class):
+            sig = self._constructor(found)
+        self._sig_cache[found.path] = sig
+        return sig
+
+    def _constructor(self, cls: Found) -> Signature | None:
+        chain, complete = self.mro(cls)
+        for klass in chain:
+            members = klass.obj.members
+            if self.is_dataclass(klass) and "__init__" not in members:
+                return self._dataclass_init(klass)
+            for special in ("__init__", "__new__"):
+                if special in members:
+                    got = self._follow(members[special], f"{klass.path}.{special}", frozenset())
+                    if isinstance(got, Found) and isinstance(got.obj, griffe.Function):
+                        sig = signature_of_function(got.obj, bound=True, file=got.file)
+                        return sig
+                    return None
+        if complete:
+            return Signature(params=[], returns=None, file=cls.file, line=cls.line)
+        return None
+
+    def is_dataclass(self, cls: Found) -> bool:
+        """True when a class's decorators make it a dataclass (stdlib, pydantic, PEP 681)."""
+        for deco in cls.obj.decorators:
+            value = deco.value
+            func = getattr(value, "function", value)
+            path = _canonical(func)
+            if path is None:
+                continue
+            if path in DATACLASS_DECORATORS:
+                return True
+            if self.owns(path):
+                target = self.resolve(path)
+                if isinstance(target, Found) and isinstance(target.obj, griffe.Function):
+                    for inner in target.obj.decorators:
+                        inner_path = _canonical(getattr(inner.value, "function", inner.value))
+                        if inner_path in TRANSFORM_MARKERS:
+                            return True
+        return False
+
+    def _dataclass_init(self, cls: Found) -> Signature:
+        chain, _ = self.mro(cls)
+        params: dict[str, Param] = {}
+        for klass in reversed(chain):
+            if not self.is_dataclass(klass):
+                continue
+            node = self.class_node(klass)
+            if node is None:
+                continue
+            for param in dataclass_fields(node, kw_only=_decorator_kw_only(klass)):
+                params.pop(param.name, None)
+                params[param.name] = param
+        ordered = [p for p in params.values() if p.kind != "keyword_only"]
+        ordered += [p for p in params.values() if p.kind == "keyword_only"]
+        return Signature(params=ordered, returns=None, file=cls.file, line=cls.line)
+
+    def class_node(self, cls: Found) -> ast.ClassDef | None:
+        """The ``ast`` node of a host class (for facts the API model does not carry)."""
+        return self.def_node(cls)  # type: ignore[return-value]
+
+    def def_node(self, found: Found) -> ast.AST | None:
+        """The ``ast`` node of a host class or function, found by its line."""
+        module = found.obj.module
+        text = self.module_text(module.path)
+        if text is None:
+            return None
+        tree = self._ast(module.path, text)
+        if tree is None:
+            return None
+        want = found.line
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.name == found.obj.name and (
+                    node.lineno == want or any(d.lineno == want for d in node.decorator_list)
+                ):
+                    return node
+        return None
+
+    def _ast(self, modpath: str, text: str) -> ast.Module | None:
+        cache = self.__dict__.setdefault("_ast_cache", {})
+        if modpath not in cache:
+            try:
+                cache[modpath] = ast.parse(text)
+            except (SyntaxError, ValueError):
+                cache[modpath] = None
+        return cache[modpath]
+
+
+def _decorator_kw_only(cls: Found) -> bool:
+    for deco in cls.obj.decorators:
+        for arg in getattr(deco.value, "arguments", []) or []:
+            if getattr(arg, "name", None) == "kw_only" and str(getattr(arg, "value", "")) == "True":
+                return True
+    return False
+
+
+def _is_bound_method(func: griffe.Function) -> bool:
+    if not isinstance(func.parent, griffe.Class):
+        return False
+    labels = func.labels
+    if "staticmethod" in labels:
+        return False
+    return (
+        bool(func.parameters)
+        and func.parameters[0].name in ("self", "cls")
+        or ("classmethod" in labels)
+    )
+
+
+def _canonical(expr: object) -> str | None:
+    if expr is None:
+        return None
+    path = getattr(expr, "canonical_path", None)
+    if isinstance(path, str):
+        return path
+    if isinstance(expr, str):
+        return expr
+    return None
+
+
+def _annotation_paths(annotation: object) -> list[str]:
+    """Candidate class paths named by an annotation, None and containers stripped."""
+    if annotation is None:
+        return []
+    if isinstance(annotation, str):
+        return [annotation.strip("'\"")]
+    if isinstance(annotation, griffe.ExprBinOp) and annotation.operator == "|":
+        parts = _annotation_paths(annotation.left) + _annotation_paths(annotation.right)
+        return [p for p in parts if p not in ("None", "builtins.None")]
+    if isinstance(annotation, griffe.ExprSubscript):
+        head = _canonical(annotation.left)
+        if head in ("typing.Optional", "typing.Union", "typing_extensions.Optional"):
+            inner = annotation.slice
+            elems = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
+            out: list[str] = []
+            for e in elems:
+                out.extend(_annotation_paths(e))
+            return [p for p in out if p not in ("None", "builtins.None")]
+        return []
+    if isinstance(annotation, griffe.ExprName | griffe.ExprAttribute):
+        path = _canonical(annotation)
+        return [path] if path else []
+    return []

@@ -1,0 +1,260 @@
+"""Call signatures as plain data, binding of call sites, and return-annotation shapes."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+import griffe
+
+KIND_MAP = {
+    "positional-only": "positional_only",
+    "positional or keyword": "positional_or_keyword",
+    "variadic positional": "var_positional",
+    "keyword-only": "keyword_only",
+    "variadic keyword": "var_keyword",
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: name, kind (as in :class:`inspect.Parameter`), default presence."""
+
+    name: str
+    kind: str
+    has_default: bool
+    default: str | None = None
+    annotation: str | None = None
+    init_var: bool = False
+
+    @property
+    def required(self) -> bool:
+        """Must a caller pass it?"""
+        return not self.has_default and self.kind not in ("var_positional", "var_keyword")
+
+
+@dataclass
+class Signature:
+    """Parameters a caller sees (``self`` removed for bound methods) and the return annotation."""
+
+    params: list[Param]
+    returns: str | None
+    file: str = ""
+    line: int = 0
+
+    def param(self, name: str) -> Param | None:
+        """The parameter called ``name``."""
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def accepts_var_keyword(self) -> bool:
+        """Has ``**kwargs``."""
+        return any(p.kind == "var_keyword" for p in self.params)
+
+    @property
+    def accepts_var_positional(self) -> bool:
+        """Has ``*args``."""
+        return any(p.kind == "var_positional" for p in self.params)
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """What a call site passes: positional count, keyword names, and star arguments."""
+
+    positional: int
+    keywords: tuple[str, ...]
+    star: bool = False
+    double_star: bool = False
+
+
+@dataclass(frozen=True)
+class BindProblem:
+    """Why a call cannot bind: ``unexpected-keyword``, ``missing-required``, ``too-many-positional``."""
+
+    code: str
+    param: str
+    detail: str = field(default="", compare=False)
+
+
+def signature_of_function(func: griffe.Function, *, bound: bool, file: str = "") -> Signature:
+    """Signature of a griffe function; drops the first parameter of bound methods."""
+    params = [
+        Param(
+            name=p.name,
+            kind=KIND_MAP.get(p.kind.value if p.kind else "", "positional_or_keyword"),
+            has_default=p.default is not None,
+            default=str(p.default) if p.default is not None else None,
+            annotation=str(p.annotation) if p.annotation is not None else None,
+        )
+        for p in func.parameters
+    ]
+    if bound and params and params[0].kind in ("positional_only", "positional_or_keyword"):
+        params = params[1:]
+    returns = str(func.returns) if func.returns is not None else None
+    return Signature(params=params, returns=returns, file=file, line=int(func.lineno or 0))
+
+
+def bind(sig: Signature, call: CallShape) -> list[BindProblem]:
+    """Problems binding ``call`` to ``sig`` (empty when it binds).
+
+    With ``*args`` or ``**kwargs`` at the call site only what is certain is reported.
+    """
+    problems: list[BindProblem] = []
+    positional_slots = [
+        p for p in sig.params if p.kind in ("positional_only", "positional_or_keyword")
+    ]
+    by_name = {p.name: p for p in sig.params if p.kind in ("positional_or_keyword", "keyword_only")}
+    if not call.star and call.positional > len(positional_slots) and not sig.accepts_var_positional:
+        problems.append(
+            BindProblem(
+                "too-many-positional",
+                str(call.positional),
+                f"takes {len(positional_slots)} positional arguments but {call.positional} were given",
+            )
+        )
+    filled = {p.name for p in positional_slots[: call.positional]}
+    for kw in call.keywords:
+        if kw in by_name:
+            filled.add(kw)
+        elif not sig.accepts_var_keyword:
+            problems.append(BindProblem("unexpected-keyword", kw, f"no parameter named {kw!r}"))
+    if not (call.star or call.double_star):
+        for p in sig.params:
+            if p.required and p.name not in filled:
+                problems.append(
+                    BindProblem(
+                        "missing-required", p.name, f"required parameter {p.name!r} not passed"
+                    )
+                )
+    return problems
+
+
+# -- dataclass fields ------------------------------------------------------------------------
+
+_FIELD_FUNCS = {"field", "Field", "dataclasses.field", "pydantic.Field", "pydantic.fields.Field"}
+
+
+def dataclass_fields(node: ast.ClassDef, *, kw_only: bool = False) -> list[Param]:
+    """The ``__init__`` parameters a dataclass body declares, in order (``InitVar`` included)."""
+    out: list[Param] = []
+    after_kw_only = kw_only
+    for stmt in node.body:
+        if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+            continue
+        ann = ast.unparse(stmt.annotation)
+        if re.match(r"^(typing\.)?ClassVar\b", ann):
+            continue
+        if ann in ("KW_ONLY", "dataclasses.KW_ONLY"):
+            after_kw_only = True
+            continue
+        has_default = stmt.value is not None
+        default = ast.unparse(stmt.value) if stmt.value is not None else None
+        field_kw_only = after_kw_only
+        if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) in _FIELD_FUNCS:
+            kws = {k.arg: k.value for k in stmt.value.keywords if k.arg}
+            if isinstance(kws.get("init"), ast.Constant) and kws["init"].value is False:
+                continue
+            if isinstance(kws.get("kw_only"), ast.Constant):
+                field_kw_only = bool(kws["kw_only"].value)
+            positional_default = stmt.value.args and ast.unparse(stmt.value.func).endswith("Field")
+            has_default = bool(
+                {"default", "default_factory"} & set(kws) or positional_default
+            ) and not (
+                isinstance(kws.get("default"), ast.Constant) and kws["default"].value is Ellipsis
+            )
+            default = ast.unparse(kws["default"]) if "default" in kws else default
+        out.append(
+            Param(
+                name=stmt.target.id,
+                kind="keyword_only" if field_kw_only else "positional_or_keyword",
+                has_default=has_default,
+                default=default if has_default else None,
+                annotation=ann,
+                init_var=bool(re.match(r"^(dataclasses\.)?InitVar\b", ann)),
+            )
+        )
+    return out
+
+
+# -- return shapes ---------------------------------------------------------------------------
+
+_CONTAINERS = {
+    "list",
+    "List",
+    "tuple",
+    "Tuple",
+    "Sequence",
+    "set",
+    "Set",
+    "dict",
+    "Dict",
+    "Iterable",
+}
+
+
+def normalise_annotation(text: str | None) -> str | None:
+    """Canonical text of an annotation: ``Optional[X]`` → ``X | None``, no spaces."""
+    if text is None:
+        return None
+    text = text.replace(" ", "").strip("'\"")
+    m = re.fullmatch(r"(?:typing\.)?Optional\[(.*)\]", text)
+    if m:
+        text = f"{m.group(1)}|None"
+    return text
+
+
+def union_members(text: str) -> set[str]:
+    """Top-level members of a ``|`` union (brackets respected)."""
+    members, depth, cur = set(), 0, ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "|" and depth == 0:
+            members.add(cur)
+            cur = ""
+        else:
+            cur += ch
+    members.add(cur)
+    return {m for m in members if m}
+
+
+def container_item(text: str) -> str | None:
+    """For ``list[X]`` and friends, ``X``; else None."""
+    m = re.fullmatch(r"(?:typing\.)?(\w+)\[(.*)\]", text)
+    if m and m.group(1) in _CONTAINERS:
+        return m.group(2)
+    return None
+
+
+def return_change(baseline: str | None, target: str | None) -> str | None:
+    """How a return annotation changed in a way callers feel; None when compatible or unknown.
+
+    One of ``became-none``, ``gained-none``, ``container-to-item``, ``item-to-container``.
+    """
+    old, new = normalise_annotation(baseline), normalise_annotation(target)
+    if not old or not new or old == new:
+        return None
+    if new in ("Any", "typing.Any", "object"):
+        return None  # no shape claim: a rule must say what changed
+    if new == "None" and old != "None":
+        return "became-none"
+    old_m, new_m = union_members(old), union_members(new)
+    if "None" in new_m and "None" not in old_m and old != "None":
+        return "gained-none"
+    old_item, new_item = container_item(old), container_item(new)
+    if (
+        old_item is not None
+        and new_item is None
+        and (new == old_item or new in union_members(old_item))
+    ):
+        return "container-to-item"
+    if (
+        new_item is not None
+        and old_item is None
+        and (old == new_item or old in union_members(new_item))
+    ):
+        return "item-to-container"
+    return None

@@ -1,0 +1,262 @@
+"""The scan pipeline: specs → sources → host APIs + client uses → checks → findings."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from driftcheck.checks import CHECKS, CheckContext
+from driftcheck.client.bindings import apply_bindings
+from driftcheck.client.types import ClientIndex, ModuleInfo, TypeInferrer, parse_module
+from driftcheck.client.uses import Use, UseCollector
+from driftcheck.errors import SourceError, UsageError
+from driftcheck.findings import Finding
+from driftcheck.host.api import HostAPI
+from driftcheck.sources import SourceTree, open_tree
+from driftcheck.specs import PackageSpec, parse_spec
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Client:
+    """The client package: its tree, identity, parsed modules and uses."""
+
+    tree: SourceTree
+    name: str
+    version: str
+    modules: dict[str, ModuleInfo] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    lines: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class ScanResult:
+    """Everything a report needs."""
+
+    client_name: str
+    client_version: str
+    host_name: str
+    baseline: str | None
+    target: str
+    findings: list[Finding]
+    skipped: list[tuple[str, str]]
+    uses: list[Use]
+    client_lines: dict[str, list[str]]
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The JSON contract."""
+        return {
+            "client": {"name": self.client_name, "version": self.client_version},
+            "host": {"name": self.host_name, "baseline": self.baseline, "target": self.target},
+            "findings": [f.to_dict() for f in self.findings],
+            "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
+            "stats": {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()},
+        }
+
+
+def load_client(spec: PackageSpec, roots: set[str] | None = None, *, quiet: bool = True) -> Client:
+    """Open the client's tree and parse the Python files of its packages that name the host.
+
+    A file that never mentions a host top-level package cannot reach the host directly; it
+    is not parsed (libcst metadata is the scan's main cost).
+    """
+    tree = open_tree(spec, quiet=quiet)
+    md = tree.metadata
+    name = md.name if md and md.name else (spec.name or _guess_name(tree))
+    version = md.version if md and md.version else (spec.version or "")
+    client = Client(tree=tree, name=name, version=version)
+    client.skipped.extend(tree.skipped)
+    packages = set(tree.top_level_packages())
+    files = [f for f in tree.python_files() if f.split("/", 1)[0].removesuffix(".py") in packages]
+    if not files:
+        raise SourceError(f"{tree.label}: no Python files found")
+    for rel in files:
+        try:
+            code = tree.read_text(rel)
+        except SourceError as exc:
+            client.skipped.append((rel, str(exc)))
+            continue
+        if roots and not _mentions(code, roots):
+            continue
+        try:
+            info = parse_module(tree.module_name(rel), rel, code)
+        except cst.ParserSyntaxError as exc:
+            client.skipped.append((rel, f"syntax error at line {exc.raw_line}: {exc.message}"))
+            continue
+        except (RecursionError, ValueError, MemoryError) as exc:
+            client.skipped.append((rel, f"cannot parse: {type(exc).__name__}"))
+            continue
+        client.modules[info.name] = info
+        client.lines[rel] = code.splitlines()
+    return client
+
+
+def _mentions(code: str, roots: set[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(r)}\b", code) for r in roots)
+
+
+def _guess_name(tree: SourceTree) -> str:
+    tops = tree.top_level_packages()
+    return tops[0] if tops else "client"
+
+
+def load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
+    """Open a host release (or installed distribution, or directory) as a lazy API."""
+    tree = open_tree(spec, quiet=quiet)
+    md = tree.metadata
+    name = md.name if md and md.name else (spec.name or _guess_name(tree))
+    version = md.version if md and md.version else (spec.version or "unknown")
+    api = HostAPI(tree=tree, name=name, version=version)
+    if not api.roots:
+        raise SourceError(f"{tree.label}: no importable package found")
+    return api
+
+
+def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Use]:
+    """Index the client repo-wide, then collect every use of the host, file by file."""
+    index = ClientIndex()
+    for info in client.modules.values():
+        index.add_module(info)
+    types = TypeInferrer(index, types_api)
+    apply_bindings(index, types)
+    uses: list[Use] = []
+    for info in client.modules.values():
+        collector = UseCollector(info, index, types, roots)
+        try:
+            info.wrapper.visit(collector)
+        except RecursionError:
+            client.skipped.append((info.file, "too deeply nested to analyse"))
+            continue
+        uses.extend(collector.uses)
+    return uses
+
+
+def run_checks(
+    uses: list[Use], target: HostAPI, baseline: HostAPI | None, lines: dict
+) -> list[Finding]:
+    """Run every registered check on every use; findings sorted by place."""
+    from driftcheck.checks.protocol import protocol_findings
+    from driftcheck.rules import apply_rules
+
+    ctx = CheckContext(target=target, baseline=baseline, uses=uses)
+    findings: list[Finding] = []
+    for use in uses:
+        for check in CHECKS.values():
+            findings.extend(check(use, ctx))
+    findings.extend(protocol_findings(ctx))
+    findings = apply_rules(findings, ctx)
+    out = []
+    for f in findings:
+        src = lines.get(f.file, [])
+        context = src[f.line - 1] if 0 < f.line <= len(src) else ""
+        out.append(_with_context(f, context))
+    return sorted(_dedupe(out), key=lambda f: (f.file, f.line, f.column, f.kind))
+
+
+def _with_context(f: Finding, context: str) -> Finding:
+    from dataclasses import replace
+
+    return replace(f, context=context)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple] = set()
+    out: list[Finding] = []
+    for f in findings:
+        key = (f.rule, f.file, f.line, f.column, f.symbol)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def resolve_specs(
+    client: str, against: str | None, baseline: str | None, host: str | None
+) -> tuple[PackageSpec, PackageSpec, str | None]:
+    """Turn the user's strings into specs; the host name comes from --against or --host."""
+    client_spec = parse_spec(client)
+    target_spec = parse_spec(against or "installed", default_name=host)
+    if target_spec.kind == "installed" and not target_spec.name:
+        raise UsageError("name the host: --against NAME==VERSION, --against NAME, or --host NAME")
+    if host and target_spec.name and target_spec.key != PackageSpec("x", name=host).key:
+        raise UsageError(f"--host {host} does not match --against {against}")
+    return client_spec, target_spec, baseline
+
+
+def scan(
+    client: str | PackageSpec,
+    against: str | None = None,
+    *,
+    baseline: str | None = None,
+    host: str | None = None,
+    progress: Progress | None = None,
+) -> ScanResult:
+    """Scan a client against a target host release.
+
+    Args:
+        client: Client spec (``name==version``, installed name, or directory).
+        against: Target host spec; default: the host installed in this environment.
+        baseline: Baseline host version (or spec); default: the client's own pin on the host.
+        host: Host name when ``against`` does not carry one.
+        progress: Callback receiving short progress messages.
+    """
+    say = progress or (lambda _msg: None)
+    t0 = time.perf_counter()
+    if isinstance(client, PackageSpec):
+        client_spec = client
+        target_spec = parse_spec(against or "installed", default_name=host)
+    else:
+        client_spec, target_spec, _ = resolve_specs(client, against, baseline, host)
+    say(f"loading host {target_spec}")
+    target = load_host(target_spec)
+    host_name = target_spec.name or target.name
+    say(f"loading client {client_spec}")
+    cl = load_client(client_spec, target.roots)
+    base_api: HostAPI | None = None
+    base_version = baseline
+    if base_version is None:
+        md = cl.tree.metadata
+        base_version = md.pin_on(host_name) if md else None
+        if base_version is None and target.name != host_name and md:
+            base_version = md.pin_on(target.name)
+    if base_version:
+        base_spec = (
+            parse_spec(base_version, default_name=host_name)
+            if any(c in base_version for c in "=/@") or base_version == "installed"
+            else parse_spec(f"{host_name}=={base_version}")
+        )
+        say(f"loading baseline {base_spec}")
+        base_api = load_host(base_spec)
+        base_version = base_api.version if base_spec.kind != "release" else base_spec.version
+    t1 = time.perf_counter()
+    roots = target.roots | (base_api.roots if base_api else set())
+    uses = collect_uses(cl, base_api or target, roots)
+    t2 = time.perf_counter()
+    findings = run_checks(uses, target, base_api, cl.lines)
+    t3 = time.perf_counter()
+    skipped = list(cl.skipped)
+    return ScanResult(
+        client_name=cl.name,
+        client_version=cl.version,
+        host_name=host_name,
+        baseline=base_version,
+        target=target_spec.version or target.version,
+        findings=findings,
+        skipped=skipped,
+        uses=uses,
+        client_lines=cl.lines,
+        stats={
+            "load_seconds": t1 - t0,
+            "uses_seconds": t2 - t1,
+            "checks_seconds": t3 - t2,
+            "uses": len(uses),
+            "host_files_target": target.loaded_files(),
+            "host_files_baseline": base_api.loaded_files() if base_api else 0,
+        },
+    )

@@ -1,0 +1,73 @@
+"""Text report: findings grouped by client file, each with a code frame and host evidence."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from driftcheck.findings import Finding
+from driftcheck.pipeline import ScanResult
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render(result: ScanResult, out: TextIO, *, color: bool | None = None, **_: object) -> None:
+    """Write the human report."""
+    console = Console(
+        file=out, force_terminal=color, no_color=color is False, width=110, highlight=False
+    )
+    base = result.baseline or "none"
+    console.print(
+        f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] against "
+        f"[bold]{escape(result.host_name)} {escape(result.target)}[/] (baseline {escape(base)})"
+    )
+    for file, group in groupby(result.findings, key=lambda f: f.file):
+        console.print()
+        console.print(f"[bold underline]{escape(file)}[/]")
+        for finding in group:
+            _finding(console, finding, result.client_lines.get(file, []))
+    for file, reason in result.skipped:
+        console.print(f"[yellow]skipped[/] {escape(file)}: {escape(reason)}")
+    console.print()
+    console.print(summary(result))
+
+
+def _finding(console: Console, f: Finding, lines: list[str]) -> None:
+    head = Text()
+    head.append(f"{f.file}:{f.line}:{f.column}", style="bold")
+    head.append("  ")
+    head.append(f.severity, style=STYLE.get(f.severity, ""))
+    head.append(f"  {f.kind}  [{f.rule}]", style="dim")
+    console.print(head)
+    console.print(f"  {escape(f.message)}")
+    last = max(f.end_line, f.line) if f.end_line - f.line < 4 else f.line
+    for n in range(max(1, f.line - 1), min(len(lines), last + 1) + 1):
+        marker = ">" if f.line <= n <= last else " "
+        console.print(
+            Text(f"  {marker} {n:>4} | {lines[n - 1]}", style="" if marker == ">" else "dim")
+        )
+    for ev in f.evidence:
+        note = f"  ({ev.note})" if ev.note else ""
+        console.print(
+            f"    [dim]{escape(ev.version)}:[/] {escape(ev.file)}:{ev.line}{escape(note)}"
+        )
+    if f.first_breaking:
+        console.print(f"    [dim]first breaks in {escape(f.first_breaking)}[/]")
+    if f.fix is not None:
+        console.print(f"    fix ({f.fix.safety}): {escape(f.fix.description)}")
+
+
+def summary(result: ScanResult) -> str:
+    """One line: counts by severity."""
+    if not result.findings:
+        return "No drift found."
+    counts = {
+        s: sum(1 for f in result.findings if f.severity == s) for s in ("error", "warning", "info")
+    }
+    parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+    files = len({f.file for f in result.findings})
+    return f"Found {len(result.findings)} drift(s) in {files} file(s): {', '.join(parts)}."

@@ -1,0 +1,548 @@
+"""Source trees: the files of a package, read without importing it.
+
+A :class:`SourceTree` is a read-only view of a package's files by relative POSIX path. Releases
+are fetched with ``python -m pip download --no-deps`` (so the user's index configuration applies)
+into the user cache and read in memory from the archive; nothing is extracted.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from pathlib import Path, PurePosixPath
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from driftcheck.cache import archive_dir, locked
+from driftcheck.errors import FetchError, SourceError
+from driftcheck.specs import PackageSpec
+
+SKIP_DIRS = {"__pycache__", ".git", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
+
+
+@dataclass
+class DistMetadata:
+    """The parts of a distribution's core metadata driftcheck uses."""
+
+    name: str
+    version: str
+    requires: list[str] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, text: str) -> DistMetadata:
+        """Parse METADATA / PKG-INFO text."""
+        msg = email.parser.Parser().parsestr(text, headersonly=True)
+        return cls(
+            name=msg.get("Name", "") or "",
+            version=msg.get("Version", "") or "",
+            requires=list(msg.get_all("Requires-Dist") or []),
+        )
+
+    def pin_on(self, host: str) -> str | None:
+        """The version of ``host`` this distribution was written against, if it says.
+
+        An exact ``==`` pin wins; otherwise the lowest version a ``>=``/``~=``/``>`` range allows.
+        """
+        host_key = canonicalize_name(host)
+        candidates: list[str] = []
+        for line in self.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if canonicalize_name(req.name) != host_key:
+                continue
+            for spec in req.specifier:
+                if spec.operator in ("==", "==="):
+                    return spec.version.rstrip(".*")
+                if spec.operator in (">=", "~=", ">"):
+                    candidates.append(spec.version)
+        if not candidates:
+            return None
+        return min(candidates, key=_version_key)
+
+
+def _version_key(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")
+
+
+def _safe_relpath(name: str) -> str | None:
+    """A member name as a safe relative path, or None when it could escape the tree."""
+    name = name.replace("\\", "/")
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or not path.parts:
+        return None
+    return path.as_posix()
+
+
+class SourceTree:
+    """Read-only files of one package, by relative POSIX path."""
+
+    label: str = ""
+    skipped: list[tuple[str, str]]
+
+    def __init__(self) -> None:
+        self.skipped = []
+        self._metadata: DistMetadata | None = None
+        self._metadata_read = False
+
+    # -- to implement ---------------------------------------------------------------------
+    def files(self) -> list[str]:
+        """All file paths, relative, POSIX."""
+        raise NotImplementedError
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The bytes of one file."""
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------------
+    def read_text(self, rel: str) -> str:
+        """One file decoded as UTF-8 (with replacement for bad bytes)."""
+        return self.read_bytes(rel).decode("utf-8", errors="replace")
+
+    def exists(self, rel: str) -> bool:
+        """True when the tree holds ``rel``."""
+        return rel in self._file_set()
+
+    def _file_set(self) -> set[str]:
+        cached = getattr(self, "_files_cache", None)
+        if cached is None:
+            cached = set(self.files())
+            self._files_cache = cached
+        return cached
+
+    def python_files(self) -> list[str]:
+        """The ``.py`` files of the importable packages (not tests of the tree's own)."""
+        return sorted(p for p in self._file_set() if p.endswith(".py"))
+
+    def module_file(self, dotted: str) -> str | None:
+        """The file that defines module ``dotted``, or None."""
+        base = dotted.replace(".", "/")
+        for cand in (f"{base}.py", f"{base}/__init__.py", f"{base}.pyi", f"{base}/__init__.pyi"):
+            if self.exists(cand):
+                return cand
+        return None
+
+    def is_package(self, dotted: str) -> bool:
+        """True when ``dotted`` is a package (a directory of modules)."""
+        dirs = getattr(self, "_dirs_cache", None)
+        if dirs is None:
+            dirs = {str(PurePosixPath(p).parent) for p in self._file_set()}
+            dirs |= {str(parent) for d in list(dirs) for parent in PurePosixPath(d).parents}
+            self._dirs_cache = dirs
+        return dotted.replace(".", "/") in dirs
+
+    def module_name(self, rel: str) -> str:
+        """The dotted module name of file ``rel``."""
+        parts = list(PurePosixPath(rel).with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        return ".".join(parts)
+
+    def top_level_packages(self) -> list[str]:
+        """Importable top-level names: from ``top_level.txt`` or the tree's layout."""
+        names: set[str] = set()
+        for rel in self._file_set():
+            if rel.endswith(".dist-info/top_level.txt") and rel.count("/") == 1:
+                names.update(
+                    line.strip() for line in self.read_text(rel).splitlines() if line.strip()
+                )
+        if names:
+            return sorted(n for n in names if "/" not in n)
+        for rel in self._file_set():
+            parts = rel.split("/")
+            if len(parts) == 2 and parts[1] == "__init__.py":
+                names.add(parts[0])
+            elif len(parts) == 1 and rel.endswith(".py") and rel != "setup.py":
+                names.add(rel[:-3])
+        return sorted(names)
+
+    @property
+    def metadata(self) -> DistMetadata | None:
+        """Core metadata, when the tree carries a ``.dist-info`` or ``PKG-INFO``/pyproject."""
+        if not self._metadata_read:
+            self._metadata_read = True
+            self._metadata = self._read_metadata()
+        return self._metadata
+
+    def _read_metadata(self) -> DistMetadata | None:
+        for rel in sorted(self._file_set()):
+            if rel.count("/") == 1 and rel.endswith((".dist-info/METADATA", ".egg-info/PKG-INFO")):
+                return DistMetadata.parse(self.read_text(rel))
+        if self.exists("PKG-INFO"):
+            return DistMetadata.parse(self.read_text("PKG-INFO"))
+        if self.exists("pyproject.toml"):
+            return _metadata_from_pyproject(self.read_text("pyproject.toml"))
+        return None
+
+
+def _metadata_from_pyproject(text: str) -> DistMetadata | None:
+    import tomllib
+
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return None
+    if not project.get("name"):
+        return None
+    requires = list(project.get("dependencies", []))
+    for extra, deps in (project.get("optional-dependencies") or {}).items():
+        requires.extend(f'{d}; extra == "{extra}"' for d in deps)
+    return DistMetadata(
+        name=project["name"], version=str(project.get("version", "")), requires=requires
+    )
+
+
+class DirectoryTree(SourceTree):
+    """A directory on disk: a checkout (``src/`` layout included), an unpacked wheel, or a
+    package directory itself (then paths start with the package's name)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.label = str(root)
+        self.meta_root = root
+        self.only: str | None = None
+        self.root = root
+        if (root / "__init__.py").exists():
+            self.root, self.only = root.parent, root.name
+        elif (root / "src").is_dir() and any((root / "src").glob("*/__init__.py")):
+            self.root = root / "src"
+
+    def files(self) -> list[str]:
+        out: list[str] = []
+        start = self.root / self.only if self.only else self.root
+        for dirpath, dirnames, filenames in os.walk(start):
+            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
+            out.extend(Path(dirpath, fn).relative_to(self.root).as_posix() for fn in filenames)
+        return out
+
+    def read_bytes(self, rel: str) -> bytes:
+        path = self.root / rel
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    def _read_metadata(self) -> DistMetadata | None:
+        found = super()._read_metadata()
+        if found is not None:
+            return found
+        for name, parse in (
+            ("PKG-INFO", DistMetadata.parse),
+            ("pyproject.toml", _metadata_from_pyproject),
+        ):
+            path = self.meta_root / name
+            if path.is_file():
+                try:
+                    return parse(path.read_text(encoding="utf-8", errors="replace"))
+                except OSError:
+                    return None
+        return None
+
+
+class ZipTree(SourceTree):
+    """A wheel (or any zip) read in memory: members are never written to disk."""
+
+    def __init__(self, path: Path, label: str | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.label = label or path.name
+        try:
+            self._zip = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise SourceError(f"corrupt or unreadable archive {path.name}: {exc}") from None
+        self._names: dict[str, str] = {}
+        for info in self._zip.infolist():
+            if info.is_dir():
+                continue
+            rel = _safe_relpath(info.filename)
+            if rel is None:
+                self.skipped.append((info.filename, "unsafe member name"))
+                continue
+            self._names[rel] = info.filename
+
+    def files(self) -> list[str]:
+        return list(self._names)
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            return self._zip.read(self._names[rel])
+        except KeyError:
+            raise SourceError(f"{self.label}: no member {rel}") from None
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+            raise SourceError(f"{self.label}: cannot read {rel}: {exc}") from None
+
+
+class TarTree(SourceTree):
+    """An sdist (``.tar.gz``) read in memory; the top folder and ``src/`` are stripped."""
+
+    def __init__(self, path: Path, label: str | None = None) -> None:
+        super().__init__()
+        self.label = label or path.name
+        self._data: dict[str, bytes] = {}
+        try:
+            with tarfile.open(path) as tar:
+                for member in tar.getmembers():
+                    if not member.isfile():
+                        continue
+                    rel = _safe_relpath(member.name)
+                    if rel is None:
+                        self.skipped.append((member.name, "unsafe member name"))
+                        continue
+                    parts = rel.split("/")[1:]
+                    if not parts:
+                        continue
+                    if parts[0] == "src" and len(parts) > 1:
+                        parts = parts[1:]
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        self._data["/".join(parts)] = handle.read()
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise SourceError(f"corrupt or unreadable archive {path.name}: {exc}") from None
+
+    def files(self) -> list[str]:
+        return list(self._data)
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            return self._data[rel]
+        except KeyError:
+            raise SourceError(f"{self.label}: no member {rel}") from None
+
+
+class InstalledTree(SourceTree):
+    """An installed distribution, found through its metadata (never imported)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        try:
+            self.dist = importlib_metadata.distribution(name)
+        except importlib_metadata.PackageNotFoundError:
+            raise SourceError(
+                f"{name} is not installed in this environment ({sys.executable}); "
+                f"name a release instead, e.g. {name}==VERSION"
+            ) from None
+        self.label = f"{self.dist.metadata['Name']} {self.dist.version} (installed)"
+        self._paths: dict[str, Path] = {}
+        for f in self.dist.files or []:
+            rel = _safe_relpath(str(f))
+            if rel is not None:
+                self._paths[rel] = Path(str(self.dist.locate_file(f)))
+
+    def files(self) -> list[str]:
+        return list(self._paths)
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            return self._paths[rel].read_bytes()
+        except (KeyError, OSError) as exc:
+            raise SourceError(f"{self.label}: cannot read {rel}: {exc}") from None
+
+    def _read_metadata(self) -> DistMetadata | None:
+        md = self.dist.metadata
+        return DistMetadata(
+            name=md["Name"],
+            version=self.dist.version,
+            requires=list(md.get_all("Requires-Dist") or []),
+        )
+
+
+def open_tree(spec: PackageSpec, *, quiet: bool = True) -> SourceTree:
+    """Open the source tree a spec names, fetching a release when needed."""
+    if spec.kind == "directory":
+        assert spec.path is not None
+        return DirectoryTree(spec.path)
+    if spec.kind == "installed":
+        if not spec.name:
+            raise SourceError("no package name given for the installed distribution")
+        return InstalledTree(spec.name)
+    assert spec.name and spec.version
+    archive = fetch_release(spec.name, spec.version, quiet=quiet)
+    return open_archive(archive, label=f"{spec.name}=={spec.version}")
+
+
+def open_archive(path: Path, label: str | None = None) -> SourceTree:
+    """Open a wheel/zip or an sdist tarball."""
+    if path.name.endswith((".whl", ".zip")):
+        return ZipTree(path, label)
+    return TarTree(path, label)
+
+
+# -- fetching -------------------------------------------------------------------------------
+
+_FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+
+
+def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
+    """Return the cached archive of ``name==version``, downloading it with pip if needed.
+
+    The cache entry records the archive's SHA-256; an entry that no longer matches (a
+    truncated or corrupt file) is discarded and fetched again.
+    """
+    folder = archive_dir(name, version)
+    with locked(folder):
+        cached = _valid_cached(folder)
+        if cached is not None:
+            return cached
+        for stale in folder.glob("*"):
+            stale.unlink()
+        with tempfile.TemporaryDirectory(prefix="driftcheck-dl-") as tmp:
+            _pip_download(name, version, Path(tmp), quiet=quiet)
+            got = [p for p in Path(tmp).iterdir() if p.is_file()]
+            if not got:
+                raise FetchError(f"pip downloaded nothing for {name}=={version}")
+            archive = got[0]
+            target = folder / archive.name
+            os.replace(archive, target) if _same_fs(archive, folder) else _copy(archive, target)
+        digest = _sha256(target)
+        (folder / "entry.json").write_text(json.dumps({"file": target.name, "sha256": digest}))
+        return target
+
+
+def _same_fs(a: Path, folder: Path) -> bool:
+    try:
+        return a.stat().st_dev == folder.stat().st_dev
+    except OSError:
+        return False
+
+
+def _copy(src: Path, dst: Path) -> None:
+    tmp = dst.with_suffix(dst.suffix + ".part")
+    with src.open("rb") as fi, tmp.open("wb") as fo:
+        while chunk := fi.read(1 << 20):
+            fo.write(chunk)
+    os.replace(tmp, dst)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _valid_cached(folder: Path) -> Path | None:
+    entry = folder / "entry.json"
+    if not entry.exists():
+        return None
+    try:
+        info = json.loads(entry.read_text())
+        path = folder / info["file"]
+        if path.exists() and path.stat().st_size > 0 and _quick_check(path, info):
+            return path
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _quick_check(path: Path, info: dict) -> bool:
+    """Cheap integrity check: the archive opens; the digest is checked once per size/mtime."""
+    stamp = f"{path.stat().st_size}:{path.stat().st_mtime_ns}"
+    if info.get("verified") != stamp:
+        if _sha256(path) != info.get("sha256"):
+            return False
+        info["verified"] = stamp
+        try:
+            (path.parent / "entry.json").write_text(json.dumps(info))
+        except OSError:
+            pass
+    if path.name.endswith((".whl", ".zip")):
+        try:
+            with zipfile.ZipFile(path):
+                return True
+        except (zipfile.BadZipFile, OSError):
+            return False
+    return True
+
+
+def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
+    base += ["--retries", "1", "--timeout", "20", "--dest", str(dest)]
+    attempts: Iterable[list[str]] = (
+        ["--only-binary=:all:"],
+        # A release with no wheel for this machine: any platform's wheel has the same sources.
+        ["--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--platform", "any"],
+        ["--no-binary=:all:", "--no-build-isolation"],
+    )
+    last = ""
+    for extra in attempts:
+        proc = subprocess.run(
+            [*base, *extra, f"{name}=={version}"], capture_output=True, text=True, check=False
+        )
+        if proc.returncode == 0:
+            return
+        last = proc.stderr + proc.stdout
+        if _offline(last):
+            raise FetchError(
+                f"cannot reach the package index to fetch {name}=={version} "
+                "(no network?) and it is not in the cache"
+            )
+        versions = _listed_versions(last)
+        if versions is not None and version not in versions:
+            raise FetchError(_unknown_version_message(name, version, versions))
+    first = next((ln for ln in last.splitlines() if ln.startswith("ERROR")), last.strip()[-200:])
+    raise FetchError(f"pip could not download {name}=={version}: {first}")
+
+
+def _offline(text: str) -> bool:
+    markers = (
+        "Failed to establish a new connection",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+        "Network is unreachable",
+        "Connection refused",
+        "NewConnectionError",
+        "ConnectTimeoutError",
+    )
+    return any(m in text for m in markers)
+
+
+def _listed_versions(text: str) -> list[str] | None:
+    m = _FROM_VERSIONS.search(text)
+    if not m:
+        return None
+    body = m.group(1).strip()
+    if body == "none":
+        return []
+    return [v.strip() for v in body.split(",") if v.strip()]
+
+
+def _unknown_version_message(name: str, version: str, versions: list[str]) -> str:
+    if not versions:
+        return f"unknown package {name!r}: the package index has no release of it"
+    want = _version_key(version)
+    ordered = sorted(versions, key=_version_key)
+    below = [v for v in ordered if _version_key(v) < want][-2:]
+    above = [v for v in ordered if _version_key(v) > want][:2]
+    near = ", ".join(below + above)
+    return f"{name} has no release {version}; nearest: {near}"
+
+
+__all__ = [
+    "DirectoryTree",
+    "DistMetadata",
+    "InstalledTree",
+    "SourceTree",
+    "TarTree",
+    "ZipTree",
+    "fetch_release",
+    "open_archive",
+    "open_tree",
+]
