@@ -10,13 +10,16 @@ from __future__ import annotations
 import email.parser
 import hashlib
 import json
+import lzma
 import os
 import re
+import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
@@ -31,6 +34,19 @@ from driftcheck.errors import FetchError, SourceError
 from driftcheck.specs import PackageSpec
 
 SKIP_DIRS = {"__pycache__", ".git", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
+
+# What reading a damaged archive can raise, besides the archive modules' own errors.
+_ARCHIVE_ERRORS = (
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    zlib.error,
+    lzma.LZMAError,
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,  # an unsupported compression method
+    RuntimeError,  # an encrypted member
+)
 
 
 @dataclass
@@ -193,17 +209,23 @@ class SourceTree:
 
 
 def _metadata_from_pyproject(text: str) -> DistMetadata | None:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        return None
 
     try:
         project = tomllib.loads(text).get("project", {})
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, ValueError):
         return None
-    if not project.get("name"):
+    if not isinstance(project, dict) or not isinstance(project.get("name"), str):
         return None
-    requires = list(project.get("dependencies", []))
-    for extra, deps in (project.get("optional-dependencies") or {}).items():
-        requires.extend(f'{d}; extra == "{extra}"' for d in deps)
+    deps = project.get("dependencies")
+    requires = [d for d in deps if isinstance(d, str)] if isinstance(deps, list) else []
+    optional = project.get("optional-dependencies")
+    for extra, extra_deps in optional.items() if isinstance(optional, dict) else []:
+        if isinstance(extra_deps, list):
+            requires.extend(f'{d}; extra == "{extra}"' for d in extra_deps if isinstance(d, str))
     return DistMetadata(
         name=project["name"], version=str(project.get("version", "")), requires=requires
     )
@@ -227,7 +249,19 @@ class DirectoryTree(SourceTree):
     def files(self) -> list[str]:
         out: list[str] = []
         start = self.root / self.only if self.only else self.root
-        for dirpath, dirnames, filenames in os.walk(start):
+
+        def unreadable(exc: OSError) -> None:
+            where = Path(exc.filename or start)
+            if where == start:
+                raise SourceError(f"cannot read directory {start}: {exc.strerror or exc}")
+            rel = (
+                where.relative_to(self.root).as_posix()
+                if where.is_relative_to(self.root)
+                else str(where)
+            )
+            self.skipped.append((rel, f"cannot read directory: {exc.strerror or exc}"))
+
+        for dirpath, dirnames, filenames in os.walk(start, onerror=unreadable):
             dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
             out.extend(Path(dirpath, fn).relative_to(self.root).as_posix() for fn in filenames)
         return out
@@ -235,6 +269,9 @@ class DirectoryTree(SourceTree):
     def read_bytes(self, rel: str) -> bytes:
         path = self.root / rel
         try:
+            if not stat.S_ISREG(path.stat().st_mode):
+                # A FIFO or device named like a module would block or never end.
+                raise SourceError(f"cannot read {path}: not a regular file")
             return path.read_bytes()
         except OSError as exc:
             raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -265,10 +302,11 @@ class ZipTree(SourceTree):
         self.label = label or path.name
         try:
             self._zip = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise SourceError(f"corrupt or unreadable archive {path.name}: {exc}") from None
+            infos = self._zip.infolist()
+        except _ARCHIVE_ERRORS as exc:
+            raise SourceError(f"corrupt or unreadable archive {path.name}: {_why(exc)}") from None
         self._names: dict[str, str] = {}
-        for info in self._zip.infolist():
+        for info in infos:
             if info.is_dir():
                 continue
             rel = _safe_relpath(info.filename)
@@ -282,11 +320,13 @@ class ZipTree(SourceTree):
 
     def read_bytes(self, rel: str) -> bytes:
         try:
-            return self._zip.read(self._names[rel])
+            name = self._names[rel]
         except KeyError:
             raise SourceError(f"{self.label}: no member {rel}") from None
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-            raise SourceError(f"{self.label}: cannot read {rel}: {exc}") from None
+        try:
+            return self._zip.read(name)
+        except _ARCHIVE_ERRORS as exc:
+            raise SourceError(f"{self.label}: cannot read {rel}: {_why(exc)}") from None
 
 
 class TarTree(SourceTree):
@@ -313,8 +353,8 @@ class TarTree(SourceTree):
                     handle = tar.extractfile(member)
                     if handle is not None:
                         self._data["/".join(parts)] = handle.read()
-        except (tarfile.TarError, OSError, EOFError) as exc:
-            raise SourceError(f"corrupt or unreadable archive {path.name}: {exc}") from None
+        except _ARCHIVE_ERRORS as exc:
+            raise SourceError(f"corrupt or unreadable archive {path.name}: {_why(exc)}") from None
 
     def files(self) -> list[str]:
         return list(self._data)
@@ -363,11 +403,21 @@ class InstalledTree(SourceTree):
         )
 
 
+def _why(exc: BaseException) -> str:
+    """One line saying what went wrong, without the exception's repr noise."""
+    text = (getattr(exc, "strerror", None) if isinstance(exc, OSError) else None) or str(exc)
+    text = " ".join(text.split()) or type(exc).__name__
+    return text[:300]
+
+
 def open_tree(spec: PackageSpec, *, quiet: bool = True) -> SourceTree:
     """Open the source tree a spec names, fetching a release when needed."""
     if spec.kind == "directory":
         assert spec.path is not None
         return DirectoryTree(spec.path)
+    if spec.kind == "archive":
+        assert spec.path is not None
+        return open_archive(spec.path)
     if spec.kind == "installed":
         if not spec.name:
             raise SourceError("no package name given for the installed distribution")

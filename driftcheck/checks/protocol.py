@@ -1,11 +1,119 @@
-"""Call protocols mined from host facts (filled in by the semantic-drift work)."""
+"""Call protocols mined from host facts: a host method that gained a mandatory follow-up.
+
+For a client call ``recv.m(...)`` on a host class R, a follow-up ``s`` is mandatory on the
+target when the host raises a guard whose message says ``s()`` must be called after ``m()``
+(e.g. vLLM's "State error: sample_tokens() must be called after execute_model() returns None.")
+and R offers ``s``. It is drift when R did not offer ``s`` at baseline. Reported when the client
+does not call ``s`` on the same receiver in the same function. No host-specific code: the guard
+text is the evidence.
+"""
 
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext
-from driftcheck.findings import Finding
+from driftcheck.client.uses import Use
+from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.api import Found
+from driftcheck.host.facts import Guard, all_guards, follow_up, new_members
+from driftcheck.host.signature import return_change
+
+
+def _followed(use: Use, method: str, uses: list[Use]) -> bool:
+    return any(
+        u.kind == "call"
+        and u.member == method
+        and u.scope == use.scope
+        and u.receiver_expr == use.receiver_expr
+        for u in uses
+    )
 
 
 def protocol_findings(ctx: CheckContext) -> list[Finding]:
-    """Findings for host methods that gained a mandatory follow-up call."""
-    return []
+    """Findings for calls whose mandatory follow-up (per a host guard) is missing."""
+    guards = None
+    out: list[Finding] = []
+    for use in ctx.uses:
+        if use.kind != "call" or not (use.receiver and use.member):
+            continue
+        cls = ctx.target.resolve(use.receiver)
+        if not isinstance(cls, Found):
+            continue
+        if guards is None:
+            guards = all_guards(ctx.target)
+            if not guards:
+                return []
+        fresh = new_members(ctx.baseline, ctx.target, use.receiver) if ctx.baseline else None
+        by_follow_up: dict[str, list[Guard]] = {}
+        for guard in guards:
+            then = follow_up(guard, use.member)
+            if then is not None:
+                by_follow_up.setdefault(then, []).append(guard)
+        for then, found_guards in sorted(by_follow_up.items()):
+            method = ctx.target.class_member(cls, then)
+            if not isinstance(method, Found) or method.kind != "function":
+                continue
+            if fresh is not None and then not in fresh:
+                continue  # the protocol (or at least the follow-up) predates the baseline
+            if _followed(use, then, ctx.uses):
+                continue
+            # The guard inside the guarded method itself is the primary evidence.
+            # Evidence order: a guard inside the guarded method, not in a sibling implementation
+            # of the receiver's base class (what the receiver delegates to is stronger evidence).
+            found_guards.sort(
+                key=lambda g: (g.function != use.member, _sibling(ctx, g, cls), g.file)
+            )
+            out.append(_finding(use, then, found_guards, method, ctx))
+    return out
+
+
+def _sibling(ctx: CheckContext, guard: Guard, receiver: Found) -> bool:
+    """True when the guard's class shares a base with the receiver's class but is another one."""
+    if not guard.cls:
+        return False
+    path = f"{ctx.target.tree.module_name(guard.file)}.{guard.cls}"
+    cls = ctx.target.resolve(path)
+    if not isinstance(cls, Found):
+        return False
+    mine = {c.path for c in ctx.target.mro(receiver)[0]}
+    theirs = {c.path for c in ctx.target.mro(cls)[0]}
+    return cls.path not in mine and bool((mine - {receiver.path}) & theirs)
+
+
+def _finding(use: Use, then: str, guards: list[Guard], method: Found, ctx: CheckContext) -> Finding:
+    short = use.receiver.rsplit(".", 1)[-1] if use.receiver else ""
+    guard = guards[0]
+    evidence = [Evidence(ctx.target.version, g.file, g.line, "guard") for g in guards[:3]]
+    evidence.append(Evidence(ctx.target.version, method.file, method.line, f"{short}.{then}"))
+    note = ""
+    if ctx.baseline is not None:
+        base = ctx.lookup(ctx.baseline, use)
+        target = ctx.lookup(ctx.target, use)
+        if isinstance(base, Found):
+            evidence.insert(
+                0, Evidence(ctx.baseline.version, base.file, base.line, f"{short}.{use.member}")
+            )
+        if isinstance(base, Found) and isinstance(target, Found):
+            sb, st = ctx.baseline.signature(base), ctx.target.signature(target)
+            if (
+                sb
+                and st
+                and return_change(sb.returns, st.returns) in ("gained-none", "became-none")
+            ):
+                note = f" {use.member}() may now return None (-> {st.returns})."
+    return Finding(
+        rule="call-protocol",
+        kind="call-protocol",
+        severity="error",
+        file=use.file,
+        line=use.line,
+        column=use.column,
+        end_line=use.end_line,
+        symbol=f"{use.receiver}.{use.member}",
+        message=(
+            f"{use.receiver_expr}.{use.member}(...) must now be followed by "
+            f"{use.receiver_expr}.{then}(...) in {ctx.target.name} {ctx.target.version}; "
+            f'the host raises "{guard.message}"{note}'
+        ),
+        evidence=tuple(evidence),
+        fix=Fix("manual", f"call {use.receiver_expr}.{then}(...) after {use.member}(...)"),
+    )

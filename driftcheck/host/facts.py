@@ -1,0 +1,215 @@
+"""Host facts: what signatures do not say, read from host function bodies and class bodies.
+
+* :func:`guards_naming` — raise statements whose message names two methods ("b() must be
+  called after a() returns None"): a call protocol the host enforces at run time.
+* :func:`always_returns_none` — a function whose every ``return`` is ``None``.
+* :func:`new_members` — members of a class that appeared between two versions (siblings that
+  arrived in the same release as a protocol change).
+* :func:`deprecations` — ``warnings.warn(..., DeprecationWarning)`` and ``@deprecated`` bodies.
+* :func:`field_default` — a dataclass / pydantic config field's default, to compare versions.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.signature import dataclass_fields
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A raise whose message names methods: where, and the message."""
+
+    file: str
+    line: int
+    message: str
+    methods: tuple[str, ...]
+    cls: str = ""
+    function: str = ""
+
+
+_CALL_NAME = re.compile(r"\b([A-Za-z_]\w*)\(\)")
+
+
+def _message_of(node: ast.Raise) -> str | None:
+    exc = node.exc
+    if isinstance(exc, ast.Call) and exc.args:
+        parts: list[str] = []
+        for piece in ast.walk(exc.args[0]):
+            if isinstance(piece, ast.Constant) and isinstance(piece.value, str):
+                parts.append(piece.value)
+        return "".join(parts) or None
+    return None
+
+
+def guards_in_text(text: str, file: str) -> list[Guard]:
+    """Raise-guards in one module whose message names at least two ``method()`` calls."""
+    if "()" not in text or "raise" not in text:
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[Guard] = []
+
+    def visit(node: ast.AST, cls: str, func: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, child.name, "")
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, cls, child.name)
+            else:
+                if isinstance(child, ast.Raise):
+                    msg = _message_of(child)
+                    names = tuple(dict.fromkeys(_CALL_NAME.findall(msg or "")))
+                    if msg and len(names) >= 2:
+                        out.append(Guard(file, child.lineno, msg, names, cls, func))
+                visit(child, cls, func)
+
+    visit(tree, "", "")
+    return out
+
+
+# A call named inside a string literal ("...sample_tokens() must be called").
+_QUOTED_CALL = re.compile(r"[\"'][^\"'\n]*?[A-Za-z_]\w*\(\)")
+_RAISE = re.compile(r"\braise\s+\w")
+
+
+def _may_have_guard(text: str) -> bool:
+    """Cheap text test: a ``raise`` whose next few lines quote two ``name()`` calls."""
+    for m in _RAISE.finditer(text):
+        window = text[m.start() : m.start() + 400]
+        if len(_QUOTED_CALL.findall(window)) >= 2 or "()" in window and _two_in_one(window):
+            return True
+    return False
+
+
+def _two_in_one(window: str) -> bool:
+    return any(line.count("()") >= 2 for line in window.splitlines()[:6])
+
+
+def all_guards(api: HostAPI) -> list[Guard]:
+    """Every raise-guard in the host naming two methods (one pass over the host, cached).
+
+    Files are filtered as text first; only those with a line naming two calls are parsed.
+    """
+    cached = api.__dict__.get("_all_guards")
+    if cached is not None:
+        return cached
+    found: list[Guard] = []
+    for rel in api.tree.python_files():
+        if not api.owns(api.tree.module_name(rel)):
+            continue
+        try:
+            text = api.tree.read_text(rel)
+        except Exception:  # an unreadable member narrows the search only
+            continue
+        if "raise" in text and _may_have_guard(text):
+            found.extend(guards_in_text(text, rel))
+    api.__dict__["_all_guards"] = found
+    return found
+
+
+def follow_up(guard: Guard, method: str) -> str | None:
+    """The method a guard says must come after ``method`` ("b() must be called after a()")."""
+    msg = guard.message
+    for other in guard.methods:
+        if other == method:
+            continue
+        i, j = msg.find(f"{other}()"), msg.find(f"{method}()")
+        if i < 0 or j < 0:
+            continue
+        between = msg[min(i, j) : max(i, j)].lower()
+        if i < j and "after" in between:
+            return other
+        if j < i and "before" in between:
+            return other
+    return None
+
+
+def guards_naming(api: HostAPI, first: str, then: str) -> list[Guard]:
+    """Guards whose message requires ``then()`` to follow ``first()``."""
+    return [g for g in all_guards(api) if follow_up(g, first) == then]
+
+
+def always_returns_none(node: ast.AST) -> bool:
+    """True when a function body returns nothing but ``None`` (and returns at least once)."""
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and _owner_function(node, n)]
+    if not returns:
+        return False
+    return all(
+        r.value is None or (isinstance(r.value, ast.Constant) and r.value.value is None)
+        for r in returns
+    )
+
+
+def _owner_function(root: ast.AST, ret: ast.Return) -> bool:
+    """True when ``ret`` belongs to ``root`` itself, not to a nested function."""
+    for child in ast.walk(root):
+        if child is root:
+            continue
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if any(n is ret for n in ast.walk(child)):
+                return False
+    return True
+
+
+def new_members(baseline: HostAPI, target: HostAPI, cls_path: str) -> set[str]:
+    """Member names the class has (through its host MRO) in the target but not at baseline."""
+    old = baseline.resolve(cls_path)
+    new = target.resolve(cls_path)
+    if not (isinstance(old, Found) and isinstance(new, Found)):
+        return set()
+    return _member_names(target, new) - _member_names(baseline, old)
+
+
+def _member_names(api: HostAPI, cls: Found) -> set[str]:
+    chain, _ = api.mro(cls)
+    names: set[str] = set()
+    for klass in chain:
+        names.update(klass.obj.members)
+    return names
+
+
+def deprecations(api: HostAPI, func: Found) -> list[str]:
+    """Deprecation messages a function or property emits (warnings.warn / @deprecated)."""
+    node = api.def_node(func)
+    if node is None:
+        return []
+    out: list[str] = []
+    for deco in getattr(node, "decorator_list", []):
+        text = ast.unparse(deco)
+        if re.search(r"\bdeprecated\b", text):
+            out.append(text)
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("warn"):
+            text = ast.unparse(n)
+            if "Deprecat" in text or "deprecat" in text:
+                out.append(text)
+    return out
+
+
+def field_default(api: HostAPI, cls: Found, name: str) -> tuple[bool, str | None, int] | None:
+    """(has default, default source, line) of a dataclass field through the MRO, or None."""
+    chain, _ = api.mro(cls)
+    for klass in chain:
+        node = api.class_node(klass)
+        if node is None:
+            continue
+        for param in dataclass_fields(node):
+            if param.name == name:
+                line = next(
+                    (
+                        s.lineno
+                        for s in node.body
+                        if isinstance(s, ast.AnnAssign)
+                        and isinstance(s.target, ast.Name)
+                        and s.target.id == name
+                    ),
+                    klass.line,
+                )
+                return param.has_default, param.default, line
+    return None
