@@ -16,17 +16,33 @@ from driftcheck.errors import SourceError
 
 
 def cache_root() -> Path:
-    """The cache folder: ``$DRIFTCHECK_CACHE_DIR`` or the platform's user cache."""
+    """The cache folder: ``$DRIFTCHECK_CACHE_DIR`` or the platform's user cache.
+
+    Raises:
+        SourceError: When the folder cannot be created.
+    """
     root = Path(os.environ.get("DRIFTCHECK_CACHE_DIR") or user_cache_dir("driftcheck"))
-    root.mkdir(parents=True, exist_ok=True)
+    root = root.expanduser()
+    _mkdir(root)
     return root
 
 
 def archive_dir(name: str, version: str) -> Path:
     """Where the archive of one release is kept."""
     folder = cache_root() / "archives" / canonicalize_name(name) / version
-    folder.mkdir(parents=True, exist_ok=True)
+    _mkdir(folder)
     return folder
+
+
+def _mkdir(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise SourceError(
+            f"cannot create the cache folder {folder}: {reason} "
+            "(set DRIFTCHECK_CACHE_DIR to a writable folder)"
+        ) from None
 
 
 @contextmanager
@@ -34,10 +50,18 @@ def locked(folder: Path, timeout: float = 900) -> Iterator[None]:
     """Hold an exclusive lock on a cache folder (shared by every driftcheck process)."""
     lock = FileLock(str(folder) + ".lock")
     try:
-        with lock.acquire(timeout=timeout):
-            yield
+        lock.acquire(timeout=timeout)
     except Timeout:
         raise SourceError(f"cache entry {folder} is locked by another process") from None
+    except OSError as exc:
+        raise SourceError(
+            f"cannot lock the cache entry {folder}: {exc.strerror or exc} "
+            "(set DRIFTCHECK_CACHE_DIR to a writable folder)"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def clear_cache() -> int:

@@ -32,6 +32,21 @@ class Client:
     modules: dict[str, ModuleInfo] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     lines: dict[str, list[str]] = field(default_factory=dict)
+    index: ClientIndex | None = None
+
+    def mixed_methods(self) -> dict[str, set[str]]:
+        """Host class -> methods that client classes mixed into it define."""
+        out: dict[str, set[str]] = {}
+        for cls in self.index.classes.values() if self.index else []:
+            for host_cls in cls.extra_bases:
+                out.setdefault(host_cls, set()).update(cls.methods)
+        return out
+
+    def names(self) -> set[str]:
+        """Dotted names of the client's modules and classes."""
+        if self.index is None:
+            return set()
+        return set(self.index.modules) | set(self.index.classes)
 
 
 @dataclass
@@ -121,6 +136,7 @@ def load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
 def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Use]:
     """Index the client repo-wide, then collect every use of the host, file by file."""
     index = ClientIndex()
+    client.index = index
     for info in client.modules.values():
         index.add_module(info)
     types = TypeInferrer(index, types_api)
@@ -138,13 +154,20 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Us
 
 
 def run_checks(
-    uses: list[Use], target: HostAPI, baseline: HostAPI | None, lines: dict
+    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client
 ) -> list[Finding]:
     """Run every registered check on every use; findings sorted by place."""
     from driftcheck.checks.protocol import protocol_findings
     from driftcheck.rules import apply_rules
 
-    ctx = CheckContext(target=target, baseline=baseline, uses=uses)
+    lines = client.lines
+    ctx = CheckContext(
+        target=target,
+        baseline=baseline,
+        uses=uses,
+        mixed_methods=client.mixed_methods(),
+        client_names=client.names(),
+    )
     findings: list[Finding] = []
     for use in uses:
         for check in CHECKS.values():
@@ -238,7 +261,7 @@ def scan(
     roots = target.roots | (base_api.roots if base_api else set())
     uses = collect_uses(cl, base_api or target, roots)
     t2 = time.perf_counter()
-    findings = run_checks(uses, target, base_api, cl.lines)
+    findings = run_checks(uses, target, base_api, cl)
     t3 = time.perf_counter()
     skipped = list(cl.skipped)
     return ScanResult(

@@ -13,6 +13,7 @@ import json
 import lzma
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from driftcheck.cache import archive_dir, locked
-from driftcheck.errors import FetchError, SourceError
+from driftcheck.errors import DriftcheckError, FetchError, SourceError
 from driftcheck.specs import PackageSpec
 
 SKIP_DIRS = {"__pycache__", ".git", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
@@ -437,6 +438,21 @@ def open_archive(path: Path, label: str | None = None) -> SourceTree:
 # -- fetching -------------------------------------------------------------------------------
 
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+_IGNORED_INDEX = re.compile(r"repository located at (\S+) is not a trusted or secure host")
+_OFFLINE_MARKERS = (
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "nodename nor servname provided",
+    "Network is unreachable",
+    "No route to host",
+    "Connection refused",
+    "NewConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ProxyError",
+)
+_TLS_MARKERS = ("SSLError", "CERTIFICATE_VERIFY_FAILED", "SSLCertVerificationError")
 
 
 def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
@@ -444,40 +460,56 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
 
     The cache entry records the archive's SHA-256; an entry that no longer matches (a
     truncated or corrupt file) is discarded and fetched again.
+
+    Raises:
+        FetchError: Unknown package or version, no network, pip failed.
+        SourceError: The cache folder cannot be used.
     """
-    folder = archive_dir(name, version)
-    with locked(folder):
-        cached = _valid_cached(folder)
-        if cached is not None:
-            return cached
-        for stale in folder.glob("*"):
-            stale.unlink()
-        with tempfile.TemporaryDirectory(prefix="driftcheck-dl-") as tmp:
-            _pip_download(name, version, Path(tmp), quiet=quiet)
-            got = [p for p in Path(tmp).iterdir() if p.is_file()]
-            if not got:
-                raise FetchError(f"pip downloaded nothing for {name}=={version}")
-            archive = got[0]
-            target = folder / archive.name
-            os.replace(archive, target) if _same_fs(archive, folder) else _copy(archive, target)
-        digest = _sha256(target)
-        (folder / "entry.json").write_text(json.dumps({"file": target.name, "sha256": digest}))
-        return target
-
-
-def _same_fs(a: Path, folder: Path) -> bool:
+    folder: Path | None = None
     try:
-        return a.stat().st_dev == folder.stat().st_dev
-    except OSError:
-        return False
+        folder = archive_dir(name, version)
+        with locked(folder):
+            cached = _valid_cached(folder)
+            if cached is not None:
+                return cached
+            _clear_entry(folder)
+            # Download inside the entry's own folder: the final move is a same-disk rename.
+            with tempfile.TemporaryDirectory(prefix=".download-", dir=folder) as tmp:
+                _pip_download(name, version, Path(tmp), quiet=quiet)
+                got = sorted(p for p in Path(tmp).iterdir() if p.is_file())
+                if not got:
+                    raise FetchError(f"pip downloaded nothing for {name}=={version}")
+                target = folder / got[0].name
+                os.replace(got[0], target)
+            if not _opens(target):
+                target.unlink(missing_ok=True)
+                raise FetchError(f"the archive pip downloaded for {name}=={version} is corrupt")
+            _write_entry(folder, {"file": target.name, "sha256": _sha256(target)})
+            return target
+    except DriftcheckError:
+        raise
+    except OSError as exc:
+        where = exc.filename or folder or "the cache folder"
+        raise SourceError(
+            f"cannot use the cache at {where}: {_why(exc)} (set DRIFTCHECK_CACHE_DIR to "
+            "a writable folder)"
+        ) from None
 
 
-def _copy(src: Path, dst: Path) -> None:
-    tmp = dst.with_suffix(dst.suffix + ".part")
-    with src.open("rb") as fi, tmp.open("wb") as fo:
-        while chunk := fi.read(1 << 20):
-            fo.write(chunk)
-    os.replace(tmp, dst)
+def _clear_entry(folder: Path) -> None:
+    """Remove whatever a previous, failed or damaged, fetch left in ``folder``."""
+    for stale in folder.iterdir():
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def _write_entry(folder: Path, info: dict) -> None:
+    """Write ``entry.json`` atomically (a crash never leaves half a file)."""
+    tmp = folder / "entry.json.part"
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, folder / "entry.json")
 
 
 def _sha256(path: Path) -> str:
@@ -495,31 +527,44 @@ def _valid_cached(folder: Path) -> Path | None:
     try:
         info = json.loads(entry.read_text())
         path = folder / info["file"]
-        if path.exists() and path.stat().st_size > 0 and _quick_check(path, info):
+        if (
+            _safe_relpath(info["file"]) == info["file"]
+            and "/" not in info["file"]
+            and path.is_file()
+            and path.stat().st_size > 0
+            and _quick_check(path, info)
+        ):
             return path
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     return None
 
 
 def _quick_check(path: Path, info: dict) -> bool:
     """Cheap integrity check: the archive opens; the digest is checked once per size/mtime."""
-    stamp = f"{path.stat().st_size}:{path.stat().st_mtime_ns}"
+    st = path.stat()
+    stamp = f"{st.st_size}:{st.st_mtime_ns}"
     if info.get("verified") != stamp:
         if _sha256(path) != info.get("sha256"):
             return False
         info["verified"] = stamp
         try:
-            (path.parent / "entry.json").write_text(json.dumps(info))
+            _write_entry(path.parent, info)
         except OSError:
             pass
-    if path.name.endswith((".whl", ".zip")):
-        try:
-            with zipfile.ZipFile(path):
-                return True
-        except (zipfile.BadZipFile, OSError):
-            return False
-    return True
+    return _opens(path)
+
+
+def _opens(path: Path) -> bool:
+    """True when a zip's central directory reads (a truncated zip fails here)."""
+    if not path.name.endswith((".whl", ".zip")):
+        return True
+    try:
+        with zipfile.ZipFile(path) as zf:
+            zf.infolist()
+        return True
+    except _ARCHIVE_ERRORS:
+        return False
 
 
 def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
@@ -531,37 +576,71 @@ def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
         ["--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--platform", "any"],
         ["--no-binary=:all:", "--no-build-isolation"],
     )
-    last = ""
+    listed: set[str] = set()
+    any_listing = False
+    not_listed = ""  # pip's output when the version was not among those it found
+    other = ""  # pip's output for any other failure (a build error, a bad wheel)
     for extra in attempts:
-        proc = subprocess.run(
-            [*base, *extra, f"{name}=={version}"], capture_output=True, text=True, check=False
-        )
+        try:
+            proc = subprocess.run(
+                [*base, *extra, f"{name}=={version}"],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise FetchError(f"cannot run pip ({sys.executable} -m pip): {_why(exc)}") from None
         if proc.returncode == 0:
             return
-        last = proc.stderr + proc.stdout
-        if _offline(last):
+        out = proc.stderr + proc.stdout
+        if _offline(out):
             raise FetchError(
                 f"cannot reach the package index to fetch {name}=={version} "
                 "(no network?) and it is not in the cache"
             )
-        versions = _listed_versions(last)
-        if versions is not None and version not in versions:
-            raise FetchError(_unknown_version_message(name, version, versions))
-    first = next((ln for ln in last.splitlines() if ln.startswith("ERROR")), last.strip()[-200:])
-    raise FetchError(f"pip could not download {name}=={version}: {first}")
+        if any(m in out for m in _TLS_MARKERS):
+            raise FetchError(
+                f"TLS error talking to the package index while fetching {name}=={version}: "
+                "check pip's certificate settings"
+            )
+        # Each attempt lists only the versions it may use (wheels for this machine, any
+        # wheel, sdists), so "no such version" is decided on the union of all attempts.
+        versions = _listed_versions(out)
+        if versions is not None:
+            any_listing = True
+            listed.update(versions)
+            if _has_version(versions, version):
+                other = out
+            else:
+                not_listed = out
+        else:
+            other = out
+    if any_listing and not _has_version(listed, version) and not other:
+        ignored = _IGNORED_INDEX.search(not_listed)
+        if not listed and ignored:
+            raise FetchError(
+                f"pip ignored the package index {ignored.group(1)} (not a trusted or secure "
+                f"host), so {name}=={version} cannot be fetched"
+            )
+        raise FetchError(_unknown_version_message(name, version, sorted(listed)))
+    last = other or not_listed
+    lines = [ln.strip() for ln in last.splitlines() if ln.strip()]
+    first = next((ln for ln in lines if ln.startswith("ERROR")), lines[-1] if lines else "")
+    raise FetchError(f"pip could not download {name}=={version}: {first[:300]}")
+
+
+def _has_version(versions: Iterable[str], version: str) -> bool:
+    try:
+        want = Version(version)
+    except InvalidVersion:
+        return version in versions
+    return any(_version_key(v) == want for v in versions)
 
 
 def _offline(text: str) -> bool:
-    markers = (
-        "Failed to establish a new connection",
-        "Temporary failure in name resolution",
-        "Name or service not known",
-        "Network is unreachable",
-        "Connection refused",
-        "NewConnectionError",
-        "ConnectTimeoutError",
-    )
-    return any(m in text for m in markers)
+    return any(m in text for m in _OFFLINE_MARKERS)
 
 
 def _listed_versions(text: str) -> list[str] | None:
@@ -578,11 +657,11 @@ def _unknown_version_message(name: str, version: str, versions: list[str]) -> st
     if not versions:
         return f"unknown package {name!r}: the package index has no release of it"
     want = _version_key(version)
-    ordered = sorted(versions, key=_version_key)
+    ordered = sorted(set(versions), key=_version_key)
     below = [v for v in ordered if _version_key(v) < want][-2:]
     above = [v for v in ordered if _version_key(v) > want][:2]
     near = ", ".join(below + above)
-    return f"{name} has no release {version}; nearest: {near}"
+    return f"{name} has no release {version}; nearest: {near} (latest: {ordered[-1]})"
 
 
 __all__ = [

@@ -13,6 +13,7 @@ from driftcheck.checks import (
     call_signature,
     missing_symbol,
     return_semantics,
+    string_ref,
 )
 from driftcheck.checks.context import CheckContext
 from driftcheck.client.uses import Use
@@ -26,6 +27,7 @@ CHECKS: dict[str, Check] = {
     "attribute-missing": attribute_missing.check,
     "call-signature": call_signature.check,
     "return-semantics": return_semantics.check,
+    "string-ref": string_ref.check,
 }
 
 __all__ = ["CHECKS", "Check", "CheckContext"]

@@ -17,6 +17,10 @@ class CheckContext:
     baseline: HostAPI | None = None
     uses: list[Use] = field(default_factory=list)
     reported: set[tuple[str, str]] = field(default_factory=set)
+    #: Host class path -> method names client classes mixed into it define.
+    mixed_methods: dict[str, set[str]] = field(default_factory=dict)
+    #: Dotted names of the client's own modules and classes.
+    client_names: set[str] = field(default_factory=set)
 
     def lookup(self, api: HostAPI, use: Use) -> Lookup:
         """What ``use`` reaches in ``api``: Found, None (certainly absent) or UNKNOWN."""

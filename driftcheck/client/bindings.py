@@ -75,7 +75,9 @@ class _BindingFinder(cst.CSTVisitor):
     def _method_type(self, func_expr: cst.BaseExpression, obj_expr: cst.BaseExpression) -> None:
         func = None
         for name in self.module.qualified(func_expr):  # type: ignore[attr-defined]
-            func = self.index.functions.get(name)
+            func = self.index.functions.get(name) or self.index.functions.get(
+                f"{self.module.name}.{name}"  # type: ignore[attr-defined]
+            )
             if func:
                 break
         if func is None:

@@ -193,6 +193,10 @@ class TypeInferrer:
         self.index = index
         self.host = host
         self._busy: set[int] = set()
+        from driftcheck.rules import attribute_types
+
+        #: Host attribute path -> runtime class, from binding rules.
+        self.attribute_overrides = attribute_types(host.name)
 
     # -- entry points ----------------------------------------------------------------------
     def infer(
@@ -361,6 +365,17 @@ class TypeInferrer:
         ann = func.node.returns
         return self.annotation_type(ann.annotation, func.module) if ann is not None else None
 
+    def _value_class(self, attr: Found) -> Found | None:
+        """The class an unannotated host attribute is built from (``self.x = Cls(...)``)."""
+        value = getattr(attr.obj, "value", None)
+        func = getattr(value, "function", None)
+        path = getattr(func, "canonical_path", None)
+        if isinstance(path, str) and self.host.owns(path):
+            got = self.host.resolve(path)
+            if isinstance(got, Found) and got.kind == "class":
+                return got
+        return None
+
     def member_function(self, owner: TypeRef, name: str) -> FunctionInfo | Found | None:
         """The client method or host member ``name`` of a type."""
         if owner.kind == "client":
@@ -391,11 +406,17 @@ class TypeInferrer:
         cls = self.host_class(owner)
         if cls is None:
             return None
+        for klass in self.host.mro(cls)[0]:
+            declared = self.attribute_overrides.get(f"{klass.path}.{name}")
+            if declared:
+                return TypeRef("host", declared)
         found = self.host.class_member(cls, name)
         if not isinstance(found, Found):
             return None
         if found.kind == "attribute":
             got = self.host.annotation_class(getattr(found.obj, "annotation", None), found.obj)
+            if got is None:
+                got = self._value_class(found)
             return TypeRef("host", got.path) if got else None
         if found.kind == "function" and "property" in found.obj.labels:
             ret = self.host.return_class(found)

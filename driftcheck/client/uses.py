@@ -132,6 +132,8 @@ class UseCollector(cst.CSTVisitor):
                 if mname.startswith("__") and mname != "__init__":
                     continue
                 for base in host_bases:
+                    if not self._host_defines(base, mname):
+                        continue
                     self._add(
                         "override",
                         method.node.name,
@@ -140,6 +142,14 @@ class UseCollector(cst.CSTVisitor):
                         member=mname,
                         params=_client_params(method.node),
                     )
+
+    def _host_defines(self, cls_path: str, member: str) -> bool:
+        from driftcheck.host.api import Found
+
+        cls = self.types.host.resolve(cls_path)
+        return isinstance(cls, Found) and isinstance(
+            self.types.host.class_member(cls, member), Found
+        )
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         if self.class_stack and self.class_stack[-1].node is original_node:
@@ -245,22 +255,19 @@ class UseCollector(cst.CSTVisitor):
                 self._string_args(node, use.symbol)
 
     def _string_args(self, node: cst.Call, callee: str) -> None:
-        """Record string arguments that name host or client code (dotted paths, methods)."""
-        for arg in node.args:
-            if isinstance(arg.value, cst.SimpleString):
-                value = arg.value.evaluated_value
-                if (
-                    isinstance(value, str)
-                    and value.isidentifier()
-                    or (isinstance(value, str) and _dotted(value))
-                ):
-                    self._add(
-                        "string-ref",
-                        arg.value,
-                        callee,
-                        member=value,  # type: ignore[arg-type]
-                        receiver=arg.keyword.value if arg.keyword else None,
-                    )
+        """Record strings passed to the host that name code: dotted paths (any argument) and
+        method names (first positional argument or ``method=``), for dispatch checks."""
+        for i, arg in enumerate(node.args):
+            if not isinstance(arg.value, cst.SimpleString):
+                continue
+            value = arg.value.evaluated_value
+            if not isinstance(value, str):
+                continue
+            first = (i == 0 and arg.keyword is None) or (
+                arg.keyword and arg.keyword.value == "method"
+            )
+            if _dotted(value) or (first and value.isidentifier()):
+                self._add("string-ref", arg.value, callee, member=value)
 
 
 def _dotted(text: str) -> bool:

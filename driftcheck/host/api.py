@@ -105,6 +105,10 @@ class HostAPI:
             except Exception as exc:  # griffe raises plain exceptions on odd syntax
                 self.parse_errors.append((rel, f"{type(exc).__name__}: {exc}"))
                 mod = None
+            if mod is not None:
+                tree = self._ast(dotted, code)
+                if tree is not None:
+                    _add_instance_attributes(mod, tree)
         elif self.tree.is_package(dotted):
             mod = griffe.Module(
                 dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
@@ -376,6 +380,8 @@ def _annotation_paths(annotation: object) -> list[str]:
         return []
     if isinstance(annotation, str):
         return [annotation.strip("'\"")]
+    if isinstance(annotation, InferredType):
+        return [annotation.path] if annotation.path else []
     if isinstance(annotation, griffe.ExprBinOp) and annotation.operator == "|":
         parts = _annotation_paths(annotation.left) + _annotation_paths(annotation.right)
         return [p for p in parts if p not in ("None", "builtins.None")]
@@ -393,3 +399,72 @@ def _annotation_paths(annotation: object) -> list[str]:
         path = _canonical(annotation)
         return [path] if path else []
     return []
+
+
+@dataclass(frozen=True)
+class InferredType:
+    """An instance attribute's type read from ``self.x: T = …`` or ``self.x = T(…)``."""
+
+    path: str | None
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
+    """Add ``self.x`` attributes assigned in any method (griffe reads only ``__init__``)."""
+
+    def walk_class(node: ast.ClassDef, cls: griffe.Class) -> None:
+        for item in node.body:
+            if isinstance(item, ast.ClassDef) and isinstance(
+                cls.members.get(item.name), griffe.Class
+            ):
+                walk_class(item, cls.members[item.name])
+            if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or not item.args.args:
+                continue
+            me = item.args.args[0].arg
+            for sub in ast.walk(item):
+                target, ann, value = None, None, None
+                if isinstance(sub, ast.AnnAssign):
+                    target, ann, value = sub.target, sub.annotation, sub.value
+                elif isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                    target, value = sub.targets[0], sub.value
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == me
+                ):
+                    continue
+                name = target.attr
+                existing = cls.members.get(name)
+                if existing is not None and not (
+                    isinstance(existing, griffe.Attribute)
+                    and existing.annotation is None
+                    and ann is not None
+                ):
+                    continue
+                type_expr = (
+                    ann
+                    if ann is not None
+                    else (value.func if isinstance(value, ast.Call) else None)
+                )
+                text = ast.unparse(type_expr) if type_expr is not None else ""
+                head = text.split(".", 1)[0].split("[", 1)[0]
+                path = None
+                if head.isidentifier():
+                    try:
+                        resolved = cls.resolve(head)
+                        path = resolved + text[len(head) :] if "[" not in text else None
+                    except Exception:  # griffe raises NameResolutionError for unknown names
+                        path = None
+                attr = griffe.Attribute(
+                    name, lineno=sub.lineno, endlineno=getattr(sub, "end_lineno", None)
+                )
+                attr.annotation = InferredType(path, text) if text else None
+                attr.labels.add("instance-attribute")
+                cls.set_member(name, attr)
+
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and isinstance(mod.members.get(node.name), griffe.Class):
+            walk_class(node, mod.members[node.name])
