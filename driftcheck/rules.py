@@ -305,6 +305,8 @@ def rule_findings(ctx: CheckContext, rules: tuple[Rule, ...] | None = None) -> l
     for rule in rules:
         if rule.kind == "binding" or not rule.applies_to(ctx.target.name, ctx.target.version):
             continue
+        if ctx.baseline is not None and rule.applies_to(ctx.baseline.name, ctx.baseline.version):
+            continue  # the change predates the baseline: not drift
         for use in ctx.uses:
             if use.in_guard:
                 continue

@@ -1,0 +1,202 @@
+"""Shared test fixtures: one persistent release cache for the whole run, and CLI runners.
+
+The cache is the user's normal driftcheck cache unless ``DRIFTCHECK_CACHE_DIR`` is already set
+(CI sets it to a folder it keeps between runs), so real releases are downloaded once, not once
+per test run. Tests that need an empty or damaged cache point ``DRIFTCHECK_CACHE_DIR`` at their
+own ``tmp_path`` with ``monkeypatch``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+# Environment that makes pip fail fast, as if offline, without touching any real network:
+# nothing listens on port 9 of the loopback interface, and no config file, extra index or
+# find-links location can supply a release.
+OFFLINE_PIP_ENV = {
+    "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+    "PIP_EXTRA_INDEX_URL": "",
+    "PIP_FIND_LINKS": "",
+    "PIP_CONFIG_FILE": os.devnull,
+    "PIP_RETRIES": "0",
+    "NO_PROXY": "*",
+    "no_proxy": "*",
+}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def driftcheck_cache() -> Iterator[Path]:
+    """The persistent cache shared by every test (and every run): downloads are reused."""
+    from platformdirs import user_cache_dir
+
+    before = os.environ.get("DRIFTCHECK_CACHE_DIR")
+    root = Path(before or user_cache_dir("driftcheck")).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    # Set it explicitly so CLI subprocesses and in-process runs agree on one folder.
+    os.environ["DRIFTCHECK_CACHE_DIR"] = str(root)
+    try:
+        yield root
+    finally:
+        if before is None:
+            os.environ.pop("DRIFTCHECK_CACHE_DIR", None)
+        else:
+            os.environ["DRIFTCHECK_CACHE_DIR"] = before
+
+
+@dataclass
+class CliResult:
+    """What one CLI run produced."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None = None
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return [ln for ln in self.stderr.splitlines() if ln.strip()]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    """Run ``driftcheck ARGS`` in-process with click's runner (stdout and stderr apart)."""
+    from driftcheck.cli import main
+
+    result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=True)
+    exc = result.exception
+    if isinstance(exc, SystemExit):
+        exc = None
+    return CliResult(result.exit_code, result.stdout, result.stderr, exc)
+
+
+def run_cli_subprocess(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> CliResult:
+    """Run ``driftcheck ARGS`` in a fresh interpreter, as a user would."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from driftcheck.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        check=False,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    """``cli("scan", ...)``: the CLI run in-process."""
+    return run_cli
+
+
+@pytest.fixture
+def cli_subprocess() -> Callable[..., CliResult]:
+    """``cli_subprocess("scan", ...)``: the CLI run in a subprocess."""
+    return run_cli_subprocess
+
+
+def assert_one_error_line(result: CliResult, *needles: str) -> str:
+    """Exit code 2, exactly one ``driftcheck: error:`` line on stderr, no traceback."""
+    assert result.exception is None, f"uncaught {result.exception!r}"
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr_lines
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("driftcheck: error: "), lines
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+# -- small packages built on the fly -----------------------------------------------------------
+
+
+def build_wheel(
+    path: Path,
+    files: dict[str, str | bytes],
+    *,
+    name: str = "tinypkg",
+    version: str = "1.0",
+    raw_members: dict[str, bytes] | None = None,
+) -> Path:
+    """Write a minimal wheel at ``path``: ``files`` plus a ``.dist-info`` with METADATA.
+
+    ``raw_members`` are written with their names as given (for unsafe names such as
+    ``../evil.py``).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dist_info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for rel, data in files.items():
+            zf.writestr(rel, data)
+        zf.writestr(
+            f"{dist_info}/METADATA",
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        )
+        zf.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n")
+        for rel, data in (raw_members or {}).items():
+            zf.writestr(zipfile.ZipInfo(rel), data)
+    return path
+
+
+@dataclass
+class TinyProject:
+    """A tiny host in two versions and a client of it, all local directories."""
+
+    host_v1: Path
+    host_v2: Path
+    client: Path
+
+    def scan_args(self, *extra: str) -> list[str]:
+        return [
+            "scan",
+            str(self.client),
+            "--against",
+            str(self.host_v2),
+            "--baseline",
+            str(self.host_v1),
+            *extra,
+        ]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+@pytest.fixture
+def tiny_project(tmp_path: Path) -> TinyProject:
+    """``tinyhost`` 1.0 → 2.0 (``make(a, b=1)`` becomes ``make(a, *, c)``) and ``myclient``,
+    which calls ``make(1, b=2)``: one call-signature finding, no network."""
+    for version, sig in (("1.0", "a, b=1"), ("2.0", "a, *, c")):
+        _write(
+            tmp_path / f"host-{version}",
+            {
+                "pyproject.toml": f'[project]\nname = "tinyhost"\nversion = "{version}"\n',
+                "tinyhost/__init__.py": "",
+                "tinyhost/core.py": f"def make({sig}):\n    return a\n",
+            },
+        )
+    _write(
+        tmp_path / "client",
+        {
+            "pyproject.toml": '[project]\nname = "myclient"\nversion = "0.1"\n',
+            "myclient/__init__.py": "",
+            "myclient/good.py": (
+                "from tinyhost.core import make\n\n\ndef go():\n    return make(1, b=2)\n"
+            ),
+        },
+    )
+    return TinyProject(tmp_path / "host-1.0", tmp_path / "host-2.0", tmp_path / "client")

@@ -1,0 +1,354 @@
+"""Source trees, the release cache and the pip fetch logic."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import build_wheel
+
+from driftcheck import sources
+from driftcheck.errors import FetchError, SourceError, UsageError
+from driftcheck.sources import (
+    DirectoryTree,
+    DistMetadata,
+    TarTree,
+    ZipTree,
+    fetch_release,
+    open_archive,
+)
+from driftcheck.specs import PackageSpec, parse_spec
+
+# -- specs -------------------------------------------------------------------------------------
+
+
+def test_parse_release_installed_and_paths(tmp_path):
+    assert parse_spec("vllm==0.16.0") == PackageSpec("release", name="vllm", version="0.16.0")
+    assert parse_spec("vllm[cpu]==0.16.0") == PackageSpec(
+        "release", name="vllm", version="0.16.0"
+    )
+    assert parse_spec("==0.16.0", default_name="vllm").name == "vllm"
+    assert parse_spec("vllm") == PackageSpec("installed", name="vllm")
+    assert parse_spec("vllm@installed") == PackageSpec("installed", name="vllm")
+    assert parse_spec(str(tmp_path)) == PackageSpec("directory", path=tmp_path.resolve())
+    wheel = build_wheel(tmp_path / "w-1.0-py3-none-any.whl", {"w/__init__.py": ""}, name="w")
+    assert parse_spec(str(wheel)) == PackageSpec("archive", path=wheel.resolve())
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "vllm>=", "vllm>=0.11", "vllm==", "vllm==0.*", "vllm===0.16", "vllm!=1", "a b", "-x"],
+)
+def test_parse_rejects(text):
+    with pytest.raises(UsageError):
+        parse_spec(text)
+
+
+# -- metadata ----------------------------------------------------------------------------------
+
+
+def test_pin_on_exact_and_range():
+    md = DistMetadata(
+        "speculators",
+        "0.3.0",
+        ['vllm==0.11.0; extra == "datagen"', "torch>=2"],
+    )
+    assert md.pin_on("vllm") == "0.11.0"
+    assert DistMetadata("x", "1", ["vLLM>=0.10.2,<0.12"]).pin_on("vllm") == "0.10.2"
+    assert DistMetadata("x", "1", ["not a requirement !!"]).pin_on("vllm") is None
+
+
+@pytest.mark.parametrize(
+    "pyproject",
+    [
+        "not = [valid toml",
+        "project = 3",
+        '[project]\nname = 3\nversion = "1"',
+        '[project]\nname = "x"\ndependencies = "vllm"\noptional-dependencies = 4',
+        '[project]\nname = "x"\n[project.optional-dependencies]\nextra = "vllm==1"',
+    ],
+)
+def test_odd_pyproject_never_raises(tmp_path, pyproject):
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "__init__.py").write_text("")
+    md = DirectoryTree(tmp_path).metadata
+    assert md is None or md.name == "x"
+
+
+# -- trees -------------------------------------------------------------------------------------
+
+
+def test_zip_tree_skips_unsafe_member_names(tmp_path):
+    wheel = build_wheel(
+        tmp_path / "p-1.0-py3-none-any.whl",
+        {"p/__init__.py": "X = 1\n"},
+        name="p",
+        raw_members={
+            "../evil.py": b"bad",
+            "p/../../evil2.py": b"bad",
+            "/etc/evil3.py": b"bad",
+            "..\\evil4.py": b"bad",
+        },
+    )
+    tree = ZipTree(wheel)
+    assert sorted(tree.python_files()) == ["p/__init__.py"]
+    assert {name for name, _ in tree.skipped} == {
+        "../evil.py",
+        "p/../../evil2.py",
+        "/etc/evil3.py",
+        "..\\evil4.py",
+    }
+    assert all(reason == "unsafe member name" for _, reason in tree.skipped)
+    assert tree.read_text("p/__init__.py") == "X = 1\n"
+    assert tree.metadata is not None and tree.metadata.name == "p"
+
+
+def test_zip_tree_truncated_is_source_error(tmp_path):
+    wheel = build_wheel(tmp_path / "p-1.0-py3-none-any.whl", {"p/__init__.py": "X = 1\n" * 99})
+    wheel.write_bytes(wheel.read_bytes()[:-40])
+    with pytest.raises(SourceError) as info:
+        ZipTree(wheel)
+    message = str(info.value)
+    assert "\n" not in message and "corrupt or unreadable archive" in message
+
+
+def test_zip_member_with_damaged_data_is_source_error(tmp_path):
+    payload = ("def f():\n    return 1\n" * 200).encode()
+    wheel = build_wheel(tmp_path / "p-1.0-py3-none-any.whl", {"p/mod.py": payload})
+    blob = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as zf:
+        info = zf.getinfo("p/mod.py")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for i in range(start + 5, start + 25):  # scribble over the deflate stream
+        blob[i] ^= 0xFF
+    wheel.write_bytes(bytes(blob))
+    tree = ZipTree(wheel)  # the central directory is intact
+    with pytest.raises(SourceError) as exc:
+        tree.read_bytes("p/mod.py")
+    assert "cannot read p/mod.py" in str(exc.value)
+    with pytest.raises(SourceError):
+        tree.read_bytes("p/absent.py")
+
+
+def _sdist(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_tar_tree_strips_top_and_src_and_skips_unsafe(tmp_path):
+    sdist = _sdist(
+        tmp_path / "p-1.0.tar.gz",
+        {
+            "p-1.0/src/p/__init__.py": b"X = 1\n",
+            "p-1.0/PKG-INFO": b"Metadata-Version: 2.1\nName: p\nVersion: 1.0\n",
+            "../evil.py": b"bad",
+        },
+    )
+    tree = open_archive(sdist)
+    assert isinstance(tree, TarTree)
+    assert tree.python_files() == ["p/__init__.py"]
+    assert tree.skipped == [("../evil.py", "unsafe member name")]
+    assert tree.metadata is not None and tree.metadata.version == "1.0"
+
+
+def test_tar_tree_truncated_is_source_error(tmp_path):
+    sdist = _sdist(tmp_path / "p-1.0.tar.gz", {"p-1.0/p/__init__.py": b"X = 1\n" * 5000})
+    blob = sdist.read_bytes()
+    sdist.write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(SourceError):
+        TarTree(sdist)
+
+
+def test_directory_tree_layouts(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "src" / "pkg" / "__pycache__" / "x.py").write_text("")
+    tree = DirectoryTree(tmp_path)
+    assert tree.python_files() == ["pkg/__init__.py"]
+    inner = DirectoryTree(tmp_path / "src" / "pkg")
+    assert inner.python_files() == ["pkg/__init__.py"]
+
+
+def test_directory_tree_unreadable_entries(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    tree = DirectoryTree(tmp_path)
+    assert "pkg/gone.py" in tree.python_files()
+    with pytest.raises(SourceError, match="cannot read"):
+        tree.read_bytes("pkg/gone.py")
+
+
+# -- the cache ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_pip(monkeypatch, tmp_path):
+    """Replace the pip download with one that writes a tiny wheel; counts the calls."""
+    monkeypatch.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    calls: list[tuple[str, str]] = []
+
+    def download(name, version, dest, *, quiet):
+        calls.append((name, version))
+        build_wheel(
+            dest / f"{name}-{version}-py3-none-any.whl",
+            {f"{name}/__init__.py": "VALUE = 1\n"},
+            name=name,
+            version=version,
+        )
+
+    monkeypatch.setattr(sources, "_pip_download", download)
+    return calls
+
+
+def _entry(archive: Path) -> dict:
+    return json.loads((archive.parent / "entry.json").read_text())
+
+
+def test_cache_hit_does_not_refetch(fake_pip):
+    first = fetch_release("tinypkg", "1.0")
+    again = fetch_release("tinypkg", "1.0")
+    assert first == again and fake_pip == [("tinypkg", "1.0")]
+    assert _entry(first)["sha256"] == sources._sha256(first)
+
+
+def test_truncated_cached_archive_is_refetched(fake_pip):
+    archive = fetch_release("tinypkg", "1.0")
+    good = archive.read_bytes()
+    archive.write_bytes(good[: len(good) // 2])
+    again = fetch_release("tinypkg", "1.0")
+    assert len(fake_pip) == 2
+    assert again.read_bytes() == good
+    assert ZipTree(again).python_files() == ["tinypkg/__init__.py"]
+
+
+def test_cached_archive_with_wrong_sha_is_discarded(fake_pip, tmp_path):
+    folder = tmp_path / "cache" / "archives" / "tinypkg" / "1.0"
+    planted = build_wheel(
+        folder / "tinypkg-1.0-py3-none-any.whl", {"tinypkg/__init__.py": "PLANTED = 1\n"}
+    )
+    (folder / "entry.json").write_text(json.dumps({"file": planted.name, "sha256": "0" * 64}))
+    (folder / ".download-leftover").mkdir()  # what a killed run leaves behind
+    archive = fetch_release("tinypkg", "1.0")
+    assert fake_pip == [("tinypkg", "1.0")]
+    assert "VALUE = 1" in ZipTree(archive).read_text("tinypkg/__init__.py")
+    assert sorted(p.name for p in folder.iterdir()) == ["entry.json", archive.name]
+
+
+@pytest.mark.parametrize(
+    "entry", ["{not json", '{"file": "../../../etc/passwd", "sha256": "x"}', "[]", '{"file": 3}']
+)
+def test_damaged_entry_json_is_refetched(fake_pip, tmp_path, entry):
+    folder = tmp_path / "cache" / "archives" / "tinypkg" / "1.0"
+    folder.mkdir(parents=True)
+    (folder / "entry.json").write_text(entry)
+    fetch_release("tinypkg", "1.0")
+    assert fake_pip == [("tinypkg", "1.0")]
+
+
+@pytest.mark.network
+def test_real_tiny_release_refetched_after_truncation(monkeypatch, tmp_path):
+    monkeypatch.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    archive = fetch_release("six", "1.16.0")
+    digest = _entry(archive)["sha256"]
+    assert "six.py" in ZipTree(archive).files()
+    archive.write_bytes(archive.read_bytes()[:100])
+    again = fetch_release("six", "1.16.0")
+    assert sources._sha256(again) == digest
+    assert "six.py" in ZipTree(again).files()
+
+
+# -- pip's answers -----------------------------------------------------------------------------
+
+
+def _fake_run(monkeypatch, answers: list[tuple[int, str]]):
+    """Make subprocess.run answer with ``answers`` in turn (returncode, stderr)."""
+    seen: list[list[str]] = []
+
+    def run(cmd, **kwargs):
+        seen.append(cmd)
+        code, err = answers[len(seen) - 1]
+        return subprocess.CompletedProcess(cmd, code, stdout="", stderr=err)
+
+    monkeypatch.setattr(sources.subprocess, "run", run)
+    return seen
+
+
+def _not_found(versions: str) -> tuple[int, str]:
+    return (
+        1,
+        f"ERROR: Could not find a version that satisfies the requirement x==9 "
+        f"(from versions: {versions})\nERROR: No matching distribution found for x==9\n",
+    )
+
+
+def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
+    seen = _fake_run(monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")])
+    with pytest.raises(FetchError) as info:
+        sources._pip_download("x", "1.5", tmp_path, quiet=True)
+    assert len(seen) == 3
+    assert str(info.value) == "x has no release 1.5; nearest: 0.5, 1.0, 2.0 (latest: 2.0)"
+
+
+def test_version_only_as_sdist_is_not_called_unknown(monkeypatch, tmp_path):
+    build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
+    _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure])
+    with pytest.raises(FetchError) as info:
+        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert "no release" not in str(info.value)
+    assert "ERROR: Failed to build x" in str(info.value)
+
+
+def test_sdist_only_package_is_not_called_unknown(monkeypatch, tmp_path):
+    seen = _fake_run(monkeypatch, [_not_found("none"), _not_found("none"), (0, "")])
+    sources._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert "--no-binary=:all:" in seen[-1]
+
+
+def test_unknown_package(monkeypatch, tmp_path):
+    _fake_run(monkeypatch, [_not_found("none")] * 3)
+    with pytest.raises(FetchError, match="unknown package 'x'"):
+        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+
+
+def test_offline_is_reported_at_once(monkeypatch, tmp_path):
+    refused = (
+        1,
+        "WARNING: Retrying ... NewConnectionError(... Failed to establish a new connection: "
+        "[Errno 111] Connection refused)\n" + _not_found("none")[1],
+    )
+    seen = _fake_run(monkeypatch, [refused] * 3)
+    with pytest.raises(FetchError, match="no network"):
+        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert len(seen) == 1
+
+
+def test_untrusted_index_is_named(monkeypatch, tmp_path):
+    ignored = (
+        1,
+        "WARNING: The repository located at mirror.invalid is not a trusted or secure host "
+        "and is being ignored.\n" + _not_found("none")[1],
+    )
+    _fake_run(monkeypatch, [ignored] * 3)
+    with pytest.raises(FetchError, match="ignored the package index mirror.invalid"):
+        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+
+
+def test_pip_cannot_start(monkeypatch, tmp_path):
+    def run(cmd, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", cmd[0])
+
+    monkeypatch.setattr(sources.subprocess, "run", run)
+    with pytest.raises(FetchError, match="cannot run pip"):
+        sources._pip_download("x", "1.0", tmp_path, quiet=True)
