@@ -276,12 +276,6 @@ def guarded_call() -> bool:
 """
 
 
-@pytest.mark.xfail(
-    reason="UseCollector marks only uses lexically inside the try block as in_guard; the later "
-    "call fast_path() resolves (through the guarded import) to minihost.core.fast_path and "
-    "missing_symbol.check reports it, although the client falls back to None and tests for it",
-    strict=True,
-)
 def test_call_of_a_guarded_import_is_not_reported(tmp_path: Path):
     package = tmp_path / "guarded"
     package.mkdir()

@@ -85,12 +85,6 @@ def test_bind_problem_details_name_the_parameter():
     assert "2 positional" in many.detail and "3" in many.detail
 
 
-@pytest.mark.xfail(
-    reason="bind() fills a parameter from a positional argument and from a keyword without "
-    "noticing the clash: f(a, b=1) called as f(1, a=2) raises TypeError (multiple values for "
-    "'a'), so a reorder of positional parameters that a mixed call relies on goes unreported",
-    strict=True,
-)
 def test_bind_reports_a_parameter_given_twice():
     assert bind(sig("a, b=1"), CallShape(1, ("a",))) != []
 
@@ -185,36 +179,23 @@ def test_return_change(baseline: str | None, target: str | None, expected: str |
             "Item",
             "Union[Item, None]",
             "gained-none",
-            marks=pytest.mark.xfail(
-                reason="normalise_annotation rewrites Optional[X] to X | None but not "
-                "Union[X, None], so a return that gained None spelt with Union is missed",
-                strict=True,
-            ),
             id="union-none",
         ),
         pytest.param(
             "Item",
             "typing.Union[Item, None]",
             "gained-none",
-            marks=pytest.mark.xfail(
-                reason="typing.Union[X, None] is not normalised either", strict=True
-            ),
             id="typing-union-none",
         ),
         pytest.param(
             "Optional[list[Item]]",
             "Optional[Item]",
             "container-to-item",
-            marks=pytest.mark.xfail(
-                reason="container_item() only matches a whole annotation, so list[X] | None "
-                "becoming X | None is not seen as container-to-item",
-                strict=True,
-            ),
             id="optional-container-to-item",
         ),
     ],
 )
-def test_return_change_known_gaps(baseline: str, target: str, expected: str):
+def test_return_change_union_and_optional_forms(baseline: str, target: str, expected: str):
     assert return_change(baseline, target) == expected
 
 
@@ -276,24 +257,14 @@ def test_dataclass_fields_keep_defaults_and_annotations():
         pytest.param(
             "a: int = Field(...)",
             [("a", "pos", False, False)],
-            marks=pytest.mark.xfail(
-                reason="dataclass_fields treats any positional argument of Field() as a default; "
-                "pydantic's Field(...) (Ellipsis) marks a required field",
-                strict=True,
-            ),
             id="pydantic-positional-ellipsis",
         ),
         pytest.param(
             "a: 'ClassVar[int]' = 1\nb: int",
             [("b", "pos", False, False)],
-            marks=pytest.mark.xfail(
-                reason="the ClassVar test runs on the unparsed annotation text, so a quoted "
-                "'ClassVar[int]' (which dataclasses also skips) becomes an __init__ parameter",
-                strict=True,
-            ),
             id="quoted-classvar",
         ),
     ],
 )
-def test_dataclass_fields_known_gaps(body: str, expected: list):
+def test_dataclass_fields_pydantic_and_quoted_forms(body: str, expected: list):
     assert fields(body) == expected

@@ -29,9 +29,7 @@ from driftcheck.specs import PackageSpec, parse_spec
 
 def test_parse_release_installed_and_paths(tmp_path):
     assert parse_spec("vllm==0.16.0") == PackageSpec("release", name="vllm", version="0.16.0")
-    assert parse_spec("vllm[cpu]==0.16.0") == PackageSpec(
-        "release", name="vllm", version="0.16.0"
-    )
+    assert parse_spec("vllm[cpu]==0.16.0") == PackageSpec("release", name="vllm", version="0.16.0")
     assert parse_spec("==0.16.0", default_name="vllm").name == "vllm"
     assert parse_spec("vllm") == PackageSpec("installed", name="vllm")
     assert parse_spec("vllm@installed") == PackageSpec("installed", name="vllm")
@@ -294,7 +292,9 @@ def _not_found(versions: str) -> tuple[int, str]:
 
 
 def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
-    seen = _fake_run(monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")])
+    seen = _fake_run(
+        monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")]
+    )
     with pytest.raises(FetchError) as info:
         sources._pip_download("x", "1.5", tmp_path, quiet=True)
     assert len(seen) == 3

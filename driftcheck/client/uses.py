@@ -86,6 +86,7 @@ class UseCollector(cst.CSTVisitor):
         self.func_stack: list[FunctionInfo] = []
         self.class_stack: list[ClassInfo] = []
         self.guard_depth = 0
+        self.guarded_symbols: set[str] = set()
         self._positions = module.wrapper.resolve(PositionProvider)
         self._parents = module.wrapper.resolve(ParentNodeProvider)
 
@@ -95,6 +96,11 @@ class UseCollector(cst.CSTVisitor):
 
     def _add(self, kind: str, node: cst.CSTNode, symbol: str, **kw: object) -> Use:
         pos = self._positions[node]
+        guarded = self.guard_depth > 0
+        if kind == "import" and guarded:
+            self.guarded_symbols.add(symbol)
+        elif any(symbol == g or symbol.startswith(g + ".") for g in self.guarded_symbols):
+            guarded = True  # a name the client imports behind try/except ImportError
         use = Use(
             kind=kind,
             file=self.module.file,
@@ -104,7 +110,7 @@ class UseCollector(cst.CSTVisitor):
             symbol=symbol,
             scope=self.func_stack[-1].qualname if self.func_stack else self.module.name,
             order=len(self.uses),
-            in_guard=self.guard_depth > 0,
+            in_guard=guarded,
             node=node,
             **kw,  # type: ignore[arg-type]
         )

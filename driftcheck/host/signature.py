@@ -116,6 +116,8 @@ def bind(sig: Signature, call: CallShape) -> list[BindProblem]:
     filled = {p.name for p in positional_slots[: call.positional]}
     for kw in call.keywords:
         if kw in by_name:
+            if kw in filled and not call.star:
+                problems.append(BindProblem("multiple-values", kw, f"{kw!r} passed twice (by position and keyword)"))
             filled.add(kw)
         elif not sig.accepts_var_keyword:
             problems.append(BindProblem("unexpected-keyword", kw, f"no parameter named {kw!r}"))
@@ -142,7 +144,7 @@ def dataclass_fields(node: ast.ClassDef, *, kw_only: bool = False) -> list[Param
     for stmt in node.body:
         if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
             continue
-        ann = ast.unparse(stmt.annotation)
+        ann = ast.unparse(stmt.annotation).strip("'\"")
         if re.match(r"^(typing\.)?ClassVar\b", ann):
             continue
         if ann in ("KW_ONLY", "dataclasses.KW_ONLY"):
@@ -157,7 +159,12 @@ def dataclass_fields(node: ast.ClassDef, *, kw_only: bool = False) -> list[Param
                 continue
             if isinstance(kws.get("kw_only"), ast.Constant):
                 field_kw_only = bool(kws["kw_only"].value)
-            positional_default = stmt.value.args and ast.unparse(stmt.value.func).endswith("Field")
+            first = stmt.value.args[0] if stmt.value.args else None
+            positional_default = (
+                first is not None
+                and ast.unparse(stmt.value.func).endswith("Field")
+                and not (isinstance(first, ast.Constant) and first.value is Ellipsis)
+            )
             has_default = bool(
                 {"default", "default_factory"} & set(kws) or positional_default
             ) and not (
@@ -201,7 +208,25 @@ def normalise_annotation(text: str | None) -> str | None:
     m = re.fullmatch(r"(?:typing\.)?Optional\[(.*)\]", text)
     if m:
         text = f"{m.group(1)}|None"
+    m = re.fullmatch(r"(?:typing\.)?Union\[(.*)\]", text)
+    if m:
+        text = "|".join(_split_top(m.group(1), ","))
     return text
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split at top-level ``sep`` (brackets respected)."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == sep and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return [x for x in out if x]
 
 
 def union_members(text: str) -> set[str]:
@@ -244,6 +269,10 @@ def return_change(baseline: str | None, target: str | None) -> str | None:
     old_m, new_m = union_members(old), union_members(new)
     if "None" in new_m and "None" not in old_m and old != "None":
         return "gained-none"
+    old_core = "|".join(sorted(old_m - {"None"})) or old
+    new_core = "|".join(sorted(new_m - {"None"})) or new
+    if ("None" in old_m) == ("None" in new_m):
+        old, new = old_core, new_core
     old_item, new_item = container_item(old), container_item(new)
     if (
         old_item is not None
