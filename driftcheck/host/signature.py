@@ -117,7 +117,11 @@ def bind(sig: Signature, call: CallShape) -> list[BindProblem]:
     for kw in call.keywords:
         if kw in by_name:
             if kw in filled and not call.star:
-                problems.append(BindProblem("multiple-values", kw, f"{kw!r} passed twice (by position and keyword)"))
+                problems.append(
+                    BindProblem(
+                        "multiple-values", kw, f"{kw!r} passed twice (by position and keyword)"
+                    )
+                )
             filled.add(kw)
         elif not sig.accepts_var_keyword:
             problems.append(BindProblem("unexpected-keyword", kw, f"no parameter named {kw!r}"))
