@@ -121,8 +121,23 @@ def _guess_name(tree: SourceTree) -> str:
     return tops[0] if tops else "client"
 
 
+_HOSTS: dict[str, HostAPI] = {}
+
+
 def load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
-    """Open a host release (or installed distribution, or directory) as a lazy API."""
+    """Open a host release (or installed distribution, or directory) as a lazy API.
+
+    Releases are immutable, so their API objects are shared within a process.
+    """
+    if spec.kind == "release" and str(spec) in _HOSTS:
+        return _HOSTS[str(spec)]
+    api = _load_host(spec, quiet=quiet)
+    if spec.kind == "release":
+        _HOSTS[str(spec)] = api
+    return api
+
+
+def _load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
     tree = open_tree(spec, quiet=quiet)
     md = tree.metadata
     name = md.name if md and md.name else (spec.name or _guess_name(tree))

@@ -172,6 +172,25 @@ def load_rule(path: Path) -> Rule:
     )
 
 
+def rule_problems(rule: Rule) -> list[str]:
+    """What a rule lacks beyond its schema: an invalid case and a valid near-miss, a test host
+    pair to run them against, and the expected code after the fix for fixable rules."""
+    problems = []
+    kinds = [c.kind for c in rule.cases]
+    if "invalid" not in kinds:
+        problems.append(f"{rule.id}: no invalid case")
+    if "valid" not in kinds:
+        problems.append(f"{rule.id}: no valid (near-miss) case")
+    if not {"baseline", "target"} <= set(rule.test):
+        problems.append(f"{rule.id}: [test] needs baseline and target versions")
+    if rule.kind != "binding" and not rule.references:
+        problems.append(f"{rule.id}: no references to the host change")
+    if rule.fix is not None and rule.fix.safety != "manual":
+        if not any(c.fixed for c in rule.cases if c.kind == "invalid"):
+            problems.append(f"{rule.id}: fixable rule without the expected code after the fix")
+    return problems
+
+
 def load_rules(root: Path | None = None) -> list[Rule]:
     """Every rule under ``root`` (default: :func:`rules_dir`), sorted by id."""
     root = root or rules_dir()

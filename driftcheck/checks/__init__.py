@@ -12,6 +12,7 @@ from driftcheck.checks import (
     attribute_missing,
     call_signature,
     missing_symbol,
+    override_signature,
     return_semantics,
     string_ref,
 )
@@ -28,6 +29,7 @@ CHECKS: dict[str, Check] = {
     "call-signature": call_signature.check,
     "return-semantics": return_semantics.check,
     "string-ref": string_ref.check,
+    "override-signature": override_signature.check,
 }
 
 __all__ = ["CHECKS", "Check", "CheckContext"]

@@ -72,14 +72,30 @@ class _BindingFinder(cst.CSTVisitor):
                 if cls is not None and host_cls not in cls.extra_bases:
                     cls.extra_bases.append(host_cls)
 
-    def _method_type(self, func_expr: cst.BaseExpression, obj_expr: cst.BaseExpression) -> None:
-        func = None
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``obj.name = types.MethodType(func, obj)`` replaces the host's ``name`` on ``obj``."""
+        if self.phase != "method-type" or not isinstance(node.value, cst.Call):
+            return
+        call = node.value
+        if "types.MethodType" not in self.module.qualified(call.func) or len(call.args) < 2:  # type: ignore[attr-defined]
+            return
+        for target in node.targets:
+            if isinstance(target.target, cst.Attribute):
+                func = self._function(call.args[0].value)
+                if func is not None:
+                    func.replaces.append(target.target.attr.value)
+
+    def _function(self, func_expr: cst.BaseExpression) -> FunctionInfo | None:
         for name in self.module.qualified(func_expr):  # type: ignore[attr-defined]
             func = self.index.functions.get(name) or self.index.functions.get(
                 f"{self.module.name}.{name}"  # type: ignore[attr-defined]
             )
             if func:
-                break
+                return func
+        return None
+
+    def _method_type(self, func_expr: cst.BaseExpression, obj_expr: cst.BaseExpression) -> None:
+        func = self._function(func_expr)
         if func is None:
             return
         self_type = self.types.infer(

@@ -35,6 +35,8 @@ class FunctionInfo:
     params: dict[str, cst.BaseExpression | None] = field(default_factory=dict)
     locals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     bound_self: list[TypeRef] = field(default_factory=list)
+    #: Host method names this function replaces on its bound object (monkeypatching).
+    replaces: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -165,6 +165,19 @@ class UseCollector(cst.CSTVisitor):
         info = self.index.function_of_node.get(node)
         if info is not None:
             self.func_stack.append(info)
+            for name in info.replaces:
+                for bound in info.bound_self:
+                    cls = self.types.host_class(bound)
+                    if cls is not None and self._host_defines(cls.path, name):
+                        self._add(
+                            "override",
+                            node.name,
+                            f"{cls.path}.{name}",
+                            receiver=cls.path,
+                            member=name,
+                            params=_client_params(node),
+                            via=f"bound with types.MethodType to {cls.path.rsplit('.', 1)[-1]}",
+                        )
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         if self.func_stack and self.func_stack[-1].node is original_node:

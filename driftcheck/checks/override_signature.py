@@ -1,0 +1,89 @@
+"""Override and monkeypatch signatures: a client function that stands in for a host method
+(a subclass override, or a function bound over it with ``types.MethodType``) must still accept
+what the host passes it on the target."""
+
+from __future__ import annotations
+
+from driftcheck.checks.context import CheckContext
+from driftcheck.client.uses import Use
+from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.api import Found
+from driftcheck.host.signature import Signature
+
+
+def _problems(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple[str, str]]:
+    """Ways the host's calls (per its own signature) may not bind to the client function."""
+    params = client[1:]  # the client's self
+    names = {n for n, k, _ in params if k in ("positional_or_keyword", "keyword_only")}
+    slots = [n for n, k, _ in params if k in ("positional_only", "positional_or_keyword")]
+    has_args = any(k == "var_positional" for _, k, _ in params)
+    has_kwargs = any(k == "var_keyword" for _, k, _ in params)
+    out: set[tuple[str, str]] = set()
+    host_positional = [
+        p for p in host.params if p.kind in ("positional_only", "positional_or_keyword")
+    ]
+    if len(host_positional) > len(slots) and not has_args:
+        out.add(
+            (
+                "positional",
+                f"the host may pass {len(host_positional)} positional arguments, it takes {len(slots)}",
+            )
+        )
+    for p in host.params:
+        if p.kind == "keyword_only" and p.name not in names and not has_kwargs:
+            out.add(("keyword", f"the host may pass keyword {p.name!r}"))
+    if host.accepts_var_keyword and not has_kwargs:
+        out.add(
+            (
+                "var-keyword",
+                "the host accepts extra keyword arguments it may forward; this function has no **kwargs",
+            )
+        )
+    host_names = {p.name for p in host.params}
+    for i, (n, k, has_default) in enumerate(params):
+        if has_default or k in ("var_positional", "var_keyword"):
+            continue
+        if i >= len(host_positional) and n not in host_names:
+            out.add(("required", f"it requires {n!r}, which the host does not pass"))
+    return out
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report new ways the host's calls no longer fit a client override or replacement."""
+    if use.kind != "override" or not use.params or not use.receiver:
+        return []
+    target = ctx.lookup(ctx.target, use)
+    if not isinstance(target, Found) or target.kind != "function":
+        return []
+    sig_t = ctx.target.signature(target)
+    if sig_t is None:
+        return []
+    problems = _problems(use.params, sig_t)
+    evidence = [Evidence(ctx.target.version, sig_t.file, sig_t.line)]
+    if ctx.baseline is not None:
+        base = ctx.lookup(ctx.baseline, use)
+        sig_b = ctx.baseline.signature(base) if isinstance(base, Found) else None
+        if sig_b is None:
+            return []
+        problems -= _problems(use.params, sig_b)
+        evidence.insert(0, Evidence(ctx.baseline.version, sig_b.file, sig_b.line))
+    if not problems:
+        return []
+    severity = "warning" if {code for code, _ in problems} == {"var-keyword"} else "error"
+    how = f" ({use.via})" if use.via else ""
+    details = "; ".join(sorted(text for _, text in problems))
+    return [
+        Finding(
+            rule="override-signature",
+            kind="override-signature",
+            severity=severity,
+            file=use.file,
+            line=use.line,
+            column=use.column,
+            end_line=use.end_line,
+            symbol=use.symbol,
+            message=f"{use.member}() stands in for {use.symbol}{how}: {details} in {ctx.target.name} {ctx.target.version}",
+            evidence=tuple(evidence),
+            fix=Fix("manual", "accept the host's new arguments (e.g. add **kwargs)"),
+        )
+    ]
