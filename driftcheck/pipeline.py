@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,6 +33,7 @@ class Client:
     modules: dict[str, ModuleInfo] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     lines: dict[str, list[str]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
     index: ClientIndex | None = None
 
     def mixed_methods(self) -> dict[str, set[str]]:
@@ -63,6 +65,8 @@ class ScanResult:
     uses: list[Use]
     client_lines: dict[str, list[str]]
     stats: dict[str, float] = field(default_factory=dict)
+    client_texts: dict[str, str] = field(default_factory=dict)
+    client_root: Path | None = None
 
     def to_dict(self) -> dict:
         """The JSON contract."""
@@ -109,6 +113,7 @@ def load_client(spec: PackageSpec, roots: set[str] | None = None, *, quiet: bool
             continue
         client.modules[info.name] = info
         client.lines[rel] = code.splitlines()
+        client.texts[rel] = code
     return client
 
 
@@ -289,6 +294,8 @@ def scan(
         skipped=skipped,
         uses=uses,
         client_lines=cl.lines,
+        client_texts=cl.texts,
+        client_root=getattr(cl.tree, "root", None) if client_spec.kind == "directory" else None,
         stats={
             "load_seconds": t1 - t0,
             "uses_seconds": t2 - t1,

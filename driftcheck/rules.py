@@ -34,6 +34,7 @@ CONDITIONS = (
     "keyword_present",
     "keyword_absent",
     "result_used",
+    "result_indexed",
     "not_followed_by",
     "default_changed",
 )
@@ -278,6 +279,8 @@ def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, lis
         if kw in keywords or (use.shape and use.shape.double_star):
             return False, []
     if cond.get("result_used") and use.result in (None, "discarded"):
+        return False, []
+    if cond.get("result_indexed") and not use.result_indexed:
         return False, []
     then = cond.get("not_followed_by")
     if then and any(

@@ -65,7 +65,7 @@ def _fix_for(problems: list) -> Fix:
             "unsafe",
             f"drop the keyword(s) {', '.join(removed)} (the host no longer takes them)",
             codemod="remove-keyword",
-            params=tuple(("keyword", k) for k in removed),
+            params=tuple((f"keyword{i or ''}", k) for i, k in enumerate(removed)),
         )
     if missing:
         return Fix("manual", f"pass the new required parameter(s): {', '.join(missing)}")

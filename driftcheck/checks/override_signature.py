@@ -84,6 +84,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             symbol=use.symbol,
             message=f"{use.member}() stands in for {use.symbol}{how}: {details} in {ctx.target.name} {ctx.target.version}",
             evidence=tuple(evidence),
-            fix=Fix("manual", "accept the host's new arguments (e.g. add **kwargs)"),
+            fix=Fix(
+                "safe",
+                "accept and ignore extra keyword arguments (**_kwargs)",
+                codemod="accept-kwargs",
+            )
+            if severity == "warning"
+            else Fix("manual", "accept the host's new arguments"),
         )
     ]

