@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import libcst as cst
 

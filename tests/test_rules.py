@@ -12,6 +12,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from driftcheck.fixes.patches import plan
 from driftcheck.pipeline import scan
 from driftcheck.rules import RuleError, load_rule, load_rules, rule_problems, rules_dir
 
@@ -113,6 +114,10 @@ def test_rule_case(rule, index, case, tmp_path: Path):
         assert len(relevant) == 1, [f.message for f in result.findings]
         assert relevant[0].evidence, "a finding must carry host evidence"
     if case.fixed:
+        # Whether a rule can fix is shown by its cases: the fix must produce exactly the
+        # expected code, which parses and re-scans clean.
+        fix_plan = plan(relevant, result.client_texts, unsafe=True)
+        assert [ff.new for ff in fix_plan.pending] == [case.fixed], fix_plan.files
         cst.parse_module(case.fixed)
         fixed = _scan_case(rule, case.fixed, tmp_path / "fixed")
         assert [f for f in fixed.findings if f.rule == rule.id] == []

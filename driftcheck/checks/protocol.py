@@ -54,6 +54,8 @@ def protocol_findings(ctx: CheckContext) -> list[Finding]:
                 continue
             if fresh is not None and then not in fresh:
                 continue  # the protocol (or at least the follow-up) predates the baseline
+            if fresh is None and not _reaches(ctx, cls, use.member, found_guards):
+                continue  # without a baseline, report only a protocol the receiver is bound by
             if _followed(use, then, ctx.uses):
                 continue
             # The guard inside the guarded method itself is the primary evidence.
@@ -64,6 +66,19 @@ def protocol_findings(ctx: CheckContext) -> list[Finding]:
             )
             out.append(_finding(use, then, found_guards, method, ctx))
     return out
+
+
+def _reaches(ctx: CheckContext, cls: Found, method: str, guards: list[Guard]) -> bool:
+    """Without a baseline: the guard sits in the receiver's own MRO, or the receiver's method
+    says it may return None (the state is left for the follow-up)."""
+    mro = {c.path for c in ctx.target.mro(cls)[0]}
+    for g in guards:
+        if g.cls and f"{ctx.target.tree.module_name(g.file)}.{g.cls}" in mro:
+            return True
+    target = ctx.target.class_member(cls, method)
+    sig = ctx.target.signature(target) if isinstance(target, Found) else None
+    returns = (sig.returns or "") if sig else ""
+    return "None" in returns.replace("NoneType", "None")
 
 
 def _sibling(ctx: CheckContext, guard: Guard, receiver: Found) -> bool:

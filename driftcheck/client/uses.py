@@ -19,7 +19,6 @@ from driftcheck.client.types import (
     FunctionInfo,
     ModuleInfo,
     TypeInferrer,
-    TypeRef,
 )
 from driftcheck.host.signature import CallShape
 
@@ -249,7 +248,7 @@ class UseCollector(cst.CSTVisitor):
             receiver=cls.path,
             member=member,
             receiver_expr=code_of(attr.value),
-            via=_via(owner, self.index),
+            via=self._via(attr.value),
             **kw,
         )
 
@@ -278,6 +277,27 @@ class UseCollector(cst.CSTVisitor):
             )
             if use is not None:
                 self._string_args(node, use.symbol)
+
+    def _via(self, receiver: cst.BaseExpression) -> str | None:
+        """How the root of a receiver chain got a host type, when plain code does not show it."""
+        root = receiver
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        func = self.func
+        if not isinstance(root, cst.Name) or func is None:
+            return None
+        params = [*func.node.params.posonly_params, *func.node.params.params]
+        if not params or params[0].name.value != root.value:
+            return None
+        bound = [b for b in func.bound_self if b.kind != "unknown"]
+        if bound:
+            return (
+                f"{root.value} is bound with types.MethodType to {bound[0].path.rsplit('.', 1)[-1]}"
+            )
+        info = self.index.classes.get(func.class_name or "")
+        if info is not None and info.extra_bases:
+            return f"{info.qualname} is mixed into {info.extra_bases[0]}"
+        return None
 
     def _assigned_name_indexed(self, node: cst.Call) -> bool:
         """For ``x = call(...)``: is ``x`` subscripted in the same function?"""
@@ -322,14 +342,6 @@ class UseCollector(cst.CSTVisitor):
 def _dotted(text: str) -> bool:
     parts = text.split(".")
     return len(parts) > 1 and all(p.isidentifier() for p in parts)
-
-
-def _via(owner: TypeRef, index: ClientIndex) -> str | None:
-    if owner.kind == "client":
-        info = index.classes.get(owner.path)
-        if info is not None and info.extra_bases:
-            return f"{owner.path} is mixed into {info.extra_bases[0]}"
-    return None
 
 
 def _client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
