@@ -14,6 +14,7 @@ from driftcheck.checks import CHECKS, CheckContext
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.types import ClientIndex, ModuleInfo, TypeInferrer, parse_module
 from driftcheck.client.uses import Use, UseCollector
+from driftcheck.config import is_excluded
 from driftcheck.errors import SourceError, UsageError
 from driftcheck.findings import Finding
 from driftcheck.host.api import HostAPI
@@ -79,11 +80,18 @@ class ScanResult:
         }
 
 
-def load_client(spec: PackageSpec, roots: set[str] | None = None, *, quiet: bool = True) -> Client:
+def load_client(
+    spec: PackageSpec,
+    roots: set[str] | None = None,
+    *,
+    quiet: bool = True,
+    exclude: tuple[str, ...] | list[str] = (),
+) -> Client:
     """Open the client's tree and parse the Python files of its packages that name the host.
 
     A file that never mentions a host top-level package cannot reach the host directly; it
-    is not parsed (libcst metadata is the scan's main cost).
+    is not parsed (libcst metadata is the scan's main cost). Files matching an ``exclude``
+    glob are not read at all.
     """
     tree = open_tree(spec, quiet=quiet)
     md = tree.metadata
@@ -93,6 +101,7 @@ def load_client(spec: PackageSpec, roots: set[str] | None = None, *, quiet: bool
     client.skipped.extend(tree.skipped)
     packages = set(tree.top_level_packages())
     files = [f for f in tree.python_files() if f.split("/", 1)[0].removesuffix(".py") in packages]
+    files = [f for f in files if not is_excluded(f, exclude)]
     if not files:
         raise SourceError(f"{tree.label}: no Python files found")
     for rel in files:
@@ -219,17 +228,50 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+def exact_spec(text: str, default_name: str | None = None) -> PackageSpec:
+    """Parse a spec, resolving ``name@latest`` and version ranges to the newest matching release."""
+    from driftcheck.versions import is_version_spec, newest_matching, split_spec
+
+    if is_version_spec(text):
+        name, spec = split_spec(text)
+        return PackageSpec(kind="release", name=name, version=newest_matching(name, spec))
+    return parse_spec(text, default_name=default_name)
+
+
 def resolve_specs(
     client: str, against: str | None, baseline: str | None, host: str | None
 ) -> tuple[PackageSpec, PackageSpec, str | None]:
     """Turn the user's strings into specs; the host name comes from --against or --host."""
     client_spec = parse_spec(client)
-    target_spec = parse_spec(against or "installed", default_name=host)
+    target_spec = exact_spec(against or "installed", default_name=host)
     if target_spec.kind == "installed" and not target_spec.name:
         raise UsageError("name the host: --against NAME==VERSION, --against NAME, or --host NAME")
     if host and target_spec.name and target_spec.key != PackageSpec("x", name=host).key:
         raise UsageError(f"--host {host} does not match --against {against}")
     return client_spec, target_spec, baseline
+
+
+def load_baseline(
+    client: Client, host_name: str, baseline: str | None, say: Progress, *, alias: str | None = None
+) -> tuple[HostAPI | None, str | None]:
+    """The baseline host: ``baseline`` if given, else the client's own pin on the host."""
+    base_version = baseline
+    md = client.tree.metadata
+    if base_version is None and md:
+        base_version = md.pin_on(host_name) or (md.pin_on(alias) if alias else None)
+    if not base_version:
+        return None, None
+    if (
+        base_version == "installed"
+        or any(c in base_version for c in "/@<>~!,")
+        or "==" in base_version
+    ):
+        base_spec = exact_spec(base_version, default_name=host_name)
+    else:
+        base_spec = parse_spec(f"{host_name}=={base_version}")
+    say(f"loading baseline {base_spec}")
+    api = load_host(base_spec)
+    return api, (base_spec.version if base_spec.kind == "release" else api.version)
 
 
 def scan(
@@ -239,6 +281,8 @@ def scan(
     baseline: str | None = None,
     host: str | None = None,
     progress: Progress | None = None,
+    exclude: tuple[str, ...] | list[str] = (),
+    disabled_rules: set[str] | frozenset[str] = frozenset(),
 ) -> ScanResult:
     """Scan a client against a target host release.
 
@@ -248,40 +292,27 @@ def scan(
         baseline: Baseline host version (or spec); default: the client's own pin on the host.
         host: Host name when ``against`` does not carry one.
         progress: Callback receiving short progress messages.
+        exclude: Globs of client files (relative to its root) not to read.
+        disabled_rules: Rule and check ids whose findings are dropped.
     """
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     if isinstance(client, PackageSpec):
         client_spec = client
-        target_spec = parse_spec(against or "installed", default_name=host)
+        target_spec = exact_spec(against or "installed", default_name=host)
     else:
         client_spec, target_spec, _ = resolve_specs(client, against, baseline, host)
     say(f"loading host {target_spec}")
     target = load_host(target_spec)
     host_name = target_spec.name or target.name
     say(f"loading client {client_spec}")
-    cl = load_client(client_spec, target.roots)
-    base_api: HostAPI | None = None
-    base_version = baseline
-    if base_version is None:
-        md = cl.tree.metadata
-        base_version = md.pin_on(host_name) if md else None
-        if base_version is None and target.name != host_name and md:
-            base_version = md.pin_on(target.name)
-    if base_version:
-        base_spec = (
-            parse_spec(base_version, default_name=host_name)
-            if any(c in base_version for c in "=/@") or base_version == "installed"
-            else parse_spec(f"{host_name}=={base_version}")
-        )
-        say(f"loading baseline {base_spec}")
-        base_api = load_host(base_spec)
-        base_version = base_api.version if base_spec.kind != "release" else base_spec.version
+    cl = load_client(client_spec, target.roots, exclude=exclude)
+    base_api, base_version = load_baseline(cl, host_name, baseline, say, alias=target.name)
     t1 = time.perf_counter()
     roots = target.roots | (base_api.roots if base_api else set())
     uses = collect_uses(cl, base_api or target, roots)
     t2 = time.perf_counter()
-    findings = run_checks(uses, target, base_api, cl)
+    findings = [f for f in run_checks(uses, target, base_api, cl) if f.rule not in disabled_rules]
     t3 = time.perf_counter()
     skipped = list(cl.skipped)
     return ScanResult(

@@ -473,6 +473,14 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
             if cached is not None:
                 return cached
             _clear_entry(folder)
+            from driftcheck.remote import fetch_slim
+
+            got_remote = fetch_slim(name, version, folder)
+            if got_remote is not None and _opens(got_remote[0]):
+                path, info = got_remote
+                _write_entry(folder, {"file": path.name, "sha256": _sha256(path), **info})
+                return path
+            _clear_entry(folder)
             # Download inside the entry's own folder: the final move is a same-disk rename.
             with tempfile.TemporaryDirectory(prefix=".download-", dir=folder) as tmp:
                 _pip_download(name, version, Path(tmp), quiet=quiet)

@@ -1,0 +1,133 @@
+"""One client across many host releases: where each drift first appears.
+
+The client is parsed and its uses collected once (against the baseline); each release in the
+range is fetched (in parallel, into the cache) and checked against those uses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+from driftcheck.errors import DriftcheckError, UsageError
+from driftcheck.findings import Finding, severity_rank
+from driftcheck.pipeline import collect_uses, load_baseline, load_client, load_host, run_checks
+from driftcheck.sources import fetch_release
+from driftcheck.specs import PackageSpec, parse_spec
+from driftcheck.versions import releases_between
+
+
+@dataclass
+class TimelineResult:
+    """Findings per release, oldest release first."""
+
+    client_name: str
+    client_version: str
+    host: str
+    baseline: str | None
+    versions: list[str]
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def first_breaking(self) -> dict[str, tuple[str, Finding]]:
+        """Fingerprint → (first release where it appears, the finding there)."""
+        out: dict[str, tuple[str, Finding]] = {}
+        for v in self.versions:
+            for f in self.findings.get(v, []):
+                out.setdefault(f.fingerprint, (v, f))
+        return out
+
+    def newest_clean(self, fail_on: str = "warning") -> str | None:
+        """The newest release before the first one with a finding at or above ``fail_on``."""
+        clean = None
+        for v in self.versions:
+            if v in self.errors:
+                continue
+            if any(
+                severity_rank(f.severity) >= severity_rank(fail_on)
+                for f in self.findings.get(v, [])
+            ):
+                break
+            clean = v
+        return clean
+
+    def to_dict(self) -> dict:
+        """JSON form: per release the findings' fingerprints."""
+        first = self.first_breaking()
+        return {
+            "client": {"name": self.client_name, "version": self.client_version},
+            "host": {"name": self.host, "baseline": self.baseline},
+            "releases": [
+                {
+                    "version": v,
+                    "error": self.errors.get(v),
+                    "fingerprints": [f.fingerprint for f in self.findings.get(v, [])],
+                }
+                for v in self.versions
+            ],
+            "drifts": [
+                {
+                    "fingerprint": fp,
+                    "first_breaking": v,
+                    "rule": f.rule,
+                    "kind": f.kind,
+                    "severity": f.severity,
+                    "file": f.file,
+                    "line": f.line,
+                    "symbol": f.symbol,
+                }
+                for fp, (v, f) in first.items()
+            ],
+            "newest_clean": self.newest_clean(),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def timeline(
+    client: str,
+    host: str,
+    first: str,
+    last: str = "latest",
+    *,
+    baseline: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    workers: int = 4,
+) -> TimelineResult:
+    """Scan ``client`` against every final release of ``host`` from ``first`` to ``last``."""
+    say = progress or (lambda _m: None)
+    t0 = time.perf_counter()
+    try:
+        Version(first)
+        if last != "latest":
+            Version(last)
+    except ValueError:
+        raise UsageError(
+            f"--from/--to must be versions (or 'latest'): {first!r}, {last!r}"
+        ) from None
+    versions = releases_between(host, first, last)
+    say(f"{len(versions)} releases of {host}: {versions[0]} … {versions[-1]}")
+    client_spec = parse_spec(client)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        fetches = {v: pool.submit(fetch_release, host, v) for v in versions}
+        first_api = load_host(PackageSpec(kind="release", name=host, version=versions[0]))
+        cl = load_client(client_spec, first_api.roots)
+        base_api, base_version = load_baseline(cl, host, baseline, say)
+        types_api = base_api or first_api
+        uses = collect_uses(cl, types_api, types_api.roots)
+        result = TimelineResult(cl.name, cl.version, host, base_version, versions)
+        for v in versions:
+            try:
+                fetches[v].result()
+                target = load_host(PackageSpec(kind="release", name=host, version=v))
+                result.findings[v] = run_checks(uses, target, base_api, cl)
+                say(f"{host} {v}: {len(result.findings[v])} finding(s)")
+            except DriftcheckError as exc:
+                result.errors[v] = str(exc)
+                say(f"{host} {v}: {exc}")
+    result.seconds = time.perf_counter() - t0
+    return result

@@ -1,0 +1,115 @@
+"""Release versions on the user's package index, and specs beyond ``==``.
+
+``vllm@latest`` and ``vllm>=0.16`` resolve to the newest matching final release, as listed by
+``python -m pip index versions`` (so the user's index configuration applies). Listings are cached
+for an hour; offline, a cached listing of any age is used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from driftcheck.cache import cache_root
+from driftcheck.errors import FetchError, UsageError
+
+TTL_SECONDS = 3600
+_SPEC_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(@latest|[<>=!~].*)\s*$")
+
+
+def is_version_spec(text: str) -> bool:
+    """True for ``name@latest`` or ``name`` followed by a PEP 440 specifier (not plain ``==X``)."""
+    m = _SPEC_RE.match(text)
+    if not m:
+        return False
+    rest = m.group(2)
+    return rest == "@latest" or not re.fullmatch(r"==\s*[^,<>=!~*]+", rest)
+
+
+def split_spec(text: str) -> tuple[str, SpecifierSet]:
+    """``vllm>=0.16,<0.20`` → (``vllm``, specifier); ``vllm@latest`` → (``vllm``, empty)."""
+    m = _SPEC_RE.match(text)
+    if not m:
+        raise UsageError(f"not a version spec: {text!r}")
+    name, rest = m.group(1), m.group(2)
+    if rest == "@latest":
+        return name, SpecifierSet()
+    try:
+        return name, SpecifierSet(rest)
+    except InvalidSpecifier:
+        raise UsageError(f"invalid version range {rest!r} in {text!r}") from None
+
+
+def _parse_listing(text: str) -> list[str]:
+    for line in text.splitlines():
+        if line.strip().startswith("Available versions:"):
+            return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+    return []
+
+
+def available_versions(name: str) -> list[str]:
+    """Final releases of ``name`` on the index, newest first."""
+    path = cache_root() / "index" / f"{canonicalize_name(name)}.json"
+    cached = None
+    if path.exists():
+        try:
+            cached = json.loads(path.read_text())
+        except (OSError, ValueError):
+            cached = None
+    if cached and time.time() - cached.get("time", 0) < TTL_SECONDS:
+        return cached["versions"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    versions = _parse_listing(proc.stdout)
+    if not versions:
+        if cached:
+            return cached["versions"]
+        if "No matching distribution" in proc.stderr + proc.stdout:
+            raise FetchError(f"unknown package {name!r}: the package index has no release of it")
+        raise FetchError(f"cannot list the releases of {name} (no network?)")
+    finals = []
+    for v in versions:
+        try:
+            parsed = Version(v)
+        except InvalidVersion:
+            continue
+        if not parsed.is_prerelease and not parsed.is_devrelease:
+            finals.append(v)
+    finals.sort(key=Version, reverse=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"time": time.time(), "versions": finals}))
+    except OSError:
+        pass
+    return finals
+
+
+def newest_matching(name: str, spec: SpecifierSet) -> str:
+    """The newest final release of ``name`` that ``spec`` allows."""
+    for v in available_versions(name):
+        if Version(v) in spec:
+            return v
+    raise FetchError(f"no release of {name} matches {spec or 'latest'}")
+
+
+def releases_between(name: str, first: str, last: str) -> list[str]:
+    """Final releases from ``first`` to ``last`` inclusive (``last`` may be ``latest``), oldest first."""
+    versions = available_versions(name)
+    if last == "latest":
+        last = versions[0]
+    lo, hi = Version(first), Version(last)
+    out = [v for v in versions if lo <= Version(v) <= hi]
+    if not out:
+        raise FetchError(f"no release of {name} between {first} and {last}")
+    return sorted(out, key=Version)
