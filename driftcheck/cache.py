@@ -6,6 +6,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -74,3 +75,98 @@ def clear_cache() -> int:
         else:
             child.unlink(missing_ok=True)
     return freed
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One cached item: a release archive, a host API snapshot, a managed environment, …"""
+
+    kind: str
+    """Top-level cache folder: ``archives``, ``envs``, ``index``, …"""
+    name: str
+    """Path under that folder, e.g. ``vllm/0.16.0``."""
+    path: Path
+    size: int
+    """Bytes on disk."""
+
+
+def cache_entries() -> list[CacheEntry]:
+    """Every entry of the cache, by kind; lock files are not entries.
+
+    An entry is the first file or folder, going down from a kind's folder, that is not a folder
+    of folders only (``archives/vllm`` holds versions, so ``archives/vllm/0.16.0`` is the entry).
+    """
+    out: list[CacheEntry] = []
+    root = cache_root()
+    for kind_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in _entries(kind_dir):
+            name = path.relative_to(kind_dir).as_posix()
+            out.append(CacheEntry(kind_dir.name, name, path, _size(path)))
+    return out
+
+
+def _entries(folder: Path) -> list[Path]:
+    out: list[Path] = []
+    for child in sorted(folder.iterdir()):
+        if child.name.endswith(".lock"):
+            continue
+        inner = (
+            [c for c in child.iterdir() if not c.name.endswith(".lock")] if child.is_dir() else []
+        )
+        if inner and all(c.is_dir() and not c.is_symlink() for c in inner):
+            out.extend(_entries(child))
+        else:
+            out.append(child)
+    return out
+
+
+def _size(path: Path) -> int:
+    if not path.is_dir() or path.is_symlink():
+        return path.lstat().st_size
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def clear_kinds(kinds: list[str]) -> int:
+    """Remove the entries of some kinds only (``archives``, ``envs``, …); bytes freed.
+
+    Raises:
+        UsageError: A kind the cache does not have.
+    """
+    from driftcheck.errors import UsageError
+
+    root = cache_root()
+    known = sorted(p.name for p in root.iterdir() if p.is_dir())
+    for kind in kinds:
+        if kind not in known:
+            have = ", ".join(known) or "nothing cached"
+            raise UsageError(f"no cache kind {kind!r} (the cache has: {have})")
+    freed = 0
+    for kind in kinds:
+        freed += _size(root / kind)
+        shutil.rmtree(root / kind, ignore_errors=True)
+    return freed
+
+
+def code_digest() -> str:
+    """Digest of driftcheck's own sources: cached analyses are only valid for the same code."""
+    global _CODE_DIGEST
+    if _CODE_DIGEST is None:
+        import hashlib
+
+        h = hashlib.sha256()
+        root = Path(__file__).resolve().parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+        _CODE_DIGEST = h.hexdigest()[:16]
+    return _CODE_DIGEST
+
+
+_CODE_DIGEST: str | None = None

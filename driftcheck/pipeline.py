@@ -37,8 +37,13 @@ class Client:
     texts: dict[str, str] = field(default_factory=dict)
     index: ClientIndex | None = None
 
+    mixed: dict[str, set[str]] | None = None
+    own_names: set[str] | None = None
+
     def mixed_methods(self) -> dict[str, set[str]]:
         """Host class -> methods that client classes mixed into it define."""
+        if self.mixed is not None:
+            return self.mixed
         out: dict[str, set[str]] = {}
         for cls in self.index.classes.values() if self.index else []:
             for host_cls in cls.extra_bases:
@@ -47,6 +52,8 @@ class Client:
 
     def names(self) -> set[str]:
         """Dotted names of the client's modules and classes."""
+        if self.own_names is not None:
+            return self.own_names
         if self.index is None:
             return set()
         return set(self.index.modules) | set(self.index.classes)
@@ -112,18 +119,25 @@ def load_client(
             continue
         if roots and not _mentions(code, roots):
             continue
-        try:
-            info = parse_module(tree.module_name(rel), rel, code)
-        except cst.ParserSyntaxError as exc:
-            client.skipped.append((rel, f"syntax error at line {exc.raw_line}: {exc.message}"))
-            continue
-        except (RecursionError, ValueError, MemoryError) as exc:
-            client.skipped.append((rel, f"cannot parse: {type(exc).__name__}"))
-            continue
-        client.modules[info.name] = info
         client.lines[rel] = code.splitlines()
         client.texts[rel] = code
     return client
+
+
+def parse_client(client: Client) -> None:
+    """Parse the client's files that name the host (syntax errors become skipped entries)."""
+    for rel, code in list(client.texts.items()):
+        try:
+            info = parse_module(client.tree.module_name(rel), rel, code)
+        except cst.ParserSyntaxError as exc:
+            client.skipped.append((rel, f"syntax error at line {exc.raw_line}: {exc.message}"))
+            del client.texts[rel]
+            continue
+        except (RecursionError, ValueError, MemoryError) as exc:
+            client.skipped.append((rel, f"cannot parse: {type(exc).__name__}"))
+            del client.texts[rel]
+            continue
+        client.modules[info.name] = info
 
 
 def _mentions(code: str, roots: set[str]) -> bool:
@@ -136,6 +150,39 @@ def _guess_name(tree: SourceTree) -> str:
 
 
 _HOSTS: dict[str, HostAPI] = {}
+
+
+def _snapshot_tree(spec: PackageSpec, *, quiet: bool) -> SourceTree:
+    """A release's tree served from its snapshot (fetching the archive only when needed)."""
+    from driftcheck.host.snapshot import SnapshotTree, snapshot_path
+    from driftcheck.sources import cached_sha256, fetch_release, open_archive
+
+    assert spec.name and spec.version
+    sha = cached_sha256(spec.name, spec.version)
+    if sha is None:
+        archive = fetch_release(spec.name, spec.version, quiet=quiet)
+        sha = cached_sha256(spec.name, spec.version)
+        if sha is None:  # not recorded in the cache: read the archive as it is
+            return open_archive(archive, label=str(spec))
+    return SnapshotTree(
+        snapshot_path(spec.name, spec.version, sha),
+        opener=lambda: open_tree(spec, quiet=quiet),
+        label=str(spec),
+    )
+
+
+def save_snapshots() -> None:
+    """Persist what this process added to release snapshots."""
+    for api in _HOSTS.values():
+        save = getattr(api.tree, "save", None)
+        if save is not None:
+            try:
+                if len(api.modules) != api.restored:
+                    api.tree.dirty = True  # type: ignore[attr-defined]
+                save(api.modules if api.tree.dirty else None)  # type: ignore[attr-defined]
+                api.restored = len(api.modules)
+            except OSError:
+                pass  # a snapshot is an optimisation; failing to save it is not an error
 
 
 def load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
@@ -152,7 +199,10 @@ def load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
 
 
 def _load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
-    tree = open_tree(spec, quiet=quiet)
+    if spec.kind == "release":
+        tree = _snapshot_tree(spec, quiet=quiet)
+    else:
+        tree = open_tree(spec, quiet=quiet)
     md = tree.metadata
     name = md.name if md and md.name else (spec.name or _guess_name(tree))
     version = md.version if md and md.version else (spec.version or "unknown")
@@ -163,6 +213,23 @@ def _load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
 
 
 def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Use]:
+    """The client's uses of the host, from the uses cache when the same client files were
+    analysed against the same host release and rules before."""
+    from driftcheck.client.cache import load_uses, save_uses, uses_key
+
+    key = uses_key(client.texts, types_api, roots)
+    cached = load_uses(key)
+    if cached is not None:
+        uses, skipped, client.mixed, client.own_names = cached
+        client.skipped.extend(skipped)
+        return uses
+    parse_client(client)
+    uses = _collect_uses(client, types_api, roots)
+    save_uses(key, uses, client.skipped, client.mixed_methods(), client.names())
+    return uses
+
+
+def _collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Use]:
     """Index the client repo-wide, then collect every use of the host, file by file."""
     index = ClientIndex()
     client.index = index
@@ -313,6 +380,7 @@ def scan(
     uses = collect_uses(cl, base_api or target, roots)
     t2 = time.perf_counter()
     findings = [f for f in run_checks(uses, target, base_api, cl) if f.rule not in disabled_rules]
+    save_snapshots()
     t3 = time.perf_counter()
     skipped = list(cl.skipped)
     return ScanResult(

@@ -455,6 +455,18 @@ _OFFLINE_MARKERS = (
 _TLS_MARKERS = ("SSLError", "CERTIFICATE_VERIFY_FAILED", "SSLCertVerificationError")
 
 
+def cached_sha256(name: str, version: str) -> str | None:
+    """The recorded SHA-256 of a cached release archive, without opening it (None if absent)."""
+    try:
+        folder = archive_dir(name, version)
+        info = json.loads((folder / "entry.json").read_text())
+        if (folder / info["file"]).is_file():
+            return str(info["sha256"])
+    except (OSError, ValueError, KeyError, TypeError, DriftcheckError):
+        pass
+    return None
+
+
 def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
     """Return the cached archive of ``name==version``, downloading it with pip if needed.
 

@@ -30,7 +30,9 @@ def is_version_spec(text: str) -> bool:
     if not m:
         return False
     rest = m.group(2)
-    return rest == "@latest" or not re.fullmatch(r"==\s*[^,<>=!~*]+", rest)
+    if rest.startswith("==") and "," not in rest:
+        return False  # one exact version (or a malformed one): parse_spec says which
+    return True
 
 
 def split_spec(text: str) -> tuple[str, SpecifierSet]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,6 +81,11 @@ class HostAPI:
 
     def __post_init__(self) -> None:
         self.roots = set(self.tree.top_level_packages())
+        loader = getattr(self.tree, "load_modules", None)
+        restored = loader() if loader else None
+        if restored:
+            self.modules.update(restored)
+        self.restored = len(self.modules)
         self._sig_cache: dict[str, Signature | None] = {}
 
     # -- modules ---------------------------------------------------------------------------
@@ -119,8 +125,19 @@ class HostAPI:
     def module_text(self, dotted: str) -> str | None:
         """Source text of a visited module."""
         if dotted not in self.texts:
-            self.module(dotted)
+            rel = self.tree.module_file(dotted)
+            if rel is None:
+                return None
+            self.texts[dotted] = self.tree.read_text(rel)
         return self.texts.get(dotted)
+
+    def fact(self, key: str, compute: Callable[[], object]) -> object:
+        """A host-wide fact computed once per release (kept in the snapshot when there is one)."""
+        cache = self.__dict__.setdefault("_facts", {})
+        if key not in cache:
+            keeper = getattr(self.tree, "fact", None)
+            cache[key] = keeper(key, compute) if keeper else compute()
+        return cache[key]
 
     def loaded_files(self) -> int:
         """How many host files were visited so far."""

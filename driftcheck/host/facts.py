@@ -96,21 +96,23 @@ def all_guards(api: HostAPI) -> list[Guard]:
 
     Files are filtered as text first; only those with a line naming two calls are parsed.
     """
-    cached = api.__dict__.get("_all_guards")
-    if cached is not None:
-        return cached
-    found: list[Guard] = []
-    for rel in api.tree.python_files():
-        if not api.owns(api.tree.module_name(rel)):
-            continue
-        try:
-            text = api.tree.read_text(rel)
-        except Exception:  # an unreadable member narrows the search only
-            continue
-        if "raise" in text and _may_have_guard(text):
-            found.extend(guards_in_text(text, rel))
-    api.__dict__["_all_guards"] = found
-    return found
+
+    def compute() -> list[list]:
+        tree = getattr(api.tree, "real", api.tree)
+        found: list[Guard] = []
+        for rel in api.tree.python_files():
+            if not api.owns(api.tree.module_name(rel)):
+                continue
+            try:
+                text = tree.read_text(rel)
+            except Exception:  # an unreadable member narrows the search only
+                continue
+            if "raise" in text and _may_have_guard(text):
+                found.extend(guards_in_text(text, rel))
+        return [[g.file, g.line, g.message, list(g.methods), g.cls, g.function] for g in found]
+
+    rows = api.fact("guards", compute)
+    return [Guard(r[0], r[1], r[2], tuple(r[3]), r[4], r[5]) for r in rows]  # type: ignore[union-attr]
 
 
 def follow_up(guard: Guard, method: str) -> str | None:

@@ -10,24 +10,24 @@ _DEF_RE = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*(?::[^=]+)?=", 
 
 
 def definitions(api: HostAPI) -> dict[str, list[str]]:
-    """Top-level names defined in each host module (read as text, cached on the API)."""
-    cached = api.__dict__.get("_definitions")
-    if cached is not None:
-        return cached
-    out: dict[str, list[str]] = {}
-    for rel in api.tree.python_files():
-        if not api.owns(api.tree.module_name(rel)):
-            continue
-        try:
-            text = api.tree.read_text(rel)
-        except Exception:  # an unreadable member only narrows the search
-            continue
-        module = api.tree.module_name(rel)
-        for m in _DEF_RE.finditer(text):
-            name = m.group(1) or m.group(2)
-            out.setdefault(name, []).append(module)
-    api.__dict__["_definitions"] = out
-    return out
+    """Top-level names defined in each host module (read as text once per release)."""
+
+    def compute() -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        tree = getattr(api.tree, "real", api.tree)
+        for rel in api.tree.python_files():
+            module = api.tree.module_name(rel)
+            if not api.owns(module):
+                continue
+            try:
+                text = tree.read_text(rel)
+            except Exception:  # an unreadable member only narrows the search
+                continue
+            for m in _DEF_RE.finditer(text):
+                out.setdefault(m.group(1) or m.group(2), []).append(module)
+        return out
+
+    return api.fact("definitions", compute)  # type: ignore[return-value]
 
 
 def find_new_home(api: HostAPI, gone: str, baseline: HostAPI | None = None) -> Found | None:

@@ -1,0 +1,92 @@
+"""The uses cache: a client's analysed uses, keyed by everything they depend on.
+
+The key covers the client files' contents, the host release used for receiver inference (name,
+version and snapshot identity), the rules (binding rules shape inference) and driftcheck's own
+version, so any change to one of them is a miss. Entries are pickles in the user's own cache
+folder; an unreadable entry is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from dataclasses import replace
+from importlib import metadata
+
+from driftcheck.cache import cache_root, code_digest
+from driftcheck.client.uses import Use
+from driftcheck.host.api import HostAPI
+
+
+def _rules_digest() -> str:
+    from driftcheck.rules import rules_dir
+
+    h = hashlib.sha256()
+    root = rules_dir()
+    for path in sorted(root.glob("*/*.toml")) if root.is_dir() else []:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _own_version() -> str:
+    try:
+        return metadata.version("driftcheck")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def uses_key(texts: dict[str, str], api: HostAPI, roots: set[str]) -> str:
+    """Cache key of a client analysis."""
+    h = hashlib.sha256()
+    h.update(_own_version().encode())
+    h.update(code_digest().encode())
+    h.update(_rules_digest().encode())
+    h.update(f"{api.name}\0{api.version}\0{getattr(api.tree, 'path', api.tree.label)}".encode())
+    h.update("\0".join(sorted(roots)).encode())
+    for rel in sorted(texts):
+        h.update(rel.encode())
+        h.update(hashlib.sha256(texts[rel].encode()).digest())
+    return h.hexdigest()
+
+
+def _path(key: str) -> str:
+    return str(cache_root() / "uses" / f"{key}.pickle")
+
+
+def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
+    """A cached analysis, or None."""
+    try:
+        with open(_path(key), "rb") as f:
+            data = pickle.load(f)
+        return data["uses"], data["skipped"], data["mixed"], data["names"]
+    except (
+        OSError,
+        EOFError,
+        pickle.UnpicklingError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        ValueError,
+    ):
+        return None
+
+
+def save_uses(key: str, uses: list[Use], skipped: list, mixed: dict, names: set) -> None:
+    """Store an analysis (atomically); failures are ignored (a cache is an optimisation)."""
+    path = _path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.part"
+        data = {
+            "uses": [replace(u, node=None) for u in uses],
+            "skipped": list(skipped),
+            "mixed": mixed,
+            "names": names,
+        }
+        with open(tmp, "wb") as f:
+            pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except (OSError, pickle.PicklingError, TypeError):
+        pass

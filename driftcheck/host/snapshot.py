@@ -1,0 +1,140 @@
+"""On-disk snapshots of a host release: what analysis read, so a warm scan opens no archive.
+
+A snapshot is keyed by name, version and the archive's SHA-256. It holds the release's file
+list and metadata, the text of every module a scan visited, and the host-wide facts that need a
+pass over all files (raise-guards, top-level definitions). It grows as clients reach new
+modules: a miss reads the archive once and the snapshot is saved again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from driftcheck.cache import cache_root, code_digest, locked
+from driftcheck.sources import DistMetadata, SourceTree
+
+FORMAT = 2
+
+
+def snapshot_path(name: str, version: str, sha256: str) -> Path:
+    """Where the snapshot of one release archive lives."""
+    return cache_root() / "snapshots" / canonicalize_name(name) / f"{version}-{sha256[:16]}.json"
+
+
+class SnapshotTree(SourceTree):
+    """A source tree served from a snapshot, opening the real archive only on a miss."""
+
+    def __init__(self, path: Path, opener: Callable[[], SourceTree], label: str) -> None:
+        super().__init__()
+        self.path = path
+        self.label = label
+        self._opener = opener
+        self._real: SourceTree | None = None
+        self.dirty = False
+        self.data: dict = {}
+        if path.exists():
+            try:
+                data = json.loads(path.read_text())
+                if data.get("format") == FORMAT:
+                    self.data = data
+            except (OSError, ValueError):
+                self.data = {}
+        if not self.data:
+            real = self.real
+            md = real.metadata
+            self.data = {
+                "format": FORMAT,
+                "files": real.files(),
+                "top_level": real.top_level_packages(),
+                "metadata": None if md is None else [md.name, md.version, md.requires],
+                "texts": {},
+                "facts": {},
+            }
+            self.skipped = list(real.skipped)
+            self.dirty = True
+        self.archive_reads = 0
+
+    @property
+    def real(self) -> SourceTree:
+        """The archive's own tree (opened on first need)."""
+        if self._real is None:
+            self._real = self._opener()
+        return self._real
+
+    def files(self) -> list[str]:
+        return list(self.data["files"])
+
+    def top_level_packages(self) -> list[str]:
+        return list(self.data["top_level"])
+
+    def _read_metadata(self) -> DistMetadata | None:
+        md = self.data.get("metadata")
+        return None if md is None else DistMetadata(name=md[0], version=md[1], requires=list(md[2]))
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.read_text(rel).encode()
+
+    def read_text(self, rel: str) -> str:
+        texts = self.data["texts"]
+        if rel not in texts:
+            texts[rel] = self.real.read_text(rel)
+            self.archive_reads += 1
+            self.dirty = True
+        return texts[rel]
+
+    def fact(self, key: str, compute: Callable[[], object]) -> object:
+        """A host-wide fact, computed once per release and kept in the snapshot."""
+        facts = self.data["facts"]
+        if key not in facts:
+            facts[key] = compute()
+            self.dirty = True
+        return facts[key]
+
+    @property
+    def modules_path(self) -> Path:
+        """The visited griffe modules, pickled (keyed by griffe's version too)."""
+        return self.path.with_suffix(f".griffe-{_griffe_version()}-{code_digest()}.pickle")
+
+    def load_modules(self) -> dict | None:
+        """The griffe modules a previous scan visited, or None (a bad entry is a miss)."""
+        try:
+            with self.modules_path.open("rb") as f:
+                modules = pickle.load(f)
+            return modules if isinstance(modules, dict) else None
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError):
+            return None
+
+    def save(self, modules: dict | None = None) -> None:
+        """Write the snapshot (and the visited modules) atomically if they changed."""
+        if not self.dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(self.path.parent / ".snapshots"):
+            tmp = self.path.with_suffix(f".{os.getpid()}.part")
+            tmp.write_text(json.dumps(self.data))
+            os.replace(tmp, self.path)
+            if modules is not None:
+                tmp = self.modules_path.with_suffix(f".{os.getpid()}.part")
+                try:
+                    tmp.write_bytes(pickle.dumps(modules, protocol=pickle.HIGHEST_PROTOCOL))
+                    os.replace(tmp, self.modules_path)
+                except (pickle.PicklingError, RecursionError, TypeError):
+                    tmp.unlink(missing_ok=True)
+        self.dirty = False
+
+
+def _griffe_version() -> str:
+    from importlib import metadata
+
+    for dist in ("griffelib", "griffe"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return "0"
