@@ -1,0 +1,119 @@
+"""Semantic drift on the real releases: speculators 0.3.0 against vLLM 0.16.0 and later.
+
+What must hold (each drift was confirmed by reading vLLM's history; speculators 0.4.0 fixed
+them): every one of the nine vLLM 0.16.0 drifts is reported with host evidence; the
+execute_model/sample_tokens protocol is found from the host's own raise-guard even with no rule;
+the newest releases add more; the timeline dates each drift.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from driftcheck.pipeline import scan
+from driftcheck.rules import _cached_rules, rules_dir
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+GEN = "speculators/data_generation/vllm_hidden_states_generator.py"
+WORKER = "speculators/data_generation/custom_worker.py"
+
+# (file, line, kind, rule) of each vLLM 0.16.0 drift of speculators 0.3.0.
+DRIFTS_016 = {
+    (WORKER, 17, "override-signature", "override-signature"),
+    (WORKER, 30, "attribute-missing", "embed-input-ids-rename"),
+    (GEN, 136, "call-signature", "kv-cache-specs-removed"),
+    (GEN, 148, "call-signature", "scheduler-block-size"),
+    (GEN, 166, "behaviour-change", "prefix-caching-default"),
+    (GEN, 194, "behaviour-change", "chunked-prefill-default"),
+    (GEN, 194, "call-signature", "scheduler-config-encoder-decoder"),
+    (GEN, 261, "call-protocol", "execute-model-sample-tokens"),
+    (GEN, 267, "return-semantics", "collective-rpc-unique-reply"),
+}
+
+
+@pytest.fixture(scope="module")
+def on_016():
+    return scan("speculators==0.3.0", against="vllm==0.16.0")
+
+
+def test_every_016_drift_is_reported_with_evidence(on_016):
+    got = {(f.file, f.line, f.kind, f.rule) for f in on_016.findings}
+    assert got == DRIFTS_016
+    for f in on_016.findings:
+        versions = {e.version for e in f.evidence}
+        assert "0.16.0" in versions, f
+        assert f.fix is not None
+
+
+def test_protocol_rule_carries_the_guard_and_a_fix(on_016):
+    [f] = [f for f in on_016.findings if f.kind == "call-protocol"]
+    assert (f.file, f.line) == (GEN, 261)
+    assert f.fix.safety == "safe" and f.fix.codemod == "follow-up-call"
+    guards = [e for e in f.evidence if e.note == "guard" and e.version == "0.16.0"]
+    assert guards and guards[0].file == "vllm/v1/worker/gpu_model_runner.py"
+
+
+def test_protocol_is_mined_without_any_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """With the vLLM rule file removed, the host's raise-guard alone shows the protocol."""
+    rules = tmp_path / "rules"
+    shutil.copytree(rules_dir(), rules)
+    (rules / "vllm" / "execute-model-sample-tokens.toml").unlink()
+    monkeypatch.setenv("DRIFTCHECK_RULES_DIR", str(rules))
+    _cached_rules.cache_clear()
+    try:
+        result = scan("speculators==0.3.0", against="vllm==0.16.0")
+    finally:
+        _cached_rules.cache_clear()
+    [f] = [f for f in result.findings if f.kind == "call-protocol"]
+    assert (f.file, f.line, f.rule) == (GEN, 261, "call-protocol")
+    assert "sample_tokens" in f.message and "State error" in f.message
+    guard = next(e for e in f.evidence if e.note == "guard")
+    assert (guard.version, guard.file) == ("0.16.0", "vllm/v1/worker/gpu_model_runner.py")
+
+
+def test_guard_line_is_the_state_error_raise(on_016):
+    from driftcheck.pipeline import _HOSTS
+
+    [f] = [f for f in on_016.findings if f.kind == "call-protocol"]
+    guard = next(e for e in f.evidence if e.note == "guard")
+    source = _HOSTS["vllm==0.16.0"].tree.read_text(guard.file).splitlines()
+    window = "\n".join(source[guard.line - 1 : guard.line + 3])
+    assert "raise" in window and "sample_tokens() must be called" in window
+
+
+def test_clean_on_own_pin_and_for_the_fixed_release():
+    assert scan("speculators==0.3.0", against="vllm==0.11.0").findings == []
+    fixed = scan("speculators==0.4.0", against="vllm==0.16.0")
+    assert [f for f in fixed.findings if f.severity in ("warning", "error")] == []
+
+
+def test_latest_release_adds_drifts():
+    """vLLM 0.33.0 (newest when written): the kv-cache helpers moved and Request lost
+    eos_token_id (from 0.17.0), on top of what 0.16.0 breaks."""
+    result = scan("speculators==0.3.0", against="vllm==0.33.0")
+    got = {(f.file, f.line, f.kind) for f in result.findings}
+    for line in (16, 17, 18):
+        assert (GEN, line, "moved-symbol") in got
+    moved = [f for f in result.findings if f.kind == "moved-symbol"]
+    assert all("vllm.v1.core.kv_cache_planning" in f.message for f in moved)
+    assert any(f.line == 234 and "eos_token_id" in f.message for f in result.findings)
+    assert (GEN, 261, "call-protocol") in got
+
+
+def test_timeline_dates_each_drift():
+    from driftcheck.timeline import timeline
+
+    result = timeline("speculators==0.3.0", "vllm", "0.11.0", "0.16.0")
+    first = {f.rule: v for v, f in result.first_breaking().values()}
+    assert first["execute-model-sample-tokens"] == "0.11.1"
+    assert first["scheduler-block-size"] == "0.11.1"
+    assert first["scheduler-config-encoder-decoder"] == "0.12.0"
+    assert first["prefix-caching-default"] == "0.12.0"
+    assert result.newest_clean() == "0.11.0"
+    data = result.to_dict()
+    assert [r["version"] for r in data["releases"]][:2] == ["0.11.0", "0.11.1"]
+    assert data["releases"][0]["fingerprints"] == []
