@@ -11,6 +11,7 @@ from collections.abc import Callable
 from driftcheck.checks import (
     attribute_missing,
     call_signature,
+    deprecated,
     missing_symbol,
     override_signature,
     return_semantics,
@@ -30,6 +31,7 @@ CHECKS: dict[str, Check] = {
     "return-semantics": return_semantics.check,
     "string-ref": string_ref.check,
     "override-signature": override_signature.check,
+    "deprecated": deprecated.check,
 }
 
 __all__ = ["CHECKS", "Check", "CheckContext"]

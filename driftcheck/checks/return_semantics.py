@@ -11,6 +11,7 @@ from driftcheck.checks.context import CheckContext
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
+from driftcheck.host.facts import always_returns_none
 from driftcheck.host.signature import return_change
 
 MESSAGES = {
@@ -35,6 +36,13 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if sig_t is None or sig_b is None:
         return []
     change = return_change(sig_b.returns, sig_t.returns)
+    if (
+        change is None
+        and (use.result in ("subscripted", "attribute", "iterated") or use.result_indexed)
+        and "None" not in (sig_b.returns or "")
+        and _now_always_none(ctx, base, target)
+    ):
+        change = "became-none"  # the body says so even where the annotation does not
     if change is None:
         return []
     name = use.member or use.symbol.rsplit(".", 1)[-1]
@@ -59,3 +67,14 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             fix=Fix("manual", "handle the new return shape at this call site"),
         )
     ]
+
+
+def _now_always_none(ctx: CheckContext, base: Found, target: Found) -> bool:
+    """The body now returns only None (whatever the annotation says) and did not before."""
+    t_node, b_node = ctx.target.def_node(target), ctx.baseline.def_node(base)  # type: ignore[union-attr]
+    return (
+        t_node is not None
+        and b_node is not None
+        and always_returns_none(t_node)
+        and not always_returns_none(b_node)
+    )

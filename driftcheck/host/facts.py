@@ -45,46 +45,9 @@ def _message_of(node: ast.Raise) -> str | None:
     return None
 
 
-def guards_in_text(text: str, file: str) -> list[Guard]:
-    """Raise-guards in one module whose message names at least two ``method()`` calls."""
-    if "()" not in text or "raise" not in text:
-        return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    out: list[Guard] = []
-
-    def visit(node: ast.AST, cls: str, func: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                visit(child, child.name, "")
-            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                visit(child, cls, child.name)
-            else:
-                if isinstance(child, ast.Raise):
-                    msg = _message_of(child)
-                    names = tuple(dict.fromkeys(_CALL_NAME.findall(msg or "")))
-                    if msg and len(names) >= 2:
-                        out.append(Guard(file, child.lineno, msg, names, cls, func))
-                visit(child, cls, func)
-
-    visit(tree, "", "")
-    return out
-
-
 # A call named inside a string literal ("...sample_tokens() must be called").
 _QUOTED_CALL = re.compile(r"[\"'][^\"'\n]*?[A-Za-z_]\w*\(\)")
 _RAISE = re.compile(r"\braise\s+\w")
-
-
-def _may_have_guard(text: str) -> bool:
-    """Cheap text test: a ``raise`` whose next few lines quote two ``name()`` calls."""
-    for m in _RAISE.finditer(text):
-        window = text[m.start() : m.start() + 400]
-        if len(_QUOTED_CALL.findall(window)) >= 2 or "()" in window and _two_in_one(window):
-            return True
-    return False
 
 
 def _two_in_one(window: str) -> bool:
@@ -94,7 +57,7 @@ def _two_in_one(window: str) -> bool:
 def all_guards(api: HostAPI) -> list[Guard]:
     """Every raise-guard in the host naming two methods (one pass over the host, cached).
 
-    Files are filtered as text first; only those with a line naming two calls are parsed.
+    Only ``raise`` statements whose text quotes two ``name()`` calls are parsed, each alone.
     """
 
     def compute() -> list[list]:
@@ -107,12 +70,79 @@ def all_guards(api: HostAPI) -> list[Guard]:
                 text = tree.read_text(rel)
             except Exception:  # an unreadable member narrows the search only
                 continue
-            if "raise" in text and _may_have_guard(text):
-                found.extend(guards_in_text(text, rel))
+            if "raise" in text and "()" in text:
+                found.extend(guards_by_text(text, rel))
         return [[g.file, g.line, g.message, list(g.methods), g.cls, g.function] for g in found]
 
     rows = api.fact("guards", compute)
     return [Guard(r[0], r[1], r[2], tuple(r[3]), r[4], r[5]) for r in rows]  # type: ignore[union-attr]
+
+
+def guards_by_text(text: str, file: str) -> list[Guard]:
+    """Raise-guards found without parsing the whole module (the statement alone is parsed)."""
+    out: list[Guard] = []
+    lines = text.splitlines()
+    for m in _RAISE.finditer(text):
+        stmt = _statement(text, m.start())
+        if len(_QUOTED_CALL.findall(stmt)) < 2 and not _two_in_one(stmt):
+            continue
+        try:
+            node = ast.parse(stmt.strip()).body[0]
+        except (SyntaxError, ValueError, IndexError):
+            continue
+        if not isinstance(node, ast.Raise):
+            continue
+        msg = _message_of(node)
+        names = tuple(dict.fromkeys(_CALL_NAME.findall(msg or "")))
+        if msg and len(names) >= 2:
+            line = text.count("\n", 0, m.start()) + 1
+            cls, func = _enclosing(lines, line)
+            out.append(Guard(file, line, msg, names, cls, func))
+    return out
+
+
+def _statement(text: str, start: int) -> str:
+    """From ``start`` to the end of the statement (brackets balanced, strings skipped)."""
+    depth, i, quote = 0, start, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "\n" and depth <= 0:
+            break
+        i += 1
+    return text[start:i]
+
+
+def _enclosing(lines: list[str], line: int) -> tuple[str, str]:
+    """(class, function) enclosing a 1-based line, read from indentation."""
+    here = lines[line - 1]
+    indent = len(here) - len(here.lstrip())
+    cls = func = ""
+    for text in reversed(lines[: line - 1]):
+        stripped = text.lstrip()
+        width = len(text) - len(stripped)
+        if not stripped or width >= indent:
+            continue
+        m = re.match(r"(?:async\s+)?def\s+(\w+)|class\s+(\w+)", stripped)
+        if m:
+            indent = width
+            if m.group(1) and not func and not cls:
+                func = m.group(1)
+            elif m.group(2):
+                cls = m.group(2)
+                break
+    return cls, func
 
 
 def follow_up(guard: Guard, method: str) -> str | None:
