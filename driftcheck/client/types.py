@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
+from driftcheck.client.names import NameTable
 from driftcheck.host.api import Found, HostAPI
 
 
@@ -61,17 +61,12 @@ class ModuleInfo:
     name: str
     file: str
     wrapper: cst.MetadataWrapper
-    qualnames: dict[cst.CSTNode, set] = field(default_factory=dict)
+    names: NameTable
     globals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
 
     def qualified(self, node: cst.CSTNode) -> list[str]:
-        """Qualified names libcst gives a node (imports resolved)."""
-        return sorted(q.name for q in self.qualified_raw(node))
-
-    def qualified_raw(self, node: cst.CSTNode) -> set:
-        """libcst's QualifiedName records for a node (lazy values forced)."""
-        value = self.qualnames.get(node, ())
-        return value() if callable(value) else value
+        """Dotted paths a name or attribute chain refers to (imports resolved)."""
+        return self.names.qualified(node)
 
 
 class ClientIndex:
@@ -184,8 +179,9 @@ def _first_param(node: cst.FunctionDef) -> str | None:
 def parse_module(name: str, file: str, code: str) -> ModuleInfo:
     """Parse one client file and compute libcst metadata (raises ``cst.ParserSyntaxError``)."""
     wrapper = cst.MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
-    qualnames = dict(wrapper.resolve(QualifiedNameProvider))
-    return ModuleInfo(name=name, file=file, wrapper=wrapper, qualnames=qualnames)
+    names = NameTable(name, is_package=file.endswith("__init__.py"))
+    wrapper.module.visit(names)
+    return ModuleInfo(name=name, file=file, wrapper=wrapper, names=names)
 
 
 class TypeInferrer:

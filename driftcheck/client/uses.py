@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from driftcheck.client.types import (
     ClassInfo,
@@ -73,7 +73,7 @@ def code_of(node: cst.CSTNode) -> str:
 class UseCollector(cst.CSTVisitor):
     """Collects the uses of one client module."""
 
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(
         self, module: ModuleInfo, index: ClientIndex, types: TypeInferrer, roots: set[str]
@@ -88,7 +88,19 @@ class UseCollector(cst.CSTVisitor):
         self.guard_depth = 0
         self.guarded_symbols: set[str] = set()
         self._positions = module.wrapper.resolve(PositionProvider)
-        self._parents = module.wrapper.resolve(ParentNodeProvider)
+        # Parents are recorded during this visit (cheaper than a ParentNodeProvider pass).
+        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            self._parents[node] = self._stack[-1]
+        self._stack.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self._stack.pop()
 
     # -- helpers ---------------------------------------------------------------------------
     def _host(self, name: str) -> bool:
@@ -377,14 +389,7 @@ def _assigns_class_attr(node: cst.ClassDef, name: str) -> bool:
 
 def _chain_root_is_import(node: cst.Attribute, module: ModuleInfo) -> bool:
     """True when the attribute chain starts at an imported name (not a local variable)."""
-    root: cst.BaseExpression = node
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if not isinstance(root, cst.Name):
-        return False
-    from libcst.metadata import QualifiedNameSource
-
-    return any(q.source == QualifiedNameSource.IMPORT for q in module.qualified_raw(root))
+    return module.names.imported_root(node)
 
 
 def _is_store(node: cst.CSTNode, parents: dict) -> bool:
