@@ -90,31 +90,33 @@ class CacheEntry:
     """Bytes on disk."""
 
 
-def cache_entries() -> list[CacheEntry]:
-    """Every entry of the cache, by kind; lock files are not entries.
+#: Kinds whose entries sit two levels down (``archives/<name>/<version>``); others, one level.
+_TWO_LEVELS = {"archives"}
 
-    An entry is the first file or folder, going down from a kind's folder, that is not a folder
-    of folders only (``archives/vllm`` holds versions, so ``archives/vllm/0.16.0`` is the entry).
-    """
+
+def cache_entries() -> list[CacheEntry]:
+    """Every entry of the cache, by kind (``archives/vllm/0.16.0``, ``snapshots/vllm``, …);
+    lock files are not entries."""
     out: list[CacheEntry] = []
     root = cache_root()
     for kind_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for path in _entries(kind_dir):
+        depth = 2 if kind_dir.name in _TWO_LEVELS else 1
+        for path in _entries(kind_dir, depth):
             name = path.relative_to(kind_dir).as_posix()
             out.append(CacheEntry(kind_dir.name, name, path, _size(path)))
     return out
 
 
-def _entries(folder: Path) -> list[Path]:
+def _entries(folder: Path, depth: int) -> list[Path]:
     out: list[Path] = []
     for child in sorted(folder.iterdir()):
         if child.name.endswith(".lock"):
             continue
-        inner = (
-            [c for c in child.iterdir() if not c.name.endswith(".lock")] if child.is_dir() else []
-        )
-        if inner and all(c.is_dir() and not c.is_symlink() for c in inner):
-            out.extend(_entries(child))
+        if child.is_dir() and not child.is_symlink():
+            if depth > 1:
+                out.extend(_entries(child, depth - 1))
+            elif any(child.iterdir()):  # an empty folder (an abandoned fetch) holds nothing
+                out.append(child)
         else:
             out.append(child)
     return out

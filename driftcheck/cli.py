@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import NoReturn
 
 import click
@@ -82,13 +85,36 @@ def main() -> None:
     """Find API drift between a client package and the host library it calls into."""
 
 
+#: Report formats (``driftcheck.report.FORMATS``; kept here so ``--help`` stays fast).
+REPORT_FORMATS = ("text", "json", "sarif", "github")
+
+
+def _ids(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """``--disable a --disable b`` or ``--disable a,b``."""
+    return [part for item in value for part in item.replace(",", " ").split()]
+
+
+@contextmanager
+def _status(quiet: bool) -> Iterator[Callable[[str], None] | None]:
+    """A rich spinner on stderr showing the scan's progress messages, on a terminal only."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    with Console(stderr=True).status("scanning") as status:
+        yield lambda message: status.update(escape(message))
+
+
 @main.command()
 @click.argument("client")
 @click.option(
     "--against",
     "against",
     metavar="SPEC",
-    help="Target host: NAME==VERSION, NAME (installed) or a path. Default: the installed host.",
+    help="Target host: NAME==VERSION, a range or NAME@latest (newest matching release), "
+    "NAME (installed) or a path. Default: the installed host.",
 )
 @click.option("--host", "host", metavar="NAME", help="Host name when --against does not give one.")
 @click.option(
@@ -97,14 +123,49 @@ def main() -> None:
     help="Host version the client was written against. Default: the client's own pin.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True
 )
 @click.option(
     "--fail-on",
     type=click.Choice(SEVERITIES),
-    default="error",
-    show_default=True,
+    default=None,
+    show_default="error",
     help="Lowest severity that makes the exit code 1.",
+)
+@click.option(
+    "--disable",
+    multiple=True,
+    callback=_ids,
+    metavar="ID",
+    help="Rule or check id not to report (repeat, or comma-separate).",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Client files not to read, relative to its root (repeat; a folder excludes its files).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Settings file: a pyproject.toml ([tool.driftcheck]) or a TOML file of the same keys. "
+    "Default: the directory client's pyproject.toml.",
+)
+@click.option(
+    "--accepted",
+    "accepted_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Accepted-drift file whose findings are not reported. "
+    "Default: .driftcheck-accepted.toml in the project folder, when present.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Record the current findings as accepted drift in FILE (each with a reason to fill "
+    "in) and exit 0.",
 )
 @click.option("--output", "-o", type=click.File("w"), default="-", help="Write the report here.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
@@ -114,22 +175,65 @@ def scan(
     host: str | None,
     baseline: str | None,
     fmt: str,
-    fail_on: str,
+    fail_on: str | None,
+    disable: list[str],
+    exclude: tuple[str, ...],
+    config_path: str | None,
+    accepted_path: str | None,
+    write_baseline: str | None,
     output: click.utils.LazyFile,
     quiet: bool,
 ) -> None:
     """Report what in CLIENT breaks on the target host.
 
-    CLIENT is NAME==VERSION (fetched), an installed distribution's NAME, or a directory.
+    CLIENT is NAME==VERSION (fetched), an installed distribution's NAME, or a directory. A
+    directory client's settings are read from [tool.driftcheck] in its pyproject.toml;
+    flags given here win over them.
     """
+    from pathlib import Path
+
+    from driftcheck.accepted import DEFAULT_NAME, load_accepted, triage, write_accepted
+    from driftcheck.config import check_rule_ids, config_for
     from driftcheck.pipeline import scan as run_scan
     from driftcheck.report import FORMATS
 
-    progress = None if quiet or not sys.stderr.isatty() else (lambda m: click.echo(m, err=True))
-    result = run_scan(client, against, baseline=baseline, host=host, progress=progress)
-    FORMATS[fmt](result, output)
-    threshold = severity_rank(fail_on)
-    sys.exit(1 if any(severity_rank(f.severity) >= threshold for f in result.findings) else 0)
+    cfg = config_for(client, config_path)
+    check_rule_ids(disable, where="--disable")
+    disabled = set(disable or cfg.disable)
+    with _status(quiet) as progress:
+        result = run_scan(
+            client,
+            against or cfg.against,
+            baseline=baseline or cfg.baseline,
+            host=host or cfg.host,
+            progress=progress,
+            exclude=list(exclude or cfg.exclude),
+            disabled_rules=disabled,
+        )
+    if write_baseline:
+        header = f"{result.client_name} against {result.host_name} {result.target}"
+        entries = write_accepted(Path(write_baseline), result.findings, header=header)
+        click.echo(
+            f"driftcheck: recorded {len(entries)} accepted finding(s) in {write_baseline}; "
+            "give each a reason",
+            err=True,
+        )
+        sys.exit(0)
+    path = Path(accepted_path) if accepted_path else cfg.accepted
+    if path is None and cfg.root is not None and (cfg.root / DEFAULT_NAME).is_file():
+        path = cfg.root / DEFAULT_NAME
+    entries = load_accepted(path) if path is not None else []
+    split = triage(result.findings, entries, path, disabled=disabled)
+    for e in split.stale:
+        click.echo(
+            f"driftcheck: warning: stale accepted drift in {path}: {e.rule} {e.file} "
+            f"{e.symbol} ({e.fingerprint}) no longer occurs; remove the entry",
+            err=True,
+        )
+    reported = replace(result, findings=split.reported)
+    FORMATS[fmt](reported, output, triage=split)
+    threshold = severity_rank(fail_on or cfg.fail_on or "error")
+    sys.exit(1 if any(severity_rank(f.severity) >= threshold for f in split.reported) else 0)
 
 
 @main.group()
@@ -305,9 +409,8 @@ def _layer_ids(
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),
-    default=900,
-    show_default=True,
-    help="Seconds per run.",
+    default=None,
+    help="Seconds per run (default: 900 for the tiny model, 7200 with --model).",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -326,7 +429,7 @@ def probe(
     trust_remote_code: bool,
     layer_ids: list[int] | None,
     plan: bool,
-    timeout: float,
+    timeout: float | None,
     fmt: str,
     output: click.utils.LazyFile,
     keep: bool,
@@ -412,3 +515,66 @@ def timeline_cmd(
     else:
         render_timeline(result, sys.stdout, svg=svg)
     sys.exit(0)
+
+
+@main.group("cache")
+def cache_group() -> None:
+    """Where driftcheck keeps fetched releases, host API snapshots and environments."""
+
+
+@cache_group.command("path")
+def cache_path() -> None:
+    """Print the cache folder ($DRIFTCHECK_CACHE_DIR or the platform's user cache)."""
+    from driftcheck.cache import cache_root
+
+    click.echo(str(cache_root()))
+
+
+@cache_group.command("list")
+@click.option("--all", "show_all", is_flag=True, help="List every entry of large kinds too.")
+def cache_list(show_all: bool) -> None:
+    """One line per cached entry: kind, size, name; then the total.
+
+    A kind with many entries (the per-file uses cache) is summed up in one line unless --all.
+    """
+    from itertools import groupby
+
+    from driftcheck.cache import cache_entries
+
+    entries = cache_entries()
+    width = max((len(e.kind) for e in entries), default=0)
+    for kind, group in groupby(entries, key=lambda e: e.kind):
+        items = list(group)
+        if len(items) > 10 and not show_all:
+            size = _size_text(sum(e.size for e in items))
+            click.echo(f"{kind:<{width}}  {size:>9}  ({len(items)} entries; --all lists them)")
+            continue
+        for e in items:
+            click.echo(f"{e.kind:<{width}}  {_size_text(e.size):>9}  {e.name}")
+    total = sum(e.size for e in entries)
+    click.echo(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {_size_text(total)}")
+
+
+@cache_group.command("clear")
+@click.argument("kinds", nargs=-1, metavar="[KIND]...")
+def cache_clear(kinds: tuple[str, ...]) -> None:
+    """Remove everything cached, or only the given kinds (archives, envs, …).
+
+    Everything in it can be fetched or built again.
+    """
+    from driftcheck.cache import clear_cache, clear_kinds
+
+    freed = clear_kinds(list(kinds)) if kinds else clear_cache()
+    click.echo(f"freed {_size_text(freed)}")
+
+
+def _size_text(n: int) -> str:
+    """Bytes for people: ``512 B``, ``97.4 kB``, ``8.5 GB``."""
+    if n < 1000:
+        return f"{n} B"
+    size, unit = n / 1000, "kB"
+    for bigger in ("MB", "GB", "TB"):
+        if size < 1000:
+            break
+        size, unit = size / 1000, bigger
+    return f"{size:.1f} {unit}"

@@ -36,6 +36,7 @@ CONDITIONS = (
     "result_used",
     "result_indexed",
     "not_followed_by",
+    "requires_call",
     "default_changed",
 )
 USE_KINDS = ("call", "attribute", "import", "any")
@@ -288,6 +289,14 @@ def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, lis
         and u.member == then
         and u.scope == use.scope
         and u.receiver_expr == use.receiver_expr
+        for u in ctx.uses
+    ):
+        return False, []
+    needed = cond.get("requires_call")
+    if needed and any(
+        u.kind == "call"
+        and u.scope == use.scope
+        and (u.member == needed or u.symbol.rsplit(".", 1)[-1] == needed)
         for u in ctx.uses
     ):
         return False, []

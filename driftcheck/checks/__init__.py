@@ -12,6 +12,7 @@ from driftcheck.checks import (
     attribute_missing,
     call_signature,
     deprecated,
+    implementation_swap,
     missing_symbol,
     override_signature,
     return_semantics,
@@ -32,6 +33,7 @@ CHECKS: dict[str, Check] = {
     "string-ref": string_ref.check,
     "override-signature": override_signature.check,
     "deprecated": deprecated.check,
+    "implementation-swap": implementation_swap.check,
 }
 
 __all__ = ["CHECKS", "Check", "CheckContext"]

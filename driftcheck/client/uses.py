@@ -62,6 +62,7 @@ class Use:
     via: str | None = None
     in_guard: bool = False
     result_indexed: bool = False
+    holder: str | None = None
     node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
 
 
@@ -261,8 +262,16 @@ class UseCollector(cst.CSTVisitor):
             member=member,
             receiver_expr=code_of(attr.value),
             via=self._via(attr.value),
+            holder=self._holder(attr.value),
             **kw,
         )
+
+    def _holder(self, receiver: cst.BaseExpression) -> str | None:
+        """For ``a.b.member``: the host attribute ``A.b`` the receiver was read from."""
+        if not isinstance(receiver, cst.Attribute):
+            return None
+        owner = self.types.host_class(self.types.infer(receiver.value, self.func, self.module))
+        return f"{owner.path}.{receiver.attr.value}" if owner is not None else None
 
     def visit_Call(self, node: cst.Call) -> None:
         shape = CallShape(

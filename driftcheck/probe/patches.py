@@ -133,14 +133,24 @@ def _apply_one(root: Path, patch: Path) -> None:
         env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(root.resolve().parent)}
         base = ["git", "apply", "-p1"]
         check = subprocess.run(
-            [*base, "--check", str(patch.resolve())], cwd=root, env=env,
-            capture_output=True, text=True, errors="replace", check=False,
+            [*base, "--check", str(patch.resolve())],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
         )
         if check.returncode != 0:
             raise PatchError(f"{patch.name} does not apply: {_why(check)}")
         done = subprocess.run(
-            [*base, str(patch.resolve())], cwd=root, env=env,
-            capture_output=True, text=True, errors="replace", check=False,
+            [*base, str(patch.resolve())],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
         )
         if done.returncode != 0:
             raise PatchError(f"{patch.name} does not apply: {_why(done)}")

@@ -127,7 +127,7 @@ def registry(api: HostAPI) -> dict[str, tuple[str, str]]:
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
         if not isinstance(value, ast.Dict):
             continue
-        for k, v in zip(value.keys, value.values):
+        for k, v in zip(value.keys, value.values, strict=False):
             if (
                 isinstance(k, ast.Constant)
                 and isinstance(k.value, str)
@@ -232,7 +232,9 @@ def _check_needs(api: HostAPI, top: Found, needs: ClientNeeds, result: ModelChec
                 f"get_language_model() ({_where(needs, needs.language_model_line)})",
             )
             inner_holder = _attr_class(api, top, wrapper) or top
-            base = api.defined_in_host_mro(inner_holder, "model") if inner_holder is not top else None
+            base = (
+                api.defined_in_host_mro(inner_holder, "model") if inner_holder is not top else None
+            )
         if base is None and needs.base_line is not None and inner_holder is top:
             where = _where(needs, needs.base_line)
             text = f"{cls} has no attribute 'model' in {host}: the client's model.model at {where} raises AttributeError"
@@ -258,11 +260,15 @@ def _check_needs(api: HostAPI, top: Found, needs: ClientNeeds, result: ModelChec
             _check_inner(api, inner, inner_name, needs, result)
 
 
-def _check_inner(api: HostAPI, inner: Found, name: str, needs: ClientNeeds, result: ModelCheck) -> None:
+def _check_inner(
+    api: HostAPI, inner: Found, name: str, needs: ClientNeeds, result: ModelCheck
+) -> None:
     host = f"vLLM {api.version}"
     missing = [a for a in needs.inner_attrs if not _has_attr(api, inner, a)]
     if missing:
-        result.add("warn", f"{name} defines no {', '.join(missing)} (the patched forward reads them)")
+        result.add(
+            "warn", f"{name} defines no {', '.join(missing)} (the patched forward reads them)"
+        )
     else:
         result.add("ok", f"{name} has {', '.join(needs.inner_attrs)}")
     if needs.embed_method:
@@ -270,7 +276,11 @@ def _check_inner(api: HostAPI, inner: Found, name: str, needs: ClientNeeds, resu
         if api.defined_in_host_mro(inner, needs.embed_method) is not None:
             result.add("ok", f"{name}.{needs.embed_method} exists (called at {where})")
         else:
-            other = "embed_input_ids" if needs.embed_method == "get_input_embeddings" else "get_input_embeddings"
+            other = (
+                "embed_input_ids"
+                if needs.embed_method == "get_input_embeddings"
+                else "get_input_embeddings"
+            )
             has_other = api.defined_in_host_mro(inner, other) is not None
             hint = f" (it has {other})" if has_other else ""
             result.add(
@@ -332,7 +342,11 @@ def _call_class(api: HostAPI, klass: Found, module: str, call: ast.Call) -> Foun
                         got = api.resolve(f"{MODELS_PACKAGE}.{reg[0]}.{reg[1]}")
                         return got if isinstance(got, Found) else None
         return None
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
         member = api.defined_in_host_mro(klass, func.attr)
         if member is None:
             return None

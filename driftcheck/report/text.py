@@ -9,14 +9,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from driftcheck.accepted import Triage
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def render(result: ScanResult, out: TextIO, *, color: bool | None = None, **_: object) -> None:
-    """Write the human report."""
+def render(
+    result: ScanResult,
+    out: TextIO,
+    *,
+    color: bool | None = None,
+    triage: Triage | None = None,
+    **_: object,
+) -> None:
+    """Write the human report (accepted findings are counted, not shown)."""
     console = Console(
         file=out, force_terminal=color, no_color=color is False, width=110, highlight=False
     )
@@ -32,6 +40,8 @@ def render(result: ScanResult, out: TextIO, *, color: bool | None = None, **_: o
             _finding(console, finding, result.client_lines.get(file, []))
     for file, reason in result.skipped:
         console.print(f"[yellow]skipped[/] {escape(file)}: {escape(reason)}")
+    if triage is not None:
+        _accepted(console, triage)
     console.print()
     console.print(summary(result))
 
@@ -59,6 +69,17 @@ def _finding(console: Console, f: Finding, lines: list[str]) -> None:
         console.print(f"    [dim]first breaks in {escape(f.first_breaking)}[/]")
     if f.fix is not None:
         console.print(f"    fix ({f.fix.safety}): {escape(f.fix.description)}")
+
+
+def _accepted(console: Console, triage: Triage) -> None:
+    if triage.accepted:
+        n = len(triage.accepted)
+        console.print(f"[dim]{n} accepted finding(s) not shown ({escape(str(triage.path))})[/]")
+    for e in triage.stale:
+        console.print(
+            f"[yellow]stale[/] accepted drift no longer occurs: {escape(e.rule)} "
+            f"{escape(e.file)} {escape(e.symbol)} [dim]({e.fingerprint})[/]"
+        )
 
 
 def summary(result: ScanResult) -> str:

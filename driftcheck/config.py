@@ -1,0 +1,176 @@
+"""Project configuration: ``[tool.driftcheck]`` in the client's ``pyproject.toml``.
+
+Keys mirror the ``scan`` options, and a flag given on the command line wins over the key::
+
+    [tool.driftcheck]
+    host = "vllm"                 # --host
+    against = "vllm==0.16.0"      # --against (the target)
+    baseline = "0.11.0"           # --baseline
+    fail-on = "warning"           # --fail-on
+    disable = ["string-ref"]      # --disable: rule or check ids never reported
+    exclude = ["mypkg/legacy/*"]  # --exclude: client files never read (globs)
+    accepted = ".driftcheck-accepted.toml"  # --accepted: the accepted-drift file
+
+An unknown key is an error that names it: a misspelled setting must not be ignored silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+from driftcheck.errors import UsageError
+from driftcheck.findings import KINDS, SEVERITIES
+
+#: Key → expected type; kebab-case like the command line.
+KEYS: dict[str, type] = {
+    "host": str,
+    "against": str,
+    "baseline": str,
+    "fail-on": str,
+    "disable": list,
+    "exclude": list,
+    "accepted": str,
+}
+#: Keys whose value may be a path, read relative to the file that sets it.
+PATH_KEYS = ("against", "baseline", "accepted")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings from ``[tool.driftcheck]``; ``None`` or empty when not set."""
+
+    path: Path | None = None
+    """The file the settings came from (``None``: no configuration)."""
+    host: str | None = None
+    against: str | None = None
+    baseline: str | None = None
+    fail_on: str | None = None
+    disable: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    accepted: Path | None = None
+    root: Path | None = field(default=None, compare=False)
+    """The project folder: where the file is, or the client directory when there is none."""
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start``, not above a repository root."""
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def load_config(path: Path) -> Config:
+    """Read the settings from ``path``.
+
+    A ``pyproject.toml`` holds them under ``[tool.driftcheck]`` (no table: no settings); any
+    other TOML file (``--config driftcheck.toml``) holds them at its top level.
+
+    Raises:
+        UsageError: The file cannot be read or parsed, or a key or value is wrong.
+    """
+    data = read_toml(path)
+    where = path.name
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("driftcheck")
+        if table is None:
+            return Config(path=None, root=path.parent)
+        where = f"[tool.driftcheck] in {path}"
+        data = table
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: must be a table")
+    return _parse(data, path, where)
+
+
+def read_toml(path: Path) -> dict:
+    """A TOML file's table; an unreadable or invalid file is a one-line usage error."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _parse(data: dict, path: Path, where: str) -> Config:
+    for key, value in data.items():
+        if key not in KEYS:
+            close = difflib.get_close_matches(key.replace("_", "-"), KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(KEYS)}"
+            raise UsageError(f"{where}: unknown key {key!r}{hint}")
+        if not isinstance(value, KEYS[key]) or (
+            isinstance(value, list) and not all(isinstance(v, str) for v in value)
+        ):
+            kind = "a list of strings" if KEYS[key] is list else "a string"
+            raise UsageError(f"{where}: {key!r} must be {kind}")
+    fail_on = data.get("fail-on")
+    if fail_on is not None and fail_on not in SEVERITIES:
+        raise UsageError(f"{where}: 'fail-on' must be one of {', '.join(SEVERITIES)}")
+    disable = tuple(data.get("disable", ()))
+    check_rule_ids(disable, where=f"{where}: 'disable'")
+    base = path.parent
+    values = {
+        k: _relative(data[k], base) if k in PATH_KEYS and k in data else data.get(k) for k in KEYS
+    }
+    return Config(
+        path=path,
+        host=values["host"],
+        against=values["against"],
+        baseline=values["baseline"],
+        fail_on=fail_on,
+        disable=disable,
+        exclude=tuple(data.get("exclude", ())),
+        accepted=Path(values["accepted"]) if values["accepted"] else None,
+        root=base,
+    )
+
+
+def _relative(value: str, base: Path) -> str:
+    """A value that names a path is taken relative to the configuration file, not the cwd."""
+    if value.startswith(("./", "../", "~")) or "/" in value or "\\" in value:
+        return str(base / Path(value).expanduser())
+    return value
+
+
+def check_rule_ids(ids: tuple[str, ...] | list[str], *, where: str) -> None:
+    """Fail on ids that are neither a built-in check nor a rule: a typo would disable nothing."""
+    from driftcheck.rules import active_rules
+
+    known = set(KINDS) | {r.id for r in active_rules()}
+    for rule_id in ids:
+        if rule_id not in known:
+            close = difflib.get_close_matches(rule_id, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"{where}: unknown rule {rule_id!r}{hint}")
+
+
+def config_for(client: str, explicit: str | None = None) -> Config:
+    """The configuration of a scan: ``--config PATH`` when given, else the ``pyproject.toml``
+    of a directory client (a release or an installed distribution has no user settings)."""
+    if explicit:
+        return load_config(Path(explicit).expanduser())
+    from driftcheck.specs import parse_spec
+
+    spec = parse_spec(client)
+    if spec.kind != "directory" or spec.path is None:
+        return Config()
+    found = find_pyproject(spec.path)
+    if found is None:
+        return Config(root=spec.path)
+    return load_config(found)
+
+
+def is_excluded(rel: str, globs: tuple[str, ...] | list[str]) -> bool:
+    """True when a glob matches the file's path (relative to the client root) or one of its
+    folders, so ``pkg/legacy`` excludes everything under it; ``*`` also crosses ``/``."""
+    parts = rel.split("/")
+    candidates = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(fnmatch.fnmatchcase(c, g.strip("/")) for g in globs for c in candidates)

@@ -1,0 +1,151 @@
+"""Probe reports: text (side by side when both variants ran) and JSON."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import TextIO
+
+from driftcheck.probe.harness import CHECKS, ProbePlan, ProbeReport, RunOutcome
+
+
+def _cell(run: RunOutcome, stage: str) -> str:
+    s = run.stage(stage)
+    if s is None:
+        if run.failed_stage == stage:
+            return f"FAILED ({run.error.get('type', '?') if run.error else '?'})"
+        return "-"
+    if s.get("skipped"):
+        return "skipped"
+    if not s.get("ok"):
+        err = s.get("error") or {}
+        kind = err.get("type", "?").rsplit(".", 1)[-1]
+        return f"FAILED ({kind})"
+    detail = ""
+    if stage.startswith("generate"):
+        detail = f" {s.get('sequences')} seqs/{s.get('tokens')} tok"
+    elif stage == "hidden-states":
+        detail = f" {len(s.get('layers') or [])} layers x (tokens, {s.get('hidden_size')}) {s.get('dtype', '')}"
+    elif stage == "reference":
+        detail = f" min cos {s.get('min_cosine'):.5f}"
+    elif stage == "worker-origin":
+        detail = f" {len(s.get('workers') or [])} worker(s)"
+    return f"ok {s.get('seconds', 0):.1f}s{detail}"
+
+
+def _error_lines(run: RunOutcome) -> list[str]:
+    out: list[str] = []
+    err = run.error or {}
+    origin = " (raised in a vLLM worker)" if err.get("from_worker") else ""
+    message = f"{err.get('type', 'error')}: {err.get('message', '')}{origin}".splitlines() or [""]
+    out.append(f"  {message[0]}")
+    out.extend(f"    {ln}" for ln in message[1:])
+    if err.get("client_frame"):
+        out.append(f"  client frame: {err['client_frame']}")
+    if run.worker_traceback and err.get("from_worker"):
+        lines = [ln for ln in run.worker_traceback.splitlines() if ln.strip()]
+        frames = [ln.strip() for ln in lines if ln.strip().startswith("File ")]
+        out.append(f"  worker traceback {lines[0].split(' Traceback', 1)[0]}:")
+        if frames:
+            out.append(f"    ... {frames[-1][:220]}")
+        out.append(f"    {lines[-1].strip()[:300]}")
+    return out
+
+
+def render_text(report: ProbeReport, out: TextIO) -> None:
+    w = out.write
+    ver = f" ({report.client_version})" if report.client_version else ""
+    w(f"driftcheck probe: {report.client}{ver} against {report.host}\n")
+    w(f"  workload  {report.workload.description}\n")
+    model = "tiny local Llama " if report.tiny_model else ""
+    w(f"  model     {model}{report.model}\n")
+    w(f"  env       {report.env.describe()}\n")
+    for note in report.env.notes:
+        w(f"            note: {note}\n")
+    shims = _all_shims(report)
+    w(f"  shims     {'none' if not shims else ''}\n")
+    for s in shims:
+        w(f"    - {s}\n")
+    w("\n")
+    runs = report.runs
+    width = 40
+    header = "stage".ljust(15) + "".join(r.label.ljust(width) for r in runs)
+    w(header.rstrip() + "\n")
+    for stage, _ in CHECKS:
+        if stage == "reference" and not report.tiny_model:
+            continue
+        w((stage.ljust(15) + "".join(_cell(r, stage).ljust(width) for r in runs)).rstrip() + "\n")
+    w("\n")
+    for run in runs:
+        verdict = "PASSED" if run.ok else f"FAILED at {run.failed_stage}"
+        w(f"{run.label}: {verdict}  ({run.seconds:.1f} s, peak {run.peak_rss / 1e9:.1f} GB)\n")
+        if run.patches:
+            w(f"  patches applied ({len(run.patches)}):\n")
+            for p in run.patches:
+                w(f"    {p.name}: {', '.join(p.files)}\n")
+        if not run.ok:
+            for line in _error_lines(run):
+                w(line + "\n")
+        if run.reaped:
+            w(f"  reaped {len(run.reaped)} leftover process(es): {run.reaped}\n")
+        w(f"  logs: {run.log_dir}\n")
+
+
+def _all_shims(report: ProbeReport) -> list[str]:
+    seen: list[str] = []
+    for s in [*report.shims, *(s for r in report.runs for s in r.shims)]:
+        if s not in seen:
+            seen.append(s)
+    return seen
+
+
+def render_json(report: ProbeReport, out: TextIO) -> None:
+    json.dump(report.to_dict(), out, indent=2, default=str)
+    out.write("\n")
+
+
+def render_plan(plan: ProbePlan, out: TextIO) -> None:
+    w = out.write
+    ver = f" ({plan.client_version})" if plan.client_version else ""
+    w(f"driftcheck probe --plan: {plan.client}{ver} against {plan.host} (nothing is run)\n\n")
+    w("command\n")
+    w(f"  {shlex.join(plan.argv)}\n")
+    for label, patches in plan.variants:
+        w(f"  {label}: {shlex.join(plan.driver_command)}\n")
+        for p in patches:
+            w(f"    patch {p}\n")
+    w(f"  workload: {plan.workload.description}\n")
+    w(f"    {plan.workload.entry} (worker extension: {plan.workload.worker_module})\n\n")
+    w("environment\n")
+    for line in plan.env_lines:
+        w(f"  {line}\n")
+    w("  variables:\n")
+    for k, v in plan.run_env.items():
+        w(f"    {k}={v}\n")
+    w("  shims:\n" if plan.shims else "  shims: none\n")
+    for s in plan.shims:
+        w(f"    - {s}\n")
+    w("\nmodel\n")
+    for line in plan.model_lines:
+        w(f"  {line}\n")
+    w("\nchecks\n")
+    for stage, text in plan.checks:
+        w(f"  {stage.ljust(14)} {text}\n")
+    w("\nstatic model check (host API, nothing imported)\n")
+    if not plan.model_checks:
+        w("  not done\n")
+    for label, mc in plan.model_checks:
+        w(f"  {label} client:\n")
+        if mc.get("config_file"):
+            w(f"    config: {mc['config_file']}\n")
+        for line in mc["lines"]:
+            w(f"    [{line['kind']}] {line['text']}\n")
+        pred = mc.get("predicted_failure")
+        w(f"    => {'the client will hit: ' + pred if pred else 'no problem found statically'}\n")
+    for n in plan.notes:
+        w(f"\nnote: {n}\n")
+
+
+def render_plan_json(plan: ProbePlan, out: TextIO) -> None:
+    json.dump(plan.to_dict(), out, indent=2, default=str)
+    out.write("\n")
