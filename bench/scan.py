@@ -109,11 +109,17 @@ def main() -> None:
         griffe.load(host, search_paths=[str(src)], resolve_aliases=False, allow_inspection=False)
         full = time.perf_counter() - t0
 
-    print(f"scan {args.client} against {args.against} (baseline {first.baseline}): "
-          f"{len(first.findings)} findings, {first.stats['uses']} uses")
+    print(
+        f"scan {args.client} against {args.against} (baseline {first.baseline}): "
+        f"{len(first.findings)} findings, {first.stats['uses']} uses"
+    )
     print(f"griffe full static load of {args.against} ({n_files} files): {full:.2f} s")
-    print(f"scan, archives cached (cold):  {cold:.3f} s   ratio {full / cold:6.1f}x   (target >= 5x)")
-    print(f"scan, snapshot cached (warm):  {warm:.3f} s   ratio {full / warm:6.1f}x   (target >= 20x)")
+    print(
+        f"scan, archives cached (cold):  {cold:.3f} s   ratio {full / cold:6.1f}x   (target >= 5x)"
+    )
+    print(
+        f"scan, snapshot cached (warm):  {warm:.3f} s   ratio {full / warm:6.1f}x   (target >= 20x)"
+    )
     print(f"scan peak RSS: {rss:.0f} MiB   (target < 400 MiB)")
     for spec in (args.against, f"{host}=={first.baseline}"):
         name, ver = spec.split("==", 1)
@@ -121,8 +127,10 @@ def main() -> None:
         sent = info.get("bytes_transferred")
         whole = info.get("wheel_bytes")
         if sent and whole:
-            print(f"fetch {spec}: {sent / 1e6:.1f} MB transferred of a {whole / 1e6:.0f} MB wheel "
-                  f"({info.get('mode')}, ratio {whole / sent:.0f}x less)")
+            print(
+                f"fetch {spec}: {sent / 1e6:.1f} MB transferred of a {whole / 1e6:.0f} MB wheel "
+                f"({info.get('mode')}, ratio {whole / sent:.0f}x less)"
+            )
         else:
             size = (user_cache / "archives" / name / ver / info["file"]).stat().st_size
             print(f"fetch {spec}: whole archive by pip download ({size / 1e6:.0f} MB)")

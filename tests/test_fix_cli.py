@@ -236,12 +236,6 @@ def test_failure_while_staging_changes_nothing(client: Path, monkeypatch: pytest
     assert leftovers(client) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="apply_in_place (fixes/patches.py) adds a temporary file to `staged` only after "
-    "writing it: when the write itself fails (disk full), that temporary file is left in the "
-    "client's folder",
-)
 def test_failure_while_writing_a_temporary_file_leaves_none_behind(
     client: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -176,21 +176,11 @@ def test_follow_up_call_without_arguments():
     assert got == "def g(ex, s):\n    ex.run(s)\n    ex.finish()\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="follow-up-call repeats the receiver expression: get_ex() would run twice and "
-    "sample_tokens() could go to another object; a receiver with a call in it must be declined",
-)
 def test_follow_up_call_declines_a_receiver_with_side_effects():
     with pytest.raises(Decline):
         rewrite("follow-up-call", "def g(s):\n    get_ex().execute_model(s)\n", "get_ex", **FOLLOW)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="follow-up-call moves the trailing comment of a bare call to the added line, so the "
-    "patch rewrites the original line instead of only adding one",
-)
 def test_follow_up_call_keeps_a_bare_calls_comment_on_its_line():
     code = "def g(ex, s):\n    ex.execute_model(s)  # step\n"
     got = rewrite("follow-up-call", code, "ex.", **FOLLOW)
@@ -397,11 +387,6 @@ def test_rename_attribute(before: str, at: str, after: str):
     assert_valid_python(got)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-attribute keys on the start position, which every attribute of a chain "
-    "shares: in self.old_method.old_method() both are renamed, not only the member called",
-)
 def test_rename_attribute_renames_only_the_member_of_the_finding():
     code = "def f(self):\n    return self.old_method.old_method()\n"
     got = rewrite("rename-attribute", code, "self.old", **RENAME)
@@ -473,13 +458,6 @@ def test_add_keyword_template_declines_without_that_keyword():
         rewrite("add-keyword", "s = Scheduler(config, kv=1)\n", "Scheduler", **BLOCK)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="{arg:NAME} is substituted as text without parentheses: vllm_config=a if b else c "
-    "gives block_size=a if b else c.cache_config.block_size (valid code, another meaning); "
-    "with a lambda the result is a lambda, or does not parse and add_keyword raises "
-    "ParserSyntaxError instead of Decline",
-)
 @pytest.mark.parametrize("argument", ["a if b else c", "x or y", "-n", "lambda: c", "lambda: 1"])
 def test_add_keyword_template_keeps_operator_precedence(argument: str):
     code = f"s = Scheduler(vllm_config={argument})\n"
@@ -490,11 +468,6 @@ def test_add_keyword_template_keeps_operator_precedence(argument: str):
     assert f"block_size=({argument}).cache_config.block_size" in got
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="{arg:NAME} copies a call: vllm_config=make() gives block_size=make().cache_config..., "
-    "so make() runs twice; a template over an argument with a call in it must be declined",
-)
 def test_add_keyword_template_declines_an_argument_with_side_effects():
     with pytest.raises(Decline):
         rewrite("add-keyword", "s = Scheduler(vllm_config=make())\n", "Scheduler", **BLOCK)
@@ -623,21 +596,11 @@ def test_rename_keyword():
     assert got == "connect('h', attempts=5)\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-keyword returns the code unchanged when the keyword is not passed, and "
-    "fix_code counts the finding as applied; it must decline like remove-keyword",
-)
 def test_rename_keyword_declines_when_not_passed():
     with pytest.raises(Decline):
         rewrite("rename-keyword", "connect('h', tries=5)\n", "connect", keyword="retries", new="a")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-keyword to a keyword already passed gives connect(attempts=5, attempts=3): "
-    "libcst parses it, CPython rejects it ('keyword argument repeated'), fix_code accepts it",
-)
 def test_rename_keyword_declines_a_keyword_already_passed():
     code = "connect('h', retries=5, attempts=3)\n"
     new, applied, declined = fix_code(
@@ -700,53 +663,29 @@ def test_unwrap_result(before: str, at: str, after: str):
     assert_valid_python(got)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unwrap-result returns the code unchanged when the variable is never indexed (the "
-    "assignment alone marks the finding done), and fix_code counts it as applied",
-)
 def test_unwrap_result_declines_when_nothing_is_indexed():
     with pytest.raises(Decline):
         rewrite("unwrap-result", "def f(e):\n    r = e.rpc('x')\n    return r\n", "e.rpc")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unwrap-result collects variable names module-wide: r[0] in another function, where "
-    "r is an unrelated parameter, is rewritten too (the docstring says 'in the function')",
-)
 def test_unwrap_result_stays_in_the_function():
     code = "def f(e):\n    r = e.rpc('x')\n    return r[0]\n\n\ndef g(r):\n    return r[0]\n"
     got = rewrite("unwrap-result", code, "e.rpc")
     assert got == "def f(e):\n    r = e.rpc('x')\n    return r\n\n\ndef g(r):\n    return r[0]\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unwrap-result ignores a rebinding of the variable: after r = items, r[0] is "
-    "rewritten to r",
-)
 def test_unwrap_result_respects_a_rebinding():
     code = "def f(e, items):\n    r = e.rpc('x')\n    r = items\n    return r[0]\n"
     with pytest.raises(Decline):
         rewrite("unwrap-result", code, "e.rpc")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unwrap-result leaves other uses of the variable as they were (len(r) now measures "
-    "the item, not the list) and still calls the fix safe; it must decline",
-)
 def test_unwrap_result_declines_other_uses_of_the_variable():
     code = "def f(e):\n    r = e.rpc('x')\n    return len(r), r[0]\n"
     with pytest.raises(Decline):
         rewrite("unwrap-result", code, "e.rpc")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unwrap-result rewrites an assignment target: r[0] = 5 becomes r = 5",
-)
 def test_unwrap_result_declines_an_assignment_to_the_element():
     code = "def f(e):\n    r = e.rpc('x')\n    r[0] = 5\n    return r[0]\n"
     with pytest.raises(Decline):
@@ -868,11 +807,6 @@ def test_accept_kwargs_keeps_parameter_comments():
     assert got == "def hook(\n    self,  # me\n    a,  # the a\n    **_kwargs,\n):\n    return a\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="accept-kwargs adds **_kwargs next to a parameter named _kwargs: 'duplicate argument' "
-    "at compile time; libcst parses it, so fix_code accepts it",
-)
 def test_accept_kwargs_declines_a_name_clash():
     code = "def hook(self, _kwargs):\n    return _kwargs\n"
     new, applied, declined = fix_code(code, [finding_at("accept-kwargs", code, "hook")])
@@ -1168,8 +1102,6 @@ KNOWN_WRONG = {
     "miniclient/symbols.py": "rename-import hoists the function-local import to module level "
     "and drops its '# drift: moved_symbol' comment (see test_rename_import_rewrites_a_function_"
     "local_import_in_place)",
-    "protoclient/driver.py": "follow-up-call moves the bare call's trailing comment to the added "
-    "finish() line (see test_follow_up_call_keeps_a_bare_calls_comment_on_its_line)",
 }
 
 

@@ -49,6 +49,8 @@ class _FollowUp(Located):
         p = params(finding)
         if not isinstance(call.func, cst.Attribute):
             raise Decline("the call has no receiver")
+        if _has_call(call.func.value):
+            raise Decline("the receiver is computed by a call; it would be evaluated twice")
         args = cst.parse_expression(f"f({p.get('args', '')})").args  # type: ignore[attr-defined]
         return cst.Call(func=call.func.with_changes(attr=cst.Name(p["method"])), args=args)
 
@@ -77,9 +79,15 @@ class _FollowUp(Located):
         call, follow = self.pending.pop(original_node)
         small = updated_node.body[0]
         hoisted = cst.SimpleStatementLine(
-            body=[cst.Expr(call)], leading_lines=updated_node.leading_lines
+            body=[cst.Expr(call)],
+            leading_lines=updated_node.leading_lines,
+            trailing_whitespace=updated_node.trailing_whitespace,  # its comment stays with it
         )
-        rest = updated_node.with_changes(body=[small.with_changes(value=follow)], leading_lines=[])
+        rest = updated_node.with_changes(
+            body=[small.with_changes(value=follow)],
+            leading_lines=[],
+            trailing_whitespace=cst.TrailingWhitespace(),
+        )
         return cst.FlattenSentinel([hoisted, rest])
 
     def leave_If(
@@ -105,11 +113,15 @@ def follow_up_call(code: str, findings: list[Finding]) -> str:
 
 
 class _RenameAttribute(Located):
-    """Rename the attribute at the finding (a call's ``recv.old`` starts where the call does)."""
+    """Rename the attribute at the finding: the outermost one starting there (a call's
+    ``recv.old`` starts where the call does, and so does every attribute of its chain)."""
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.Attribute:
+        parent = self.parent(original_node)
+        if isinstance(parent, cst.Attribute) and parent.value is original_node:
+            return updated_node
         pos = self.get_metadata(PositionProvider, original_node).start
         finding = self.targets.get((pos.line, pos.column))
         if finding is None or updated_node.attr.value != params(finding)["old"]:
@@ -126,6 +138,7 @@ def rename_attribute(code: str, findings: list[Finding]) -> str:
 # -- keywords --------------------------------------------------------------------------------
 
 _ARG_REF = re.compile(r"\{arg:(\w+)\}")
+_PLAIN_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 class _Keywords(Located):
@@ -148,6 +161,10 @@ class _Keywords(Located):
                 got = argument_code(updated_node, m.group(1))
                 if got is None:
                     raise Decline(f"the call does not pass {m.group(1)} by keyword")
+                if not _PLAIN_REF.fullmatch(got):
+                    raise Decline(
+                        f"{m.group(1)} is passed as an expression, not a plain name; reusing it could change its meaning or run it twice"
+                    )
                 return got
 
             value = _ARG_REF.sub(arg_value, p["value"])
@@ -165,6 +182,10 @@ class _Keywords(Located):
             if self.mode == "remove":
                 updated_node = remove_arg(updated_node, kw)
             else:
+                if argument_code(updated_node, kw) is None:
+                    raise Decline(f"{kw} is not passed")
+                if argument_code(updated_node, p["new"]) is not None:
+                    raise Decline(f"{p['new']} is already passed")
                 args = [
                     a.with_changes(keyword=cst.Name(p["new"]))
                     if a.keyword and a.keyword.value == kw
@@ -194,33 +215,101 @@ def rename_keyword(code: str, findings: list[Finding]) -> str:
 
 
 class _Unwrap(Located):
-    """``f(...)[0]`` → ``f(...)``; with ``x = f(...)``, each ``x[0]`` in the function → ``x``."""
+    """``f(...)[0]`` → ``f(...)``; with ``x = f(...)``, each ``x[0]`` in the same function → ``x``.
+
+    Declines when ``x`` is rebound, used other than as ``x[0]``, written through ``x[0] = …``,
+    or never indexed.
+    """
 
     def __init__(self, findings: list[Finding]) -> None:
         super().__init__(findings)
-        self.names: set[str] = set()
+        self.rewrite: set[cst.Subscript] = set()
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Call) and self.target_of(node.value) is not None:
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                self.names.add(node.targets[0].target.value)
-            else:
-                raise Decline("the result is unpacked; unwrap it by hand")
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.target_of(node) is None:
+            return
+        parent = self.parent(node)
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            self.rewrite.add(parent)
+            return
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            raise Decline("the result is neither indexed nor assigned to one name")
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            raise Decline("the result is unpacked; unwrap it by hand")
+        scope = self._scope(parent)
+        uses = _NameUses(target.value)
+        scope.visit(uses)
+        if uses.bindings != 1:
+            raise Decline(f"{target.value} is bound more than once; unwrap it by hand")
+        if uses.other:
+            raise Decline(f"{target.value} is used other than as {target.value}[0]")
+        if not uses.indexed:
+            raise Decline(f"{target.value} is never indexed with [0]")
+        self.rewrite.update(uses.indexed)
+
+    def _scope(self, node: cst.CSTNode) -> cst.CSTNode:
+        cur = self.parent(node)
+        while cur is not None and not isinstance(cur, cst.FunctionDef | cst.Module):
+            cur = self.parent(cur)
+        return cur if cur is not None else node
 
     def leave_Subscript(
         self, original_node: cst.Subscript, updated_node: cst.Subscript
     ) -> cst.BaseExpression:
-        value = original_node.value
-        direct = isinstance(value, cst.Call) and self.target_of(value) is not None
-        through = isinstance(value, cst.Name) and value.value in self.names
-        if not (direct or through):
+        if original_node not in self.rewrite:
             return updated_node
-        sl = updated_node.slice
-        if len(sl) == 1 and isinstance(sl[0].slice, cst.Index):
-            idx = sl[0].slice.value
-            if isinstance(idx, cst.Integer) and idx.value == "0":
-                return updated_node.value
-        raise Decline("the result is indexed with something other than [0]")
+        if not _is_zero_index(updated_node):
+            raise Decline("the result is indexed with something other than [0]")
+        return updated_node.value
+
+
+def _is_zero_index(node: cst.Subscript) -> bool:
+    sl = node.slice
+    return (
+        len(sl) == 1
+        and isinstance(sl[0].slice, cst.Index)
+        and isinstance(sl[0].slice.value, cst.Integer)
+        and sl[0].slice.value.value == "0"
+    )
+
+
+class _NameUses(cst.CSTVisitor):
+    """How one name is used in a scope: bindings, ``name[0]`` reads, anything else."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bindings = 0
+        self.indexed: list[cst.Subscript] = []
+        self.other = False
+        self._seen: set[cst.Name] = set()
+
+    def _is(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.name
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if self._is(node.target):
+            self.bindings += 1
+            self._seen.add(node.target)  # type: ignore[arg-type]
+        elif isinstance(node.target, cst.Subscript) and self._is(node.target.value):
+            self.other = True  # x[0] = ... writes through the old container shape
+            self._seen.add(node.target.value)  # type: ignore[arg-type]
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self._is(node.target):
+            self.bindings += 1
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if self._is(node.value) and node.value not in self._seen:
+            self._seen.add(node.value)  # type: ignore[arg-type]
+            if _is_zero_index(node):
+                self.indexed.append(node)
+            else:
+                self.other = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name and node not in self._seen:
+            self.other = True
 
 
 def unwrap_result(code: str, findings: list[Finding]) -> str:
@@ -292,6 +381,10 @@ class _AcceptKwargs(Located):
         ps = updated_node.params
         if ps.star_kwarg is not None:
             raise Decline("the function already takes **kwargs")
+        if any(
+            p.name.value == "_kwargs" for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)
+        ):
+            raise Decline("a parameter is already named _kwargs")
         new = cst.Param(name=cst.Name("_kwargs"), star="**")
         # The whitespace before ")" belongs to the last parameter: hand it to the new one.
         if isinstance(ps.star_arg, cst.Param) and not ps.kwonly_params:
@@ -324,6 +417,17 @@ class _AcceptKwargs(Located):
 def accept_kwargs(code: str, findings: list[Finding]) -> str:
     """Let a stand-in function accept the extra keyword arguments the host may pass."""
     return run(_AcceptKwargs(findings), code)
+
+
+def _has_call(node: cst.CSTNode) -> bool:
+    class _Finder(cst.CSTVisitor):
+        found = False
+
+        def visit_Call(self, call: cst.Call) -> None:
+            _Finder.found = True
+
+    node.visit(_Finder())
+    return _Finder.found
 
 
 CODEMODS: dict[str, Codemod] = {

@@ -86,11 +86,14 @@ def fix_code(
             continue
         try:
             new = codemod(code, group)
+            if new == code:
+                raise Decline("nothing to change at this site")
             cst.parse_module(new)
+            compile(new, group[0].file, "exec")  # what libcst parses CPython may still refuse
         except Decline as exc:
             declined.extend((f, str(exc)) for f in group)
             continue
-        except (cst.ParserSyntaxError, KeyError, ValueError) as exc:
+        except (cst.ParserSyntaxError, SyntaxError, KeyError, ValueError) as exc:
             declined.extend(
                 (f, f"the fix would not produce valid code ({type(exc).__name__})") for f in group
             )
@@ -169,10 +172,12 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
             fd, tmp = tempfile.mkstemp(
                 prefix=f".{path.name}.", suffix=".driftcheck", dir=path.parent
             )
+            staged.append(
+                (Path(tmp), path, ff.file)
+            )  # recorded first: removed even if writing fails
             with os.fdopen(fd, "wb") as handle:
                 handle.write(ff.new.encode("utf-8", errors="surrogateescape"))
             os.chmod(tmp, path.stat().st_mode & 0o7777)
-            staged.append((Path(tmp), path, ff.file))
         for tmp, path, rel in staged:
             os.replace(tmp, path)
             done.append(rel)

@@ -33,17 +33,21 @@ FINGERPRINT = "driftcheckFingerprint/v1"
 SRCROOT = "%SRCROOT%"
 HOSTROOT = "HOSTSRC"
 
-#: Built-in check id → the module whose docstring documents it.
-BUILTIN_CHECKS = {
-    "missing-symbol": "driftcheck.checks.missing_symbol",
+#: Finding ids that a check module reports besides its registered one (``CHECKS`` key).
+EXTRA_CHECK_IDS = {
     "moved-symbol": "driftcheck.checks.missing_symbol",
-    "call-signature": "driftcheck.checks.call_signature",
-    "return-semantics": "driftcheck.checks.return_semantics",
     "call-protocol": "driftcheck.checks.protocol",
-    "attribute-missing": "driftcheck.checks.attribute_missing",
-    "override-signature": "driftcheck.checks.override_signature",
-    "string-ref": "driftcheck.checks.string_ref",
 }
+
+
+def builtin_checks() -> dict[str, str]:
+    """Built-in check id → the module whose docstring documents it."""
+    from driftcheck.checks import CHECKS
+
+    out = {check_id: fn.__module__ for check_id, fn in CHECKS.items()}
+    for check_id, module in EXTRA_CHECK_IDS.items():
+        out.setdefault(check_id, module)
+    return out
 
 
 def render(result: ScanResult, out: TextIO, *, triage: Triage | None = None, **_: object) -> None:
@@ -271,7 +275,7 @@ def rule_descriptors(host: str) -> list[dict]:
     """The built-in checks, then every drift rule for ``host``."""
     from driftcheck.rules import active_rules
 
-    out = [_builtin(check_id, module) for check_id, module in BUILTIN_CHECKS.items()]
+    out = [_builtin(check_id, module) for check_id, module in builtin_checks().items()]
     out += [_rule(r) for r in active_rules() if r.kind != "binding" and _same_host(r.host, host)]
     return out
 
