@@ -185,6 +185,11 @@ def save_snapshots() -> None:
                 pass  # a snapshot is an optimisation; failing to save it is not an error
 
 
+def release_host(spec: PackageSpec) -> None:
+    """Forget a loaded release (its snapshot keeps what was learnt)."""
+    _HOSTS.pop(str(spec), None)
+
+
 def load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
     """Open a host release (or installed distribution, or directory) as a lazy API.
 

@@ -15,7 +15,15 @@ from packaging.version import Version
 
 from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.findings import Finding, severity_rank
-from driftcheck.pipeline import collect_uses, load_baseline, load_client, load_host, run_checks
+from driftcheck.pipeline import (
+    collect_uses,
+    load_baseline,
+    load_client,
+    load_host,
+    release_host,
+    run_checks,
+    save_snapshots,
+)
 from driftcheck.sources import fetch_release
 from driftcheck.specs import PackageSpec, parse_spec
 from driftcheck.versions import releases_between
@@ -123,8 +131,12 @@ def timeline(
         for v in versions:
             try:
                 fetches[v].result()
-                target = load_host(PackageSpec(kind="release", name=host, version=v))
+                spec = PackageSpec(kind="release", name=host, version=v)
+                target = load_host(spec)
                 result.findings[v] = run_checks(uses, target, base_api, cl)
+                save_snapshots()
+                if target is not base_api and target is not first_api:
+                    release_host(spec)  # one release at a time in memory
                 say(f"{host} {v}: {len(result.findings[v])} finding(s)")
             except DriftcheckError as exc:
                 result.errors[v] = str(exc)
