@@ -35,6 +35,8 @@ class FunctionInfo:
     params: dict[str, cst.BaseExpression | None] = field(default_factory=dict)
     locals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     bound_self: list[TypeRef] = field(default_factory=list)
+    #: Names subscripted in this function (``x[...]``).
+    subscripted: set[str] = field(default_factory=set)
     #: Host method names this function replaces on its bound object (monkeypatching).
     replaces: list[str] = field(default_factory=list)
 
@@ -63,6 +65,7 @@ class ModuleInfo:
     wrapper: cst.MetadataWrapper
     names: NameTable
     globals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    subscripted: set[str] = field(default_factory=set)
 
     def qualified(self, node: cst.CSTNode) -> list[str]:
         """Dotted paths a name or attribute chain refers to (imports resolved)."""
@@ -77,6 +80,9 @@ class ClientIndex:
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.function_of_node: dict[cst.FunctionDef, FunctionInfo] = {}
+        #: Calls and attribute assignments that may bind receivers (see bindings.py).
+        self.binding_calls: list[tuple[cst.Call, FunctionInfo | None, ModuleInfo]] = []
+        self.binding_assigns: list[tuple[cst.Assign, FunctionInfo | None, ModuleInfo]] = []
 
     def add_module(self, info: ModuleInfo) -> None:
         """Index a parsed module's classes, functions and assignments."""
@@ -154,6 +160,25 @@ class _Indexer(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             self._record(t.target, node.value)
+        if isinstance(node.value, cst.Call) and any(
+            isinstance(t.target, cst.Attribute) for t in node.targets
+        ):
+            func = self.func_stack[-1] if self.func_stack else None
+            self.index.binding_assigns.append((node, func, self.module))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if len(node.args) >= 2 or any(
+            a.keyword is not None and isinstance(a.value, cst.SimpleString) for a in node.args
+        ):
+            func = self.func_stack[-1] if self.func_stack else None
+            self.index.binding_calls.append((node, func, self.module))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Name):
+            if self.func_stack:
+                self.func_stack[-1].subscripted.add(node.value.value)
+            else:
+                self.module.subscripted.add(node.value.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._record(node.target, node.annotation.annotation)

@@ -330,19 +330,7 @@ class UseCollector(cst.CSTVisitor):
             target = parent.target
         if not isinstance(target, cst.Name):
             return False
-        scope = self.func.node if self.func else self.module.wrapper.module
-        name = target.value
-
-        class _Finder(cst.CSTVisitor):
-            found = False
-
-            def visit_Subscript(self, sub: cst.Subscript) -> None:
-                if isinstance(sub.value, cst.Name) and sub.value.value == name:
-                    _Finder.found = True
-
-        finder = _Finder()
-        scope.visit(finder)
-        return _Finder.found
+        return target.value in (self.func.subscripted if self.func else self.module.subscripted)
 
     def _string_args(self, node: cst.Call, callee: str) -> None:
         """Record strings passed to the host that name code: dotted paths (any argument) and
