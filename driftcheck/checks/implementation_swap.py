@@ -35,6 +35,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     alts = alternatives(ctx.target, use.holder)
     if len(alts) < 2:
         return []
+    if ctx.lookup(ctx.target, use) is None:
+        return []  # missing on the annotated class too: attribute-missing reports it once
     before = {a[0] for a in alternatives(ctx.baseline, use.holder)} if ctx.baseline else set()
     out = []
     for path, condition, line in alts:
