@@ -502,17 +502,33 @@ def _statements(nodes: list[ast.stmt], condition: str):  # noqa: ANN202 - a gene
             yield from _statements(handler.body, condition)
 
 
-def _resolve_local(func: ast.AST, cls: griffe.Class, text: str) -> list[str]:
-    """What a name used in ``func`` may be: its own imports (every branch's), else the module's."""
-    head = text.split(".", 1)[0]
-    out: list[str] = []
+_LOCAL_IMPORTS: dict[int, tuple[ast.AST, dict[str, list[str]]]] = {}
+
+
+def _local_imports(func: ast.AST) -> dict[str, list[str]]:
+    """Names a function imports in its own body (each binding, in every branch)."""
+    cached = _LOCAL_IMPORTS.get(id(func))
+    if cached is not None and cached[0] is func:
+        return cached[1]
+    found: dict[str, list[str]] = {}
     for node in ast.walk(func):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
-                if (alias.asname or alias.name) == head:
-                    out.append(f"{node.module}.{alias.name}" + text[len(head) :])
-    if out:
-        return out
+                found.setdefault(alias.asname or alias.name, []).append(
+                    f"{node.module}.{alias.name}"
+                )
+    if len(_LOCAL_IMPORTS) > 4096:
+        _LOCAL_IMPORTS.clear()
+    _LOCAL_IMPORTS[id(func)] = (func, found)
+    return found
+
+
+def _resolve_local(func: ast.AST, cls: griffe.Class, text: str) -> list[str]:
+    """What a name used in ``func`` may be: its own imports (every branch's), else the module's."""
+    head = text.split(".", 1)[0]
+    local = _local_imports(func).get(head)
+    if local:
+        return [target + text[len(head) :] for target in local]
     path = _resolve_in(cls, text)
     return [path] if path else []
 
