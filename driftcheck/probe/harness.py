@@ -139,6 +139,7 @@ class RunOutcome:
     returncode: int | None = None
     timed_out: bool = False
     reaped: list[int] = field(default_factory=list)
+    reaped_names: list[str] = field(default_factory=list)
     log_dir: str | None = None
     layer_ids: list[int] | None = None
     hidden_size: int | None = None
@@ -162,6 +163,7 @@ class RunOutcome:
             "returncode": self.returncode,
             "timed_out": self.timed_out,
             "reaped_pids": self.reaped,
+            "reaped_names": self.reaped_names,
             "log_dir": self.log_dir,
             "layer_ids": self.layer_ids,
             "hidden_size": self.hidden_size,
@@ -575,6 +577,7 @@ def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:
         returncode=res.returncode,
         timed_out=res.timed_out,
         reaped=res.reaped,
+        reaped_names=res.reaped_names,
         layer_ids=data.get("layer_ids"),
         hidden_size=data.get("hidden_size"),
         versions=data.get("versions", {}),
@@ -837,8 +840,13 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
             "or an environment with vLLM"
         )
     else:
+        if host.kind == "installed" and env is not None and env.kind == "current":
+            # Read this environment's own vLLM files (a local or dev build has no release).
+            source = PackageSpec(kind="installed", name=env.host_dist)
+        else:
+            source = parse_spec(f"vllm=={version}")
         try:
-            api = load_host(parse_spec(f"vllm=={version}"))
+            api = load_host(source)
         except Exception as exc:  # a fetch problem: report, do not fail the plan
             notes.append(f"static model check skipped: cannot load vllm=={version} ({exc})")
             api = None

@@ -87,7 +87,10 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
             for line in _error_lines(run):
                 w(line + "\n")
         if run.reaped:
-            w(f"  reaped {len(run.reaped)} leftover process(es): {run.reaped}\n")
+            who = ", ".join(
+                f"{pid} ({name})" for pid, name in zip(run.reaped, run.reaped_names, strict=False)
+            )
+            w(f"  reaped {len(run.reaped)} leftover process(es): {who or run.reaped}\n")
         w(f"  logs: {run.log_dir}\n")
 
 

@@ -34,6 +34,7 @@ class RunResult:
     stdout_path: Path | None = None
     stderr_path: Path | None = None
     reaped: list[int] = field(default_factory=list)  # pids still alive at the end, killed
+    reaped_names: list[str] = field(default_factory=list)  # their command names
     peak_rss: int = 0  # bytes, summed over the process tree, sampled
 
     def stdout(self) -> str:
@@ -196,7 +197,7 @@ def run(
             raise
         finally:
             seen.update(group_members(pgid))
-            result.reaped = _reap(proc, pgid, seen, grace)
+            result.reaped = _reap(proc, pgid, seen, grace, result.reaped_names)
             if result.returncode is None:
                 result.returncode = proc.returncode
             result.seconds = time.monotonic() - start
@@ -220,12 +221,27 @@ def _emit(path: Path, offset: int, on_line: Callable[[str], None]) -> int:
     return offset + end + 1
 
 
-def _reap(proc: subprocess.Popen, pgid: int, seen: dict[int, int], grace: float) -> list[int]:
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def _reap(
+    proc: subprocess.Popen,
+    pgid: int,
+    seen: dict[int, int],
+    grace: float,
+    names: list[str] | None = None,
+) -> list[int]:
     """Terminate the group and every recorded descendant; returns the pids that were alive."""
     alive = {pid: s for pid, s in seen.items() if _alive(pid, s)}
     if proc.poll() is None:
         alive.setdefault(proc.pid, seen.get(proc.pid, 0))
     reaped = sorted(alive)
+    if names is not None:
+        names.extend(_comm(pid) for pid in reaped)
     if not alive and not group_members(pgid):
         proc.wait()
         return reaped
