@@ -216,6 +216,7 @@ class TypeInferrer:
         self.index = index
         self.host = host
         self._busy: set[int] = set()
+        self._memo: dict[tuple[int, int], TypeRef | None] = {}
         from driftcheck.rules import attribute_types
 
         #: Host attribute path -> runtime class, from binding rules.
@@ -225,15 +226,24 @@ class TypeInferrer:
     def infer(
         self, expr: cst.BaseExpression, func: FunctionInfo | None, module: ModuleInfo
     ) -> TypeRef | None:
-        """The class ``expr`` evaluates to in ``func`` (None when unknown)."""
+        """The class ``expr`` evaluates to in ``func`` (None when unknown).
+
+        Results are memoised per expression and scope (the nodes live as long as the index):
+        without it, long chains of local assignments are re-inferred at every use.
+        """
         key = id(expr)
+        memo_key = (key, id(func))
+        if memo_key in self._memo:
+            return self._memo[memo_key]
         if key in self._busy:
             return None
         self._busy.add(key)
         try:
-            return self._infer(expr, func, module)
+            result = self._infer(expr, func, module)
         finally:
             self._busy.discard(key)
+        self._memo[memo_key] = result
+        return result
 
     def host_class(self, ref: TypeRef | None) -> Found | None:
         """The host class a type stands for (a client class's first host base)."""
