@@ -9,6 +9,7 @@ own ``tmp_path`` with ``monkeypatch``.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -200,3 +201,20 @@ def tiny_project(tmp_path: Path) -> TinyProject:
         },
     )
     return TinyProject(tmp_path / "host-1.0", tmp_path / "host-2.0", tmp_path / "client")
+
+
+MARKER = re.compile(r"#\s*(drift|ok):\s*(\w+)\s*$")
+
+
+def read_markers(package: Path, root: Path) -> dict[str, tuple[str, str, int]]:
+    """Fixture clients mark each case's line (``# drift: case`` / ``# ok: case``, Semgrep
+    style): case → (drift | ok, file relative to ``root``, line)."""
+    out: dict[str, tuple[str, str, int]] = {}
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for lineno, text in enumerate(path.read_text().splitlines(), start=1):
+            m = MARKER.search(text)
+            if m:
+                assert m.group(2) not in out, f"case {m.group(2)} marked twice"
+                out[m.group(2)] = (m.group(1), rel, lineno)
+    return out

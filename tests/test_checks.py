@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import build_wheel
+from conftest import build_wheel, read_markers
 
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult, scan
@@ -64,23 +63,7 @@ ALREADY_BROKEN = {
     "already_broken_call": ("call-signature", "minihost.core.connect", "TypeError"),
 }
 
-MARKER = re.compile(r"#\s*(drift|ok):\s*(\w+)\s*$")
-
-
-def _markers() -> dict[str, tuple[str, str, int]]:
-    """case → (drift | ok, client file relative to the client root, line)."""
-    out: dict[str, tuple[str, str, int]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(CLIENT).as_posix()
-        for lineno, text in enumerate(path.read_text().splitlines(), start=1):
-            m = MARKER.search(text)
-            if m:
-                assert m.group(2) not in out, f"case {m.group(2)} marked twice"
-                out[m.group(2)] = (m.group(1), rel, lineno)
-    return out
-
-
-MARKERS = _markers()
+MARKERS = read_markers(PACKAGE, CLIENT)
 
 
 def _at(case: str) -> tuple[str, int]:

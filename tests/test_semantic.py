@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from conftest import read_markers
 
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult, scan
@@ -76,23 +76,7 @@ REVEALED_BY = {
 #: Drift cases that come from drift rules (not mined from host code).
 FROM_DRIFT_RULES = {"fast_mode_default"}
 
-MARKER = re.compile(r"#\s*(drift|ok):\s*(\w+)\s*$")
-
-
-def _markers() -> dict[str, tuple[str, str, int]]:
-    """case → (drift | ok, client file relative to the client root, line)."""
-    out: dict[str, tuple[str, str, int]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(CLIENT).as_posix()
-        for lineno, text in enumerate(path.read_text().splitlines(), start=1):
-            m = MARKER.search(text)
-            if m:
-                assert m.group(2) not in out, f"case {m.group(2)} marked twice"
-                out[m.group(2)] = (m.group(1), rel, lineno)
-    return out
-
-
-MARKERS = _markers()
+MARKERS = read_markers(PACKAGE, CLIENT)
 
 
 def _at(case: str) -> tuple[str, int]:
