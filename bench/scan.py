@@ -3,8 +3,9 @@
 Each scan runs in a fresh Python process (nothing kept in memory between runs) and is timed
 around ``driftcheck.pipeline.scan`` only, like the griffe load is timed around ``griffe.load``:
 
-* cold: the release archives are in the cache, but no host snapshot and no uses cache;
-* warm: the same cache after one scan (host snapshots and the client's uses are cached).
+* cold: the release archives are in the cache, but no host snapshot and no cached analysis;
+* warm: the same cache after one scan (host snapshots, the client's uses and the findings of
+  this client against these two releases are cached).
 
 The griffe full static load reads the target's ``.py`` files unpacked to a temporary folder
 (unpacking not timed). Prints each time, the ratio full load / scan, the peak RSS of the scans,
@@ -93,6 +94,7 @@ def main() -> None:
         for _ in range(args.repeat):
             shutil.rmtree(cache / "snapshots", ignore_errors=True)
             shutil.rmtree(cache / "uses", ignore_errors=True)
+            shutil.rmtree(cache / "findings", ignore_errors=True)
             colds.append(_scan_in_child(args.client, args.against, cache))
             warms.append(_scan_in_child(args.client, args.against, cache))
         cold = min(r["seconds"] for r in colds)

@@ -36,6 +36,7 @@ class Client:
     lines: dict[str, list[str]] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     index: ClientIndex | None = None
+    uses_key: str | None = None
 
     mixed: dict[str, set[str]] | None = None
     own_names: set[str] | None = None
@@ -223,6 +224,7 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Us
     from driftcheck.client.cache import load_uses, save_uses, uses_key
 
     key = uses_key(client.texts, types_api, roots)
+    client.uses_key = key
     cached = load_uses(key)
     if cached is not None:
         uses, skipped, client.mixed, client.own_names = cached
@@ -257,7 +259,27 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[U
 def run_checks(
     uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client
 ) -> list[Finding]:
-    """Run every registered check on every use; findings sorted by place."""
+    """Run every registered check on every use; findings sorted by place.
+
+    For releases (immutable) the result is cached under everything it depends on: the client
+    analysis key (client files, rules, driftcheck's code) and both hosts' snapshot identities.
+    """
+    from driftcheck.client.cache import findings_key, load_findings, save_findings
+
+    key = findings_key(client.uses_key, target, baseline)
+    if key is not None:
+        cached = load_findings(key)
+        if cached is not None:
+            return cached
+    findings = _run_checks(uses, target, baseline, client)
+    if key is not None:
+        save_findings(key, findings)
+    return findings
+
+
+def _run_checks(
+    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client
+) -> list[Finding]:
     from driftcheck.checks.protocol import protocol_findings
     from driftcheck.rules import apply_rules
 

@@ -90,3 +90,42 @@ def save_uses(key: str, uses: list[Use], skipped: list, mixed: dict, names: set)
         os.replace(tmp, path)
     except (OSError, pickle.PicklingError, TypeError):
         pass
+
+
+def findings_key(uses: str | None, target: HostAPI, baseline: HostAPI | None) -> str | None:
+    """Key of a check run: only when every input is immutable (release snapshots)."""
+    trees = [target.tree] + ([baseline.tree] if baseline is not None else [])
+    if uses is None or not all(hasattr(t, "fact") for t in trees):
+        return None
+    h = hashlib.sha256(uses.encode())
+    for t in trees:
+        h.update(str(getattr(t, "path", "")).encode())
+    h.update(b"\0" if baseline is None else b"\1")
+    return h.hexdigest()
+
+
+def _findings_path(key: str) -> str:
+    return str(cache_root() / "findings" / f"{key}.pickle")
+
+
+def load_findings(key: str) -> list | None:
+    """Cached findings of a check run, or None."""
+    try:
+        with open(_findings_path(key), "rb") as f:
+            data = pickle.load(f)
+        return data if isinstance(data, list) else None
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError, ValueError):
+        return None
+
+
+def save_findings(key: str, findings: list) -> None:
+    """Store a check run's findings (atomically); failures are ignored."""
+    path = _findings_path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.part"
+        with open(tmp, "wb") as f:
+            pickle.dump(findings, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except (OSError, pickle.PicklingError, TypeError):
+        pass

@@ -81,11 +81,10 @@ class HostAPI:
 
     def __post_init__(self) -> None:
         self.roots = set(self.tree.top_level_packages())
-        loader = getattr(self.tree, "load_modules", None)
-        restored = loader() if loader else None
-        if restored:
-            self.modules.update(restored)
-        self.restored = len(self.modules)
+        # The snapshot's parsed modules are restored on the first module lookup: a run whose
+        # results are cached never pays for unpickling them.
+        self._restore = getattr(self.tree, "load_modules", None)
+        self.restored = 0
         self._sig_cache: dict[str, Signature | None] = {}
 
     # -- modules ---------------------------------------------------------------------------
@@ -97,6 +96,13 @@ class HostAPI:
         """Visit and return module ``dotted`` (None when the host has no such module)."""
         if dotted in self.modules:
             return self.modules[dotted]
+        if self._restore is not None:
+            restored, self._restore = self._restore(), None
+            if restored:
+                self.modules.update(restored)
+                self.restored = len(self.modules)
+                if dotted in self.modules:
+                    return self.modules[dotted]
         rel = self.tree.module_file(dotted)
         mod: griffe.Module | None = None
         parent = self.module(dotted.rsplit(".", 1)[0]) if "." in dotted else None
