@@ -31,6 +31,18 @@ DATACLASS_DECORATORS = {
 TRANSFORM_MARKERS = {"typing.dataclass_transform", "typing_extensions.dataclass_transform"}
 
 
+class _KeepModuleNode(griffe.Extension):
+    """Keeps the ``ast`` tree griffe parsed, so a module's source is parsed once, not twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.node: ast.Module | None = None
+
+    def on_module_node(self, *, node: ast.AST | griffe.ObjectNode, **kwargs: object) -> None:
+        if isinstance(node, ast.Module):
+            self.node = node
+
+
 class Unknown:
     """A lookup that cannot be decided statically (dynamic ``__getattr__``, external base)."""
 
@@ -86,6 +98,8 @@ class HostAPI:
         self._restore = getattr(self.tree, "load_modules", None)
         self.restored = 0
         self._sig_cache: dict[str, Signature | None] = {}
+        self._keeper = _KeepModuleNode()
+        self._extensions = griffe.load_extensions(self._keeper)
 
     # -- modules ---------------------------------------------------------------------------
     def owns(self, dotted: str) -> bool:
@@ -109,15 +123,23 @@ class HostAPI:
         if rel is not None:
             code = self.tree.read_text(rel)
             self.texts[dotted] = code
+            self._keeper.node = None
             try:
                 # Visiting with the parent package lets griffe resolve relative imports.
                 mod = griffe.visit(
-                    dotted.rsplit(".", 1)[-1], filepath=Path(rel), code=code, parent=parent
+                    dotted.rsplit(".", 1)[-1],
+                    filepath=Path(rel),
+                    code=code,
+                    parent=parent,
+                    extensions=self._extensions,
                 )
             except Exception as exc:  # griffe raises plain exceptions on odd syntax
                 self.parse_errors.append((rel, f"{type(exc).__name__}: {exc}"))
                 mod = None
             if mod is not None:
+                if self._keeper.node is not None:  # reuse griffe's parse of the same text
+                    self.__dict__.setdefault("_ast_cache", {})[dotted] = self._keeper.node
+                    self._keeper.node = None
                 tree = self._ast(dotted, code)
                 if tree is not None:
                     _add_instance_attributes(mod, tree)

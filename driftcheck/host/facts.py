@@ -47,7 +47,10 @@ def _message_of(node: ast.Raise) -> str | None:
 
 # A call named inside a string literal ("...sample_tokens() must be called").
 _QUOTED_CALL = re.compile(r"[\"'][^\"'\n]*?[A-Za-z_]\w*\(\)")
-_RAISE = re.compile(r"\braise\s+\w")
+# No leading ``\b``: it defeats the regex engine's literal-prefix search (30x slower on vLLM);
+# the word boundary is checked by hand instead.
+_RAISE = re.compile(r"raise\s+\w")
+_WINDOW = 2000  # characters after "raise" in which a guard's two quoted calls must appear
 
 
 def _two_in_one(window: str) -> bool:
@@ -83,6 +86,10 @@ def guards_by_text(text: str, file: str) -> list[Guard]:
     out: list[Guard] = []
     lines = text.splitlines()
     for m in _RAISE.finditer(text):
+        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+            continue
+        if text.count("()", m.start(), m.start() + _WINDOW) < 2:
+            continue  # cheap pre-filter: a statement naming two calls has two "()" nearby
         stmt = _statement(text, m.start())
         if len(_QUOTED_CALL.findall(stmt)) < 2 and not _two_in_one(stmt):
             continue
