@@ -8,8 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
-
 from driftcheck.checks import CHECKS, CheckContext
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.types import ClientIndex, ModuleInfo, TypeInferrer, parse_module
@@ -98,7 +96,7 @@ def load_client(
     """Open the client's tree and parse the Python files of its packages that name the host.
 
     A file that never mentions a host top-level package cannot reach the host directly; it
-    is not parsed (libcst metadata is the scan's main cost). Files matching an ``exclude``
+    is not parsed. Files matching an ``exclude``
     glob are not read at all.
     """
     tree = open_tree(spec, quiet=quiet)
@@ -130,8 +128,8 @@ def parse_client(client: Client) -> None:
     for rel, code in list(client.texts.items()):
         try:
             info = parse_module(client.tree.module_name(rel), rel, code)
-        except cst.ParserSyntaxError as exc:
-            client.skipped.append((rel, f"syntax error at line {exc.raw_line}: {exc.message}"))
+        except SyntaxError as exc:
+            client.skipped.append((rel, f"syntax error at line {exc.lineno}: {exc.msg}"))
             del client.texts[rel]
             continue
         except (RecursionError, ValueError, MemoryError) as exc:
@@ -142,7 +140,8 @@ def parse_client(client: Client) -> None:
 
 
 def _mentions(code: str, roots: set[str]) -> bool:
-    return any(re.search(rf"\b{re.escape(r)}\b", code) for r in roots)
+    # ``in`` first: a regex that starts with ``\b`` cannot use the engine's fast literal search.
+    return any(r in code and re.search(rf"\b{re.escape(r)}\b", code) for r in roots)
 
 
 def _guess_name(tree: SourceTree) -> str:
@@ -240,19 +239,21 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[U
     """Index the client repo-wide, then collect every use of the host, file by file."""
     index = ClientIndex()
     client.index = index
-    for info in client.modules.values():
-        index.add_module(info)
+    for name, info in list(client.modules.items()):
+        try:
+            index.add_module(info)
+        except RecursionError:
+            client.skipped.append((info.file, "too deeply nested to analyse"))
+            del client.modules[name]
     types = TypeInferrer(index, types_api)
     apply_bindings(index, types)
     uses: list[Use] = []
     for info in client.modules.values():
         collector = UseCollector(info, index, types, roots)
         try:
-            info.wrapper.visit(collector)
+            uses.extend(collector.run())
         except RecursionError:
             client.skipped.append((info.file, "too deeply nested to analyse"))
-            continue
-        uses.extend(collector.uses)
     return uses
 
 

@@ -12,7 +12,7 @@ Mix-ins are applied for the whole client first, since a ``MethodType`` binding m
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from driftcheck.client.types import ClientIndex, FunctionInfo, ModuleInfo, TypeInferrer, TypeRef
 
@@ -25,35 +25,31 @@ def apply_bindings(
 
     mixins = mixins if mixins is not None else binding_mixins(types.host.name)
     for call, _func, _module in index.binding_calls:
-        for arg in call.args:
-            if arg.keyword is None or arg.keyword.value not in mixins:
+        for kw in call.keywords:
+            if kw.arg is None or kw.arg not in mixins:
                 continue
-            if isinstance(arg.value, cst.SimpleString) and isinstance(
-                arg.value.evaluated_value, str
-            ):
-                cls = index.classes.get(arg.value.evaluated_value)
-                host_cls = mixins[arg.keyword.value]
+            if isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                cls = index.classes.get(kw.value.value)
+                host_cls = mixins[kw.arg]
                 if cls is not None and host_cls not in cls.extra_bases:
                     cls.extra_bases.append(host_cls)
     for call, func, module in index.binding_calls:
         if len(call.args) >= 2 and "types.MethodType" in module.qualified(call.func):
-            _bind(index, types, module, func, call.args[0].value, call.args[1].value)
+            _bind(index, types, module, func, call.args[0], call.args[1])
     for node, _func, module in index.binding_assigns:
         call = node.value
-        if not isinstance(call, cst.Call) or len(call.args) < 2:
+        if not isinstance(call, ast.Call) or len(call.args) < 2:
             continue
         if "types.MethodType" not in module.qualified(call.func):
             continue
         for target in node.targets:
-            if isinstance(target.target, cst.Attribute):
-                bound = _function(index, module, call.args[0].value)
+            if isinstance(target, ast.Attribute):
+                bound = _function(index, module, call.args[0])
                 if bound is not None:
-                    bound.replaces.append(target.target.attr.value)
+                    bound.replaces.append(target.attr)
 
 
-def _function(
-    index: ClientIndex, module: ModuleInfo, expr: cst.BaseExpression
-) -> FunctionInfo | None:
+def _function(index: ClientIndex, module: ModuleInfo, expr: ast.AST) -> FunctionInfo | None:
     for name in module.qualified(expr):
         func = index.functions.get(name) or index.functions.get(f"{module.name}.{name}")
         if func:
@@ -66,8 +62,8 @@ def _bind(
     types: TypeInferrer,
     module: ModuleInfo,
     scope: FunctionInfo | None,
-    func_expr: cst.BaseExpression,
-    obj_expr: cst.BaseExpression,
+    func_expr: ast.AST,
+    obj_expr: ast.AST,
 ) -> None:
     func = _function(index, module, func_expr)
     if func is None:

@@ -1,24 +1,201 @@
-"""What a name in a client module refers to: imports (anywhere in the file) and module-level
-definitions, resolved to dotted paths in one pass over the module.
+"""Reading client source with :mod:`ast`: positions, source text, a source-ordered walk, and what
+a name in a module refers to (imports anywhere in the file and module-level definitions).
 
-A lighter stand-in for libcst's QualifiedNameProvider (whose scope analysis dominated the cost of
-a scan): shadowing of an imported name by a local variable is not modelled.
+The client is analysed with the standard library's parser: libcst rebuilds every node on every
+walk, which made whole-ecosystem scans take tens of minutes. libcst stays where code is rewritten
+(the codemods), and positions here are reported the way libcst reports them (1-based lines,
+columns counted in characters), so a finding points at the node a codemod looks for.
+
+Shadowing of an imported name by a local variable is not modelled.
 """
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+import re
+import warnings
+from collections.abc import Iterator
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+#: Node classes CPython shares between trees (contexts and operators): never walked.
+_SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEF = re.compile(r"(?:async\s+)?def\s+")
+_FROM = re.compile(r"from\s+")
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
+def parse(code: str) -> ast.Module:
+    """Parse a client file (raises SyntaxError, ValueError, RecursionError or MemoryError).
+
+    Warnings the compiler emits about the client's code (invalid escapes, ...) are not ours to
+    print."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(code)
+
+
+class Source:
+    """The text of one client file, addressed the way :mod:`ast` addresses it."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.lines = _NEWLINE.split(code)
+
+    def column(self, line: int, offset: int) -> int:
+        """0-based character column of a UTF-8 byte ``offset`` in 1-based ``line``."""
+        if not 0 < line <= len(self.lines):
+            return offset
+        text = self.lines[line - 1]
+        if text.isascii():
+            return offset
+        return len(text.encode("utf-8")[:offset].decode("utf-8", errors="replace"))
+
+    def start(self, node: ast.AST) -> tuple[int, int]:
+        """(1-based line, 0-based character column) where ``node`` starts."""
+        line = getattr(node, "lineno", 1)
+        return line, self.column(line, getattr(node, "col_offset", 0))
+
+    def end_line(self, node: ast.AST) -> int:
+        """The 1-based line where ``node`` ends."""
+        return getattr(node, "end_lineno", None) or getattr(node, "lineno", 1)
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of ``node`` (as written, formatting kept)."""
+        try:
+            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return ""
+        if first is None or last is None or end is None:
+            return ""
+        rows = [row.encode("utf-8") for row in self.lines[first - 1 : last]]
+        if not rows:
+            return ""
+        if len(rows) == 1:
+            return rows[0][start:end].decode("utf-8", errors="replace")
+        rows[0] = rows[0][start:]
+        rows[-1] = rows[-1][:end]
+        return b"\n".join(rows).decode("utf-8", errors="replace")
+
+    def after(self, node: ast.AST, keyword: re.Pattern[str]) -> tuple[int, int]:
+        """Position just after ``keyword`` at the start of ``node`` (a ``def``'s name, a
+        ``from`` import's module), or the node's own start when the text is unusual."""
+        line, col = self.start(node)
+        if 0 < line <= len(self.lines):
+            m = keyword.match(self.lines[line - 1], col)
+            if m is not None and m.end() < len(self.lines[line - 1]):
+                return line, m.end()
+        return line, col
+
+    def def_name(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
+        """Where a function's name is written."""
+        return self.after(node, _DEF)
+
+    def from_module(self, node: ast.ImportFrom) -> tuple[int, int]:
+        """Where a ``from`` import's module name is written."""
+        return self.after(node, _FROM)
+
+
+def children(node: ast.AST) -> Iterator[ast.AST]:
+    """Child nodes in source order (decorators before the body; call arguments and dict
+    entries as written)."""
+    if isinstance(node, FUNCTIONS):
+        yield from node.decorator_list
+        yield node.args
+        if node.returns is not None:
+            yield node.returns
+        yield from node.body
+        return
+    if isinstance(node, ast.ClassDef):
+        yield from node.decorator_list
+        yield from node.bases
+        yield from node.keywords
+        yield from node.body
+        return
+    if isinstance(node, ast.Call):
+        yield node.func
+        if node.keywords and node.args:
+            yield from sorted([*node.args, *node.keywords], key=_place)
+        else:
+            yield from node.args
+            yield from node.keywords
+        return
+    if isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is not None:
+                yield key
+            yield value
+        return
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            if not isinstance(value, _SHARED):
+                yield value
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, _SHARED):
+                    yield item
+
+
+def _place(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+class Walker:
+    """A source-ordered walk calling ``visit_<Class>(node)`` before a node's children (return
+    False to skip them) and ``leave_<Class>(node)`` after, with each node's parent recorded."""
+
+    def __init__(self) -> None:
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self._visit: dict[type, tuple] = {}
+
+    def walk(self, tree: ast.AST) -> None:
+        """Walk ``tree`` and everything below it."""
+        self._walk(tree)
+
+    def _walk(self, node: ast.AST) -> None:
+        kind = type(node)
+        hooks = self._visit.get(kind)
+        if hooks is None:
+            name = kind.__name__
+            hooks = (getattr(self, f"visit_{name}", None), getattr(self, f"leave_{name}", None))
+            self._visit[kind] = hooks
+        visit, leave = hooks
+        if visit is None or visit(node) is not False:
+            parents = self.parents
+            for child in children(node):
+                parents[child] = node
+                self._walk(child)
+        if leave is not None:
+            leave(node)
+
+
+def statements(body: list[ast.stmt], depth: int = 0) -> Iterator[tuple[ast.stmt, int]]:
+    """Every statement below ``body`` with its function/class nesting depth."""
+    for stmt in body:
+        yield stmt, depth
+        inner = depth + 1 if isinstance(stmt, (*FUNCTIONS, ast.ClassDef)) else depth
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield from statements(block, inner)
+        for handler in getattr(stmt, "handlers", None) or []:
+            yield from statements(handler.body, inner)
+        for case in getattr(stmt, "cases", None) or []:
+            yield from statements(case.body, inner)
+
+
+def dotted(node: ast.AST) -> str:
+    """``a.b.c`` for a chain of names, else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = dotted(node.value)
+        return f"{head}.{node.attr}" if head else ""
     return ""
 
 
-class NameTable(cst.CSTVisitor):
+class NameTable:
     """Imported aliases and module-level definitions of one module."""
 
     def __init__(self, module_name: str, is_package: bool) -> None:
@@ -26,73 +203,61 @@ class NameTable(cst.CSTVisitor):
         self.is_package = is_package
         self.imports: dict[str, str] = {}
         self.defined: set[str] = set()
-        self.depth = 0
 
-    # -- collection ------------------------------------------------------------------------
-    def visit_Import(self, node: cst.Import) -> None:
+    def collect(self, tree: ast.Module) -> NameTable:
+        """Read the imports and top-level definitions of a parsed module (statements only)."""
+        for stmt, depth in statements(tree.body):
+            if isinstance(stmt, ast.Import):
+                self._import(stmt)
+            elif isinstance(stmt, ast.ImportFrom):
+                self._import_from(stmt)
+            elif depth == 0:
+                if isinstance(stmt, (*FUNCTIONS, ast.ClassDef)):
+                    self.defined.add(stmt.name)
+                elif isinstance(stmt, ast.Assign):
+                    for target in stmt.targets:
+                        if isinstance(target, ast.Name):
+                            self.defined.add(target.id)
+        return self
+
+    def _import(self, node: ast.Import) -> None:
         for alias in node.names:
-            full = _dotted(alias.name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.imports[alias.asname.name.value] = full
+            if alias.asname:
+                self.imports[alias.asname] = alias.name
             else:
-                root = full.split(".", 1)[0]
+                root = alias.name.split(".", 1)[0]
                 self.imports.setdefault(root, root)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        base = _dotted(node.module) if node.module is not None else ""
-        level = len(node.relative)
-        if level:
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
             parts = self.module_name.split(".")
-            keep = len(parts) - level + (1 if self.is_package else 0)
+            keep = len(parts) - node.level + (1 if self.is_package else 0)
             if keep < 0:
                 return
             base = ".".join([*parts[:keep], *([base] if base else [])])
-        if isinstance(node.names, cst.ImportStar) or not base:
+        if not base:
             return
         for alias in node.names:
-            name = _dotted(alias.name)
-            local = (
-                alias.asname.name.value
-                if alias.asname and isinstance(alias.asname.name, cst.Name)
-                else name
-            )
-            self.imports[local] = f"{base}.{name}"
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.depth == 0:
-            self.defined.add(node.name.value)
-        self.depth += 1
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.depth -= 1
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if self.depth == 0:
-            self.defined.add(node.name.value)
-        self.depth += 1
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.depth -= 1
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if self.depth == 0 and isinstance(node.target, cst.Name):
-            self.defined.add(node.target.value)
+            if alias.name == "*":
+                return
+            self.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
 
     # -- queries ---------------------------------------------------------------------------
-    def qualified(self, node: cst.CSTNode) -> list[str]:
+    def qualified(self, node: ast.AST) -> list[str]:
         """Dotted paths a Name or Attribute chain refers to ([] for locals and builtins)."""
-        if isinstance(node, cst.Name):
-            if node.value in self.imports:
-                return [self.imports[node.value]]
-            if node.value in self.defined:
-                return [f"{self.module_name}.{node.value}"]
+        if isinstance(node, ast.Name):
+            if node.id in self.imports:
+                return [self.imports[node.id]]
+            if node.id in self.defined:
+                return [f"{self.module_name}.{node.id}"]
             return []
-        if isinstance(node, cst.Attribute):
-            return [f"{base}.{node.attr.value}" for base in self.qualified(node.value)]
+        if isinstance(node, ast.Attribute):
+            return [f"{base}.{node.attr}" for base in self.qualified(node.value)]
         return []
 
-    def imported_root(self, node: cst.CSTNode) -> bool:
+    def imported_root(self, node: ast.AST) -> bool:
         """True when an attribute chain starts at an imported name."""
-        while isinstance(node, cst.Attribute):
+        while isinstance(node, ast.Attribute):
             node = node.value
-        return isinstance(node, cst.Name) and node.value in self.imports
+        return isinstance(node, ast.Name) and node.id in self.imports

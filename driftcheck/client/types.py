@@ -8,11 +8,10 @@ A first pass over the whole client (:class:`ClientIndex`) records every class, i
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
-import libcst as cst
-
-from driftcheck.client.names import NameTable
+from driftcheck.client.names import NameTable, Source, Walker, parse
 from driftcheck.host.api import Found, HostAPI
 
 
@@ -29,11 +28,11 @@ class FunctionInfo:
     """A client function: its node, parameters' annotations and locals' assigned values."""
 
     qualname: str
-    node: cst.FunctionDef
+    node: ast.FunctionDef | ast.AsyncFunctionDef
     module: ModuleInfo
     class_name: str | None
-    params: dict[str, cst.BaseExpression | None] = field(default_factory=dict)
-    locals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    params: dict[str, ast.expr | None] = field(default_factory=dict)
+    locals: dict[str, list[ast.expr]] = field(default_factory=dict)
     bound_self: list[TypeRef] = field(default_factory=list)
     #: Names subscripted in this function (``x[...]``).
     subscripted: set[str] = field(default_factory=set)
@@ -46,30 +45,33 @@ class ClassInfo:
     """A client class: bases (qualified names), extra host bases, and ``self`` attributes."""
 
     qualname: str
-    node: cst.ClassDef
+    node: ast.ClassDef
     module: ModuleInfo
     bases: list[str] = field(default_factory=list)
     extra_bases: list[str] = field(default_factory=list)
-    attrs: dict[str, list[tuple[cst.BaseExpression, FunctionInfo | None]]] = field(
-        default_factory=dict
-    )
+    attrs: dict[str, list[tuple[ast.expr, FunctionInfo | None]]] = field(default_factory=dict)
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
 
 
 @dataclass
 class ModuleInfo:
-    """One parsed client file with its metadata."""
+    """One parsed client file."""
 
     name: str
     file: str
-    wrapper: cst.MetadataWrapper
+    tree: ast.Module
+    source: Source
     names: NameTable
-    globals: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    globals: dict[str, list[ast.expr]] = field(default_factory=dict)
     subscripted: set[str] = field(default_factory=set)
 
-    def qualified(self, node: cst.CSTNode) -> list[str]:
+    def qualified(self, node: ast.AST) -> list[str]:
         """Dotted paths a name or attribute chain refers to (imports resolved)."""
         return self.names.qualified(node)
+
+
+#: A placeholder value for names bound by loops and unpacking (never inferred).
+UNKNOWN_VALUE = ast.Name(id="__unknown__", ctx=ast.Load())
 
 
 class ClientIndex:
@@ -79,41 +81,39 @@ class ClientIndex:
         self.modules: dict[str, ModuleInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, FunctionInfo] = {}
-        self.function_of_node: dict[cst.FunctionDef, FunctionInfo] = {}
+        self.function_of_node: dict[ast.AST, FunctionInfo] = {}
         #: Calls and attribute assignments that may bind receivers (see bindings.py).
-        self.binding_calls: list[tuple[cst.Call, FunctionInfo | None, ModuleInfo]] = []
-        self.binding_assigns: list[tuple[cst.Assign, FunctionInfo | None, ModuleInfo]] = []
+        self.binding_calls: list[tuple[ast.Call, FunctionInfo | None, ModuleInfo]] = []
+        self.binding_assigns: list[tuple[ast.Assign, FunctionInfo | None, ModuleInfo]] = []
 
     def add_module(self, info: ModuleInfo) -> None:
         """Index a parsed module's classes, functions and assignments."""
         self.modules[info.name] = info
-        _Indexer(self, info).run()
+        _Indexer(self, info).walk(info.tree)
 
 
-class _Indexer(cst.CSTVisitor):
+class _Indexer(Walker):
     def __init__(self, index: ClientIndex, module: ModuleInfo) -> None:
+        super().__init__()
         self.index = index
         self.module = module
         self.class_stack: list[ClassInfo] = []
         self.func_stack: list[FunctionInfo] = []
 
-    def run(self) -> None:
-        self.module.wrapper.module.visit(self)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
         prefix = self.class_stack[-1].qualname if self.class_stack else self.module.name
-        info = ClassInfo(qualname=f"{prefix}.{node.name.value}", node=node, module=self.module)
-        for arg in node.bases:
-            names = self.module.qualified(arg.value)
+        info = ClassInfo(qualname=f"{prefix}.{node.name}", node=node, module=self.module)
+        for base in node.bases:
+            names = self.module.qualified(base)
             if names:
                 info.bases.append(names[0])
         self.index.classes[info.qualname] = info
         self.class_stack.append(info)
 
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+    def leave_ClassDef(self, node: ast.ClassDef) -> None:
         self.class_stack.pop()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         cls = self.class_stack[-1] if self.class_stack and not self.func_stack else None
         prefix = (
             self.func_stack[-1].qualname
@@ -121,92 +121,99 @@ class _Indexer(cst.CSTVisitor):
             else (cls.qualname if cls else self.module.name)
         )
         info = FunctionInfo(
-            qualname=f"{prefix}.{node.name.value}",
+            qualname=f"{prefix}.{node.name}",
             node=node,
             module=self.module,
             class_name=cls.qualname if cls else None,
         )
-        for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
-            info.params[param.name.value] = (
-                param.annotation.annotation if param.annotation else None
-            )
+        a = node.args
+        for param in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+            info.params[param.arg] = param.annotation
         if cls is not None:
-            cls.methods[node.name.value] = info
+            cls.methods[node.name] = info
         self.index.functions[info.qualname] = info
         self.index.function_of_node[node] = info
         self.func_stack.append(info)
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+    def leave_FunctionDef(self, node: ast.AST) -> None:
         self.func_stack.pop()
 
-    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+    visit_AsyncFunctionDef = visit_FunctionDef
+    leave_AsyncFunctionDef = leave_FunctionDef
+
+    def _record(self, target: ast.expr, value: ast.expr) -> None:
         func = self.func_stack[-1] if self.func_stack else None
-        if isinstance(target, cst.Name):
+        if isinstance(target, ast.Name):
             store = func.locals if func else self.module.globals
-            store.setdefault(target.value, []).append(value)
+            store.setdefault(target.id, []).append(value)
         elif (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
             and func is not None
             and func.class_name
-            and target.value.value == _first_param(func.node)
+            and target.value.id == first_param(func.node)
         ):
             cls = self.index.classes[func.class_name]
-            cls.attrs.setdefault(target.attr.value, []).append((value, func))
-        elif isinstance(target, cst.Tuple | cst.List):
-            for el in target.elements:
-                self._record(el.value, cst.Name("__unknown__"))
+            cls.attrs.setdefault(target.attr, []).append((value, func))
+        elif isinstance(target, ast.Tuple | ast.List):
+            for el in target.elts:
+                self._record(el.value if isinstance(el, ast.Starred) else el, UNKNOWN_VALUE)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
-            self._record(t.target, node.value)
-        if isinstance(node.value, cst.Call) and any(
-            isinstance(t.target, cst.Attribute) for t in node.targets
+            self._record(t, node.value)
+        if isinstance(node.value, ast.Call) and any(
+            isinstance(t, ast.Attribute) for t in node.targets
         ):
             func = self.func_stack[-1] if self.func_stack else None
             self.index.binding_assigns.append((node, func, self.module))
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if len(node.args) >= 2 or any(
-            a.keyword is not None and isinstance(a.value, cst.SimpleString) for a in node.args
+    def visit_Call(self, node: ast.Call) -> None:
+        if len(node.args) + len(node.keywords) >= 2 or any(
+            k.arg is not None
+            and isinstance(k.value, ast.Constant)
+            and isinstance(k.value.value, str)
+            for k in node.keywords
         ):
             func = self.func_stack[-1] if self.func_stack else None
             self.index.binding_calls.append((node, func, self.module))
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        if isinstance(node.value, cst.Name):
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.value, ast.Name):
             if self.func_stack:
-                self.func_stack[-1].subscripted.add(node.value.value)
+                self.func_stack[-1].subscripted.add(node.value.id)
             else:
-                self.module.subscripted.add(node.value.value)
+                self.module.subscripted.add(node.value.id)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._record(node.target, node.annotation.annotation)
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._record(node.target, node.annotation)
         if node.value is not None:
             self._record(node.target, node.value)
 
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self._record(node.target, node.value)
 
-    def visit_For(self, node: cst.For) -> None:
-        self._record(node.target, cst.Name("__unknown__"))
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._record(node.target, UNKNOWN_VALUE)
 
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._record(node.asname.name, node.item)
+    visit_AsyncFor = visit_For
+
+    def visit_withitem(self, node: ast.withitem) -> None:
+        if node.optional_vars is not None:
+            self._record(node.optional_vars, node.context_expr)
 
 
-def _first_param(node: cst.FunctionDef) -> str | None:
-    params = [*node.params.posonly_params, *node.params.params]
-    return params[0].name.value if params else None
+def first_param(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name of a function's first positional parameter."""
+    params = [*node.args.posonlyargs, *node.args.args]
+    return params[0].arg if params else None
 
 
 def parse_module(name: str, file: str, code: str) -> ModuleInfo:
-    """Parse one client file and compute libcst metadata (raises ``cst.ParserSyntaxError``)."""
-    wrapper = cst.MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
-    names = NameTable(name, is_package=file.endswith("__init__.py"))
-    wrapper.module.visit(names)
-    return ModuleInfo(name=name, file=file, wrapper=wrapper, names=names)
+    """Parse one client file (raises SyntaxError, ValueError, RecursionError, MemoryError)."""
+    tree = parse(code)
+    names = NameTable(name, is_package=file.endswith("__init__.py")).collect(tree)
+    return ModuleInfo(name=name, file=file, tree=tree, source=Source(code), names=names)
 
 
 class TypeInferrer:
@@ -223,9 +230,7 @@ class TypeInferrer:
         self.attribute_overrides = attribute_types(host.name)
 
     # -- entry points ----------------------------------------------------------------------
-    def infer(
-        self, expr: cst.BaseExpression, func: FunctionInfo | None, module: ModuleInfo
-    ) -> TypeRef | None:
+    def infer(self, expr: ast.AST, func: FunctionInfo | None, module: ModuleInfo) -> TypeRef | None:
         """The class ``expr`` evaluates to in ``func`` (None when unknown).
 
         Results are memoised per expression and scope (the nodes live as long as the index):
@@ -278,32 +283,31 @@ class TypeInferrer:
 
     # -- internals -------------------------------------------------------------------------
     def _infer(
-        self, expr: cst.BaseExpression, func: FunctionInfo | None, module: ModuleInfo
+        self, expr: ast.AST, func: FunctionInfo | None, module: ModuleInfo
     ) -> TypeRef | None:
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, ast.Call):
             return self._call_result(expr, func, module)
-        if isinstance(expr, cst.Name):
+        if isinstance(expr, ast.Name):
             return self._name(expr, func, module)
-        if isinstance(expr, cst.Attribute):
+        if isinstance(expr, ast.Attribute):
             owner = self.infer(expr.value, func, module)
             if owner is not None:
-                return self.attribute_type(owner, expr.attr.value)
+                return self.attribute_type(owner, expr.attr)
             return self._qualified_class(expr, module)
-        if isinstance(expr, cst.NamedExpr):
+        if isinstance(expr, ast.NamedExpr):
             return self.infer(expr.value, func, module)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
             return self.infer(expr.left, func, module) or self.infer(expr.right, func, module)
-        if isinstance(expr, cst.Subscript):
+        if isinstance(expr, ast.Subscript):
             head = module.qualified(expr.value)
             if head and head[0] in ("typing.Optional",):
-                el = expr.slice[0].slice
-                if isinstance(el, cst.Index):
-                    return self.infer(el.value, func, module)
-        if isinstance(expr, cst.SimpleString | cst.ConcatenatedString):
-            return None
+                el = expr.slice
+                if isinstance(el, ast.Tuple):
+                    el = el.elts[0] if el.elts else el
+                return self.infer(el, func, module)
         return None
 
-    def _qualified_class(self, expr: cst.BaseExpression, module: ModuleInfo) -> TypeRef | None:
+    def _qualified_class(self, expr: ast.AST, module: ModuleInfo) -> TypeRef | None:
         for name in module.qualified(expr):
             if name in self.index.classes:
                 return TypeRef("client", name)
@@ -314,21 +318,18 @@ class TypeInferrer:
         return None
 
     def _name(
-        self, expr: cst.Name, func: FunctionInfo | None, module: ModuleInfo
+        self, expr: ast.Name, func: FunctionInfo | None, module: ModuleInfo
     ) -> TypeRef | None:
-        name = expr.value
+        name = expr.id
         scope = func
         while scope is not None:
             if name in scope.params:
-                if (
-                    scope.class_name
-                    and name == _first_param(scope.node)
-                    and "staticmethod" not in _decorators(scope)
-                ):
+                first = first_param(scope.node)
+                if scope.class_name and name == first and "staticmethod" not in _decorators(scope):
                     if scope.bound_self:
                         return scope.bound_self[0]
                     return TypeRef("client", scope.class_name)
-                if scope.bound_self and name == _first_param(scope.node):
+                if scope.bound_self and name == first:
                     return scope.bound_self[0]
                 ann = scope.params[name]
                 return self.annotation_type(ann, scope.module) if ann is not None else None
@@ -350,25 +351,25 @@ class TypeInferrer:
         parent = func.qualname.rsplit(".", 1)[0]
         return self.index.functions.get(parent)
 
-    def annotation_type(self, ann: cst.BaseExpression, module: ModuleInfo) -> TypeRef | None:
-        """The class an annotation names (``X``, ``X | None``, ``Optional[X]``, ``"X"``)."""
-        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+    def annotation_type(self, ann: ast.AST, module: ModuleInfo) -> TypeRef | None:
+        """The class an annotation names (``X``, ``X | None``, ``Optional[X]``, ``Union[...]``)."""
+        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
             return self.annotation_type(ann.left, module) or self.annotation_type(ann.right, module)
-        if isinstance(ann, cst.Subscript):
+        if isinstance(ann, ast.Subscript):
             head = module.qualified(ann.value)
             if head and head[0] in ("typing.Optional", "typing.Union"):
-                for el in ann.slice:
-                    if isinstance(el.slice, cst.Index):
-                        got = self.annotation_type(el.slice.value, module)
-                        if got:
-                            return got
+                elements = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+                for el in elements:
+                    got = self.annotation_type(el, module)
+                    if got:
+                        return got
             return None
-        if isinstance(ann, cst.Name | cst.Attribute):
+        if isinstance(ann, ast.Name | ast.Attribute):
             return self._qualified_class(ann, module)
         return None
 
     def _call_result(
-        self, call: cst.Call, func: FunctionInfo | None, module: ModuleInfo
+        self, call: ast.Call, func: FunctionInfo | None, module: ModuleInfo
     ) -> TypeRef | None:
         callee = call.func
         cls = self._qualified_class(callee, module)
@@ -382,11 +383,11 @@ class TypeInferrer:
                     return TypeRef("host", ret.path) if ret else None
             if name in self.index.functions:
                 return self._client_return(self.index.functions[name])
-        if isinstance(callee, cst.Attribute):
+        if isinstance(callee, ast.Attribute):
             owner = self.infer(callee.value, func, module)
             if owner is None:
                 return None
-            method = self.member_function(owner, callee.attr.value)
+            method = self.member_function(owner, callee.attr)
             if isinstance(method, FunctionInfo):
                 return self._client_return(method)
             if isinstance(method, Found):
@@ -396,7 +397,7 @@ class TypeInferrer:
 
     def _client_return(self, func: FunctionInfo) -> TypeRef | None:
         ann = func.node.returns
-        return self.annotation_type(ann.annotation, func.module) if ann is not None else None
+        return self.annotation_type(ann, func.module) if ann is not None else None
 
     def _value_class(self, attr: Found) -> Found | None:
         """The class an unannotated host attribute is built from (``self.x = Cls(...)``)."""
@@ -460,9 +461,4 @@ class TypeInferrer:
 
 
 def _decorators(func: FunctionInfo) -> set[str]:
-    out = set()
-    for d in func.node.decorators:
-        expr = d.decorator
-        if isinstance(expr, cst.Name):
-            out.add(expr.value)
-    return out
+    return {d.id for d in func.node.decorator_list if isinstance(d, ast.Name)}

@@ -1,4 +1,5 @@
-"""Every use of the host in the client, as :class:`Use` records (libcst, never imported).
+"""Every use of the host in the client, as :class:`Use` records (read with ``ast``, never
+imported).
 
 Kinds: ``import``, ``attribute`` (a module attribute chain or a member read off a typed
 receiver), ``call`` (with its argument shape and how its result is used), ``subclass``,
@@ -8,17 +9,17 @@ method name given as a string to the host).
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
-import libcst as cst
-from libcst.metadata import PositionProvider
-
+from driftcheck.client.names import FUNCTIONS, Walker
 from driftcheck.client.types import (
     ClassInfo,
     ClientIndex,
     FunctionInfo,
     ModuleInfo,
     TypeInferrer,
+    first_param,
 )
 from driftcheck.host.signature import CallShape
 
@@ -63,23 +64,18 @@ class Use:
     in_guard: bool = False
     result_indexed: bool = False
     holder: str | None = None
-    node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
+    node: ast.AST | None = field(default=None, repr=False, compare=False)
 
 
-def code_of(node: cst.CSTNode) -> str:
-    """Source text of a node."""
-    return cst.Module(body=[]).code_for_node(node)
-
-
-class UseCollector(cst.CSTVisitor):
+class UseCollector(Walker):
     """Collects the uses of one client module."""
-
-    METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(
         self, module: ModuleInfo, index: ClientIndex, types: TypeInferrer, roots: set[str]
     ) -> None:
+        super().__init__()
         self.module = module
+        self.source = module.source
         self.index = index
         self.types = types
         self.roots = roots
@@ -88,27 +84,26 @@ class UseCollector(cst.CSTVisitor):
         self.class_stack: list[ClassInfo] = []
         self.guard_depth = 0
         self.guarded_symbols: set[str] = set()
-        self._positions = module.wrapper.resolve(PositionProvider)
-        # Parents are recorded during this visit (cheaper than a ParentNodeProvider pass).
-        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self._stack: list[cst.CSTNode] = []
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self._parents[node] = self._stack[-1]
-        self._stack.append(node)
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        self._stack.pop()
+    def run(self) -> list[Use]:
+        """Walk the module; its uses in source order."""
+        self.walk(self.module.tree)
+        return self.uses
 
     # -- helpers ---------------------------------------------------------------------------
     def _host(self, name: str) -> bool:
         return name.split(".", 1)[0] in self.roots
 
-    def _add(self, kind: str, node: cst.CSTNode, symbol: str, **kw: object) -> Use:
-        pos = self._positions[node]
+    def _add(
+        self,
+        kind: str,
+        node: ast.AST,
+        symbol: str,
+        *,
+        at: tuple[int, int] | None = None,
+        **kw: object,
+    ) -> Use:
+        line, column = at if at is not None else self.source.start(node)
         guarded = self.guard_depth > 0
         if kind == "import" and guarded:
             self.guarded_symbols.add(symbol)
@@ -117,9 +112,9 @@ class UseCollector(cst.CSTVisitor):
         use = Use(
             kind=kind,
             file=self.module.file,
-            line=pos.start.line,
-            column=pos.start.column + 1,
-            end_line=pos.end.line,
+            line=line,
+            column=column + 1,
+            end_line=self.source.end_line(node) if at is None else line,
             symbol=symbol,
             scope=self.func_stack[-1].qualname if self.func_stack else self.module.name,
             order=len(self.uses),
@@ -135,29 +130,30 @@ class UseCollector(cst.CSTVisitor):
         return self.func_stack[-1] if self.func_stack else None
 
     # -- scopes ----------------------------------------------------------------------------
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
         prefix = self.class_stack[-1].qualname if self.class_stack else self.module.name
-        info = self.index.classes.get(f"{prefix}.{node.name.value}")
+        info = self.index.classes.get(f"{prefix}.{node.name}")
         if info is None:
             return
         self.class_stack.append(info)
-        for arg in node.bases:
-            for name in self.module.qualified(arg.value):
+        for base in node.bases:
+            for name in self.module.qualified(base):
                 if self._host(name):
-                    self._add("subclass", arg.value, name)
+                    self._add("subclass", base, name)
         host_bases = self.types.host_bases(info.qualname)
         if host_bases:
             for mname, method in info.methods.items():
                 if mname.startswith("__") and mname != "__init__":
                     continue
-                for base in host_bases:
-                    if not self._host_defines(base, mname):
+                for base_path in host_bases:
+                    if not self._host_defines(base_path, mname):
                         continue
                     self._add(
                         "override",
-                        method.node.name,
-                        f"{base}.{mname}",
-                        receiver=base,
+                        method.node,
+                        f"{base_path}.{mname}",
+                        at=self.source.def_name(method.node),
+                        receiver=base_path,
                         member=mname,
                         params=_client_params(method.node),
                     )
@@ -170,11 +166,11 @@ class UseCollector(cst.CSTVisitor):
             self.types.host.class_member(cls, member), Found
         )
 
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        if self.class_stack and self.class_stack[-1].node is original_node:
+    def leave_ClassDef(self, node: ast.ClassDef) -> None:
+        if self.class_stack and self.class_stack[-1].node is node:
             self.class_stack.pop()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         info = self.index.function_of_node.get(node)
         if info is not None:
             self.func_stack.append(info)
@@ -184,72 +180,91 @@ class UseCollector(cst.CSTVisitor):
                     if cls is not None and self._host_defines(cls.path, name):
                         self._add(
                             "override",
-                            node.name,
+                            node,
                             f"{cls.path}.{name}",
+                            at=self.source.def_name(node),
                             receiver=cls.path,
                             member=name,
                             params=_client_params(node),
                             via=f"bound with types.MethodType to {cls.path.rsplit('.', 1)[-1]}",
                         )
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if self.func_stack and self.func_stack[-1].node is original_node:
+    def leave_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if self.func_stack and self.func_stack[-1].node is node:
             self.func_stack.pop()
 
-    def visit_Try(self, node: cst.Try) -> None:
-        if any(_catches_import_or_attr(h) for h in node.handlers):
+    visit_AsyncFunctionDef = visit_FunctionDef
+    leave_AsyncFunctionDef = leave_FunctionDef
+
+    def visit_Try(self, node: ast.Try) -> None:
+        if any(self._catches_import_or_attr(h) for h in node.handlers):
             self.guard_depth += 1
 
-    def leave_Try(self, original_node: cst.Try) -> None:
-        if any(_catches_import_or_attr(h) for h in original_node.handlers):
+    def leave_Try(self, node: ast.Try) -> None:
+        if any(self._catches_import_or_attr(h) for h in node.handlers):
             self.guard_depth -= 1
 
-    # -- imports ---------------------------------------------------------------------------
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            name = code_of(alias.name)
-            if self._host(name):
-                self._add("import", alias.name, name)
+    visit_TryStar = visit_Try
+    leave_TryStar = leave_Try
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None:
+    def _catches_import_or_attr(self, handler: ast.ExceptHandler) -> bool:
+        if handler.type is None:
+            return True
+        text = self.source.segment(handler.type)
+        return any(
+            n in text
+            for n in (
+                "ImportError",
+                "ModuleNotFoundError",
+                "AttributeError",
+                "TypeError",
+                "Exception",
+            )
+        )
+
+    # -- imports ---------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if self._host(alias.name):
+                self._add("import", alias, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or node.module is None:
             return
-        base = code_of(node.module)
+        base = node.module
         if not self._host(base):
             return
-        if isinstance(node.names, cst.ImportStar):
-            self._add("import", node.module, base)
+        if any(alias.name == "*" for alias in node.names):
+            self._add("import", node, base, at=self.source.from_module(node))
             return
         for alias in node.names:
-            self._add("import", alias.name, f"{base}.{code_of(alias.name)}")
+            self._add("import", alias, f"{base}.{alias.name}")
 
     # -- expressions -----------------------------------------------------------------------
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        parent = self._parents.get(node)
-        if isinstance(parent, cst.Call) and parent.func is node:
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Call) and parent.func is node:
             return  # recorded as a call
-        if _chain_root_is_import(node, self.module):
-            if isinstance(parent, cst.Attribute) and parent.value is node:
+        if self.module.names.imported_root(node):
+            if isinstance(parent, ast.Attribute) and parent.value is node:
                 return  # only the outermost attribute of a module chain is recorded
             for name in self.module.qualified(node):
                 if self._host(name):
                     self._add("attribute", node, name)
                     return
             return
-        if _is_store(node, self._parents):
+        if isinstance(node.ctx, ast.Store):
             return
         self._member_use("attribute", node, node)
 
-    def _member_use(
-        self, kind: str, attr: cst.Attribute, at: cst.CSTNode, **kw: object
-    ) -> Use | None:
+    def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: object) -> Use | None:
         owner = self.types.infer(attr.value, self.func, self.module)
         if owner is None:
             return None
         cls = self.types.host_class(owner)
         if cls is None:
             return None
-        member = attr.attr.value
+        member = attr.attr
         if owner.kind == "client":
             info = self.index.classes.get(owner.path)
             if info is not None and _client_defines(self.index, info, member):
@@ -260,92 +275,90 @@ class UseCollector(cst.CSTVisitor):
             f"{cls.path}.{member}",
             receiver=cls.path,
             member=member,
-            receiver_expr=code_of(attr.value),
+            receiver_expr=self.source.segment(attr.value),
             via=self._via(attr.value),
             holder=self._holder(attr.value),
             **kw,
         )
 
-    def _holder(self, receiver: cst.BaseExpression) -> str | None:
+    def _holder(self, receiver: ast.AST) -> str | None:
         """For ``a.b.member``: the host attribute ``A.b`` the receiver was read from."""
-        if not isinstance(receiver, cst.Attribute):
+        if not isinstance(receiver, ast.Attribute):
             return None
         owner = self.types.host_class(self.types.infer(receiver.value, self.func, self.module))
-        return f"{owner.path}.{receiver.attr.value}" if owner is not None else None
+        return f"{owner.path}.{receiver.attr}" if owner is not None else None
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         shape = CallShape(
-            positional=sum(1 for a in node.args if a.keyword is None and a.star == ""),
-            keywords=tuple(a.keyword.value for a in node.args if a.keyword is not None),
-            star=any(a.star == "*" for a in node.args),
-            double_star=any(a.star == "**" for a in node.args),
+            positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
+            keywords=tuple(k.arg for k in node.keywords if k.arg is not None),
+            star=any(isinstance(a, ast.Starred) for a in node.args),
+            double_star=any(k.arg is None for k in node.keywords),
         )
-        result = _result_usage(node, self._parents)
+        result = _result_usage(node, self.parents)
         indexed = result == "subscripted" or (
             result == "assigned" and self._assigned_name_indexed(node)
         )
         for name in self.module.qualified(node.func):
             if self._host(name) and (
-                not isinstance(node.func, cst.Attribute)
-                or _chain_root_is_import(node.func, self.module)
+                not isinstance(node.func, ast.Attribute)
+                or self.module.names.imported_root(node.func)
             ):
                 self._add("call", node, name, shape=shape, result=result, result_indexed=indexed)
                 self._string_args(node, name)
                 return
-        if isinstance(node.func, cst.Attribute):
+        if isinstance(node.func, ast.Attribute):
             use = self._member_use(
                 "call", node.func, node, shape=shape, result=result, result_indexed=indexed
             )
             if use is not None:
                 self._string_args(node, use.symbol)
 
-    def _via(self, receiver: cst.BaseExpression) -> str | None:
+    def _via(self, receiver: ast.AST) -> str | None:
         """How the root of a receiver chain got a host type, when plain code does not show it."""
         root = receiver
-        while isinstance(root, cst.Attribute):
+        while isinstance(root, ast.Attribute):
             root = root.value
         func = self.func
-        if not isinstance(root, cst.Name) or func is None:
+        if not isinstance(root, ast.Name) or func is None:
             return None
-        params = [*func.node.params.posonly_params, *func.node.params.params]
-        if not params or params[0].name.value != root.value:
+        if first_param(func.node) != root.id:
             return None
         bound = [b for b in func.bound_self if b.kind != "unknown"]
         if bound:
-            return (
-                f"{root.value} is bound with types.MethodType to {bound[0].path.rsplit('.', 1)[-1]}"
-            )
+            return f"{root.id} is bound with types.MethodType to {bound[0].path.rsplit('.', 1)[-1]}"
         info = self.index.classes.get(func.class_name or "")
         if info is not None and info.extra_bases:
             return f"{info.qualname} is mixed into {info.extra_bases[0]}"
         return None
 
-    def _assigned_name_indexed(self, node: cst.Call) -> bool:
+    def _assigned_name_indexed(self, node: ast.Call) -> bool:
         """For ``x = call(...)``: is ``x`` subscripted in the same function?"""
-        parent = self._parents.get(node)
+        parent = self.parents.get(node)
         target = None
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-            target = parent.targets[0].target
-        elif isinstance(parent, cst.AnnAssign | cst.NamedExpr):
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0]
+        elif isinstance(parent, ast.AnnAssign | ast.NamedExpr):
             target = parent.target
-        if not isinstance(target, cst.Name):
+        if not isinstance(target, ast.Name):
             return False
-        return target.value in (self.func.subscripted if self.func else self.module.subscripted)
+        return target.id in (self.func.subscripted if self.func else self.module.subscripted)
 
-    def _string_args(self, node: cst.Call, callee: str) -> None:
+    def _string_args(self, node: ast.Call, callee: str) -> None:
         """Record strings passed to the host that name code: dotted paths (any argument) and
         method names (first positional argument or ``method=``), for dispatch checks."""
-        for i, arg in enumerate(node.args):
-            if not isinstance(arg.value, cst.SimpleString):
+        given = [(i == 0, a) for i, a in enumerate(node.args)]
+        given += [(k.arg == "method", k.value) for k in node.keywords]
+        for first, value in sorted(given, key=lambda pair: _place(pair[1])):
+            if not isinstance(value, ast.Constant) or not isinstance(value.value, str):
                 continue
-            value = arg.value.evaluated_value
-            if not isinstance(value, str):
-                continue
-            first = (i == 0 and arg.keyword is None) or (
-                arg.keyword and arg.keyword.value == "method"
-            )
-            if _dotted(value) or (first and value.isidentifier()):
-                self._add("string-ref", arg.value, callee, member=value)
+            text = value.value
+            if _dotted(text) or (first and text.isidentifier()):
+                self._add("string-ref", value, callee, member=text)
+
+
+def _place(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
 def _dotted(text: str) -> bool:
@@ -362,88 +375,64 @@ def _client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
         seen.add(cur.qualname)
         if member in cur.methods or member in cur.attrs:
             return True
-        if any(_assigns_class_attr(cur.node, member) for _ in [0]):
+        if _assigns_class_attr(cur.node, member):
             return True
         todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
     return False
 
 
-def _assigns_class_attr(node: cst.ClassDef, name: str) -> bool:
-    for stmt in node.body.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign):
-                    if any(
-                        isinstance(t.target, cst.Name) and t.target.value == name
-                        for t in small.targets
-                    ):
-                        return True
-                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                    if small.target.value == name:
-                        return True
+def _assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                return True
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.target.id == name:
+                return True
     return False
 
 
-def _chain_root_is_import(node: cst.Attribute, module: ModuleInfo) -> bool:
-    """True when the attribute chain starts at an imported name (not a local variable)."""
-    return module.names.imported_root(node)
-
-
-def _is_store(node: cst.CSTNode, parents: dict) -> bool:
+def _result_usage(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
     parent = parents.get(node)
-    if isinstance(parent, cst.AssignTarget) and parent.target is node:
-        return True
-    if isinstance(parent, cst.AnnAssign) and parent.target is node:
-        return True
-    if isinstance(parent, cst.AugAssign) and parent.target is node:
-        return True
-    return False
-
-
-def _result_usage(node: cst.Call, parents: dict) -> str:
-    parent = parents.get(node)
-    if isinstance(parent, cst.Expr):
+    if isinstance(parent, ast.Expr):
         return "discarded"
-    if isinstance(parent, cst.Await):
-        return _result_usage(parent, parents)  # type: ignore[arg-type]
-    if isinstance(parent, cst.Assign | cst.AnnAssign | cst.NamedExpr):
+    if isinstance(parent, ast.Await):
+        return _result_usage(parent, parents)
+    if isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr):
         return "assigned"
-    if isinstance(parent, cst.Return):
+    if isinstance(parent, ast.Return):
         return "returned"
-    if isinstance(parent, cst.Subscript) and parent.value is node:
+    if isinstance(parent, ast.Subscript) and parent.value is node:
         return "subscripted"
-    if isinstance(parent, cst.Attribute) and parent.value is node:
+    if isinstance(parent, ast.Attribute) and parent.value is node:
         return "attribute"
-    if isinstance(
-        parent, cst.If | cst.While | cst.IfExp | cst.BooleanOperation | cst.UnaryOperation
-    ):
+    if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.UnaryOp):
         return "truth-tested"
-    if isinstance(parent, cst.Arg):
+    if isinstance(parent, ast.keyword | ast.Starred) or (
+        isinstance(parent, ast.Call) and parent.func is not node
+    ):
         return "passed"
-    if isinstance(parent, cst.For | cst.CompFor):
+    if isinstance(parent, ast.For | ast.AsyncFor | ast.comprehension):
         return "iterated"
     return "used"
 
 
-def _catches_import_or_attr(handler: cst.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    text = code_of(handler.type)
-    return any(
-        n in text
-        for n in ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "Exception")
-    )
-
-
-def _client_params(node: cst.FunctionDef) -> list[tuple[str, str, bool]]:
+def _client_params(node: ast.AST) -> list[tuple[str, str, bool]]:
     """(name, kind, has_default) of a client function's parameters."""
-    p = node.params
+    assert isinstance(node, FUNCTIONS)
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    first_default = len(positional) - len(a.defaults)
     out: list[tuple[str, str, bool]] = []
-    out += [(x.name.value, "positional_only", x.default is not None) for x in p.posonly_params]
-    out += [(x.name.value, "positional_or_keyword", x.default is not None) for x in p.params]
-    if isinstance(p.star_arg, cst.Param):
-        out.append((p.star_arg.name.value, "var_positional", True))
-    out += [(x.name.value, "keyword_only", x.default is not None) for x in p.kwonly_params]
-    if p.star_kwarg is not None:
-        out.append((p.star_kwarg.name.value, "var_keyword", True))
+    for i, x in enumerate(positional):
+        kind = "positional_only" if i < len(a.posonlyargs) else "positional_or_keyword"
+        out.append((x.arg, kind, i >= first_default))
+    if a.vararg is not None:
+        out.append((a.vararg.arg, "var_positional", True))
+    out += [
+        (x.arg, "keyword_only", d is not None)
+        for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+    ]
+    if a.kwarg is not None:
+        out.append((a.kwarg.arg, "var_keyword", True))
     return out
