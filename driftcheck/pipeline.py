@@ -129,7 +129,8 @@ def parse_client(client: Client) -> None:
         try:
             info = parse_module(client.tree.module_name(rel), rel, code)
         except SyntaxError as exc:
-            client.skipped.append((rel, f"syntax error at line {exc.lineno}: {exc.msg}"))
+            where = f" at line {exc.lineno}" if exc.lineno else ""
+            client.skipped.append((rel, f"syntax error{where}: {exc.msg}"))
             del client.texts[rel]
             continue
         except (RecursionError, ValueError, MemoryError) as exc:

@@ -413,7 +413,10 @@ def _result_usage(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
     ):
         return "passed"
     if isinstance(parent, ast.For | ast.AsyncFor | ast.comprehension):
-        return "iterated"
+        if parent.iter is node:
+            return "iterated"
+        if isinstance(parent, ast.comprehension) and node in parent.ifs:
+            return "truth-tested"
     return "used"
 
 
