@@ -6,6 +6,7 @@ import difflib
 import hashlib
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,7 +90,9 @@ def fix_code(
             if new == code:
                 raise Decline("nothing to change at this site")
             cst.parse_module(new)
-            compile(new, group[0].file, "exec")  # what libcst parses CPython may still refuse
+            with warnings.catch_warnings():  # the client's own oddities are not ours to print
+                warnings.simplefilter("ignore")
+                compile(new, group[0].file, "exec")  # what libcst parses CPython may refuse
         except Decline as exc:
             declined.extend((f, str(exc)) for f in group)
             continue
