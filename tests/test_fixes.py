@@ -282,21 +282,11 @@ def test_rename_import_one_of_several_in_a_parenthesized_import():
     assert got.endswith("\nhelper(other, third)\n")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-import drops the trailing comma of the kept names and pulls ')' up: "
-    "'    third)' instead of '    third,\\n)' (the import's layout is not preserved)",
-)
 def test_rename_import_keeps_the_layout_of_a_parenthesized_import():
     got = rewrite("rename-import", MULTI_LINE_IMPORT, "helper,", **MOVE)
     assert got.startswith("from pkg.core import (\n    other,\n    third,\n)\n")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-import removes the import statement and adds a new one through "
-    "AddImportsVisitor: the line's trailing comment is lost",
-)
 def test_rename_import_keeps_the_trailing_comment():
     got = rewrite(
         "rename-import", "import os\nfrom pkg.core import helper  # why\n", "helper  #", **MOVE
@@ -304,34 +294,18 @@ def test_rename_import_keeps_the_trailing_comment():
     assert got == "import os\nfrom pkg.utils import helper  # why\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-import hoists a function-local import to module level (it then runs at "
-    "import time, which local imports often avoid), loses its comment and leaves a blank first "
-    "line in the function",
-)
 def test_rename_import_rewrites_a_function_local_import_in_place():
     code = "def f():\n    from pkg.core import helper  # lazy\n\n    return helper(1)\n"
     got = rewrite("rename-import", code, "helper  #", **MOVE)
     assert got == "def f():\n    from pkg.utils import helper  # lazy\n\n    return helper(1)\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-import moves an import out of its try/except ImportError guard "
-    "(leaving 'try: pass'), so a missing module now fails at import time",
-)
 def test_rename_import_stays_inside_its_guard():
     code = "try:\n    from pkg.core import helper\nexcept ImportError:\n    helper = None\n"
     got = rewrite("rename-import", code, "helper\n", **MOVE)
     assert got == "try:\n    from pkg.utils import helper\nexcept ImportError:\n    helper = None\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rename-import drops the blank line before the removed import, merging import groups "
-    "('import os' and the first-party group)",
-)
 def test_rename_import_keeps_import_groups_apart():
     code = "import os\n\nfrom pkg.core import helper\nfrom pkg.utils import other\n"
     got = rewrite("rename-import", code, "helper", **MOVE)
@@ -473,21 +447,11 @@ def test_add_keyword_template_declines_an_argument_with_side_effects():
         rewrite("add-keyword", "s = Scheduler(vllm_config=make())\n", "Scheduler", **BLOCK)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="append_arg (fixes/base.py) gives the new argument the comma of the old last one: "
-    "with one argument and a trailing comma the new one lands at column 0",
-)
 def test_add_keyword_multi_line_single_argument_keeps_indentation():
     got = rewrite("add-keyword", "c = RunConfig(\n    batch_size=3,\n)\n", "RunConfig", **FAST)
     assert got == "c = RunConfig(\n    batch_size=3,\n    fast_mode=False,\n)\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="append_arg (fixes/base.py) moves comments: the last argument gets the comment of "
-    "the one before it and the new argument takes the last one's comment",
-)
 def test_add_keyword_keeps_argument_comments_in_place():
     code = "c = RunConfig(\n    batch_size=3,  # three\n    seed=1,  # one\n)\n"
     got = rewrite("add-keyword", code, "RunConfig", **FAST)
@@ -496,11 +460,6 @@ def test_add_keyword_keeps_argument_comments_in_place():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="append_arg (fixes/base.py) on a multi-line call without a trailing comma puts the "
-    "new argument at column 0 after 'batch_size=3, ' (trailing whitespace)",
-)
 def test_add_keyword_multi_line_without_trailing_comma():
     got = rewrite("add-keyword", "c = RunConfig(\n    batch_size=3\n)\n", "RunConfig", **FAST)
     assert got == "c = RunConfig(\n    batch_size=3,\n    fast_mode=False\n)\n"
@@ -566,21 +525,12 @@ def test_remove_keyword_drops_several():
     assert got == "connect('h')\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="remove_arg (fixes/base.py) gives the new last argument the removed one's comma, "
-    "comment included: '# host' is replaced by '# retries'",
-)
 def test_remove_keyword_last_trailing_comma_keeps_the_comment_of_the_kept_argument():
     code = "connect(\n    'h',  # host\n    retries=5,  # retries\n)\n"
     got = rewrite("remove-keyword", code, "connect", **DROP)
     assert got == "connect(\n    'h',  # host\n)\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="remove-keyword of the only argument of a multi-line call leaves 'connect(\\n    )'",
-)
 def test_remove_keyword_only_argument_multi_line():
     got = rewrite("remove-keyword", "connect(\n    retries=5,\n)\n", "connect", **DROP)
     assert got == "connect()\n"
@@ -734,7 +684,7 @@ ACCEPT_REWRITES = params(
         "multi-line-one-per-line",
         "def hook(\n    self,\n    a\n):\n    return a\n",
         "hook",
-        "def hook(\n    self,\n    a, **_kwargs\n):\n    return a\n",
+        "def hook(\n    self,\n    a,\n    **_kwargs\n):\n    return a\n",
     ),
     (
         "trailing-comma",
@@ -776,31 +726,17 @@ def test_accept_kwargs(before: str, at: str, after: str):
     assert_valid_python(got)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="accept-kwargs on a '*args,' trailing-comma signature puts '**_kwargs,' at column 0",
-)
 def test_accept_kwargs_star_args_trailing_comma():
     code = "def hook(\n    self,\n    *args,\n):\n    return args\n"
     got = rewrite("accept-kwargs", code, "hook")
     assert got == "def hook(\n    self,\n    *args,\n    **_kwargs,\n):\n    return args\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="accept-kwargs after positional-only parameters gives 'def hook(self, a, /, "
-    "**_kwargs, ):' (the comma before '/' is taken for a trailing comma)",
-)
 def test_accept_kwargs_after_positional_only():
     got = rewrite("accept-kwargs", "def hook(self, a, /):\n    return a\n", "hook")
     assert got == "def hook(self, a, /, **_kwargs):\n    return a\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="accept-kwargs moves parameter comments (same comma hand-over as append_arg): "
-    "'a,  # me' and '**_kwargs,  # the a'",
-)
 def test_accept_kwargs_keeps_parameter_comments():
     code = "def hook(\n    self,  # me\n    a,  # the a\n):\n    return a\n"
     got = rewrite("accept-kwargs", code, "hook")
@@ -1098,11 +1034,7 @@ SNAPSHOT_CLIENTS = {
 }
 
 #: Snapshots of the correct patch that the current output does not match yet.
-KNOWN_WRONG = {
-    "miniclient/symbols.py": "rename-import hoists the function-local import to module level "
-    "and drops its '# drift: moved_symbol' comment (see test_rename_import_rewrites_a_function_"
-    "local_import_in_place)",
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 
 def _snapshot_path(client: str, rel: str) -> Path:

@@ -7,6 +7,8 @@ nothing and say why).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
@@ -61,34 +63,139 @@ def run(transformer: Located, code: str) -> str:
     return new.code
 
 
+#: The attribute holding the whitespace after an item of a comma-separated list (before its
+#: comma or the closing bracket), per libcst node type.
+_TAIL = {
+    "Arg": "whitespace_after_arg",
+    "Param": "whitespace_after_param",
+    "ParamSlash": "whitespace_after",
+}
+
+
+def _tail(node: cst.CSTNode) -> str | None:
+    return _TAIL.get(type(node).__name__)
+
+
+def hand_over(
+    prev: cst.CSTNode | None,
+    last: cst.CSTNode,
+    new: cst.CSTNode,
+    opening: cst.BaseParenthesizableWhitespace | None,
+) -> tuple[cst.CSTNode, cst.CSTNode]:
+    """Append ``new`` after ``last`` in a comma-separated list: both rewritten.
+
+    One item per line stays one item per line (indented like the item before, or like the
+    first item after the opening bracket), a trailing comma stays, and every comment stays on
+    its own item's line: the closing line's whitespace moves to the new item.
+    """
+    tail_attr = _tail(last)
+    trailing = isinstance(getattr(last, "comma", None), cst.Comma)
+    tail = last.comma.whitespace_after if trailing else getattr(last, tail_attr or "", None)  # type: ignore[attr-defined]
+    sep = (
+        prev.comma.whitespace_after  # type: ignore[attr-defined]
+        if prev is not None and isinstance(getattr(prev, "comma", None), cst.Comma)
+        else opening
+    )
+    if isinstance(sep, cst.ParenthesizedWhitespace) and isinstance(
+        tail, cst.ParenthesizedWhitespace
+    ):
+        between = cst.ParenthesizedWhitespace(
+            first_line=tail.first_line, empty_lines=[], indent=sep.indent, last_line=sep.last_line
+        )
+        closing = tail.with_changes(first_line=cst.TrailingWhitespace())
+        if trailing:
+            last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))  # type: ignore[attr-defined]
+            new = new.with_changes(comma=cst.Comma(whitespace_after=closing))
+        else:
+            changes = {tail_attr: cst.SimpleWhitespace("")} if tail_attr else {}
+            last = last.with_changes(comma=cst.Comma(whitespace_after=between), **changes)
+            new_tail = _tail(new)
+            new = new.with_changes(**({new_tail: closing} if new_tail else {}))
+        return last, new
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if trailing:  # one line with a trailing comma: ``f(a, b,)``
+        sep_comma = prev.comma if prev is not None else space  # type: ignore[attr-defined]
+        return last.with_changes(comma=sep_comma), new.with_changes(comma=last.comma)  # type: ignore[attr-defined]
+    new_tail = _tail(new)
+    if tail_attr and new_tail:  # the space before the closing bracket stays before it
+        new = new.with_changes(**{new_tail: getattr(last, tail_attr)})
+        last = last.with_changes(**{tail_attr: cst.SimpleWhitespace("")})
+    return last.with_changes(comma=space), new
+
+
+def appended(
+    items: Sequence[cst.CSTNode],
+    new: cst.CSTNode,
+    opening: cst.BaseParenthesizableWhitespace | None,
+) -> list[cst.CSTNode]:
+    """``items`` with ``new`` at the end, in the list's own layout (see :func:`hand_over`)."""
+    if not items:
+        return [new]
+    prev = items[-2] if len(items) > 1 else None
+    last, new = hand_over(prev, items[-1], new, opening)
+    return [*items[:-1], last, new]
+
+
+def without(items: Sequence[cst.CSTNode], idx: int) -> list[cst.CSTNode]:
+    """``items`` without item ``idx``, the list's layout and the kept items' comments intact."""
+    out = list(items)
+    removed = out.pop(idx)
+    if idx < len(out) or not out:
+        return out
+    last = out[-1]
+    rem_comma = getattr(removed, "comma", None)
+    last_comma = getattr(last, "comma", None)
+    if isinstance(rem_comma, cst.Comma):
+        # Trailing-comma style: the new last item keeps its own comma and comment, and takes
+        # the removed item's way to the closing bracket.
+        if (
+            isinstance(last_comma, cst.Comma)
+            and isinstance(last_comma.whitespace_after, cst.ParenthesizedWhitespace)
+            and isinstance(rem_comma.whitespace_after, cst.ParenthesizedWhitespace)
+        ):
+            ws = last_comma.whitespace_after.with_changes(
+                indent=rem_comma.whitespace_after.indent,
+                last_line=rem_comma.whitespace_after.last_line,
+                empty_lines=rem_comma.whitespace_after.empty_lines,
+            )
+            out[-1] = last.with_changes(comma=last_comma.with_changes(whitespace_after=ws))
+        else:
+            out[-1] = last.with_changes(comma=rem_comma)
+        return out
+    tail_attr = _tail(last)
+    rem_tail = getattr(removed, tail_attr or "", None)
+    if (
+        tail_attr
+        and isinstance(last_comma, cst.Comma)
+        and isinstance(last_comma.whitespace_after, cst.ParenthesizedWhitespace)
+        and isinstance(rem_tail, cst.ParenthesizedWhitespace)
+    ):
+        # No trailing comma, one item per line: keep the new last item's comment on its line.
+        ws = last_comma.whitespace_after.with_changes(
+            indent=rem_tail.indent, last_line=rem_tail.last_line, empty_lines=rem_tail.empty_lines
+        )
+        out[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT, **{tail_attr: ws})
+        return out
+    changes = {tail_attr: rem_tail} if tail_attr and rem_tail is not None else {}
+    out[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT, **changes)
+    return out
+
+
 def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
     """Add a keyword argument at the end, keeping the call's comma and line style."""
-    args = list(call.args)
-    if not args:
-        return call.with_changes(args=[arg])
-    last = args[-1]
-    trailing = not isinstance(last.comma, cst.MaybeSentinel)
-    if trailing:
-        # Multi-line call with a trailing comma: the new argument takes the same comma and the
-        # old last argument takes the comma style of the ones before it.
-        sep = args[-2].comma if len(args) > 1 else last.comma
-        args[-1] = last.with_changes(comma=sep)
-        args.append(arg.with_changes(comma=last.comma))
-    else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(arg)
-    return call.with_changes(args=args)
+    return call.with_changes(args=appended(call.args, arg, call.whitespace_before_args))
 
 
 def remove_arg(call: cst.Call, keyword: str) -> cst.Call:
-    """Drop a keyword argument, keeping the commas consistent."""
-    args = list(call.args)
-    idx = next((i for i, a in enumerate(args) if a.keyword and a.keyword.value == keyword), None)
+    """Drop a keyword argument, keeping the commas, the layout and the comments of the rest."""
+    idx = next(
+        (i for i, a in enumerate(call.args) if a.keyword and a.keyword.value == keyword), None
+    )
     if idx is None:
         raise Decline(f"no keyword {keyword!r} in this call")
-    removed = args.pop(idx)
-    if idx == len(args) and args:
-        args[-1] = args[-1].with_changes(comma=removed.comma)
+    args = without(call.args, idx)
+    if not args:
+        return call.with_changes(args=[], whitespace_before_args=cst.SimpleWhitespace(""))
     return call.with_changes(args=args)
 
 

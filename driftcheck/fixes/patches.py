@@ -101,6 +101,12 @@ def fix_code(
                 (f, f"the fix would not produce valid code ({type(exc).__name__})") for f in group
             )
             continue
+        except Exception as exc:  # a codemod bug must not stop the other files' fixes
+            declined.extend(
+                (f, f"codemod {f.fix.codemod} failed here ({type(exc).__name__}: {exc})")  # type: ignore[union-attr]
+                for f in group
+            )
+            continue
         code = new
         applied.extend(group)
     return code, applied, declined
