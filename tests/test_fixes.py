@@ -833,11 +833,6 @@ def test_fix_code_unknown_codemod_is_declined():
     assert fix_code(code, [f]) == (code, [], [(f, "no codemod 'no-such-codemod'")])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fix_code moves imports last, with their scan-time line numbers: a function-local "
-    "import below an edit that adds a line (follow-up-call) is no longer found and is declined",
-)
 def test_fix_code_import_below_a_line_adding_edit():
     code = (
         "def go(ex, s):\n    ex.execute_model(s)\n\n\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 import os
@@ -68,18 +69,22 @@ def fix_code(
 ) -> tuple[str, list[Finding], list[tuple[Finding, str]]]:
     """Apply each finding's codemod to one file's code.
 
-    Findings are applied bottom-up (an edit never moves the lines above it); import moves come
-    last and together, because adding an import shifts every line below it.
+    Findings are applied bottom-up: every codemod edits in place, so an edit never moves the
+    lines above it. The moved names of one import statement are rewritten together.
     """
     applied: list[Finding] = []
     declined: list[tuple[Finding, str]] = []
-    ordered = sorted(
-        (f for f in findings if f.fix and f.fix.codemod != "rename-import"),
-        key=lambda f: (f.line, f.column),
-        reverse=True,
-    )
-    imports = [f for f in findings if f.fix and f.fix.codemod == "rename-import"]
-    steps: list[list[Finding]] = [[f] for f in ordered] + ([imports] if imports else [])
+    groups: dict[tuple, list[Finding]] = {}
+    spans = _import_spans(code)
+    for f in findings:
+        if not f.fix:
+            continue
+        key: tuple = (f.line, f.column, id(f))
+        if f.fix.codemod == "rename-import":
+            start = next((a for a, b in spans if a <= f.line <= b), f.line)
+            key = ("import", start)
+        groups.setdefault(key, []).append(f)
+    steps = sorted(groups.values(), key=lambda g: max((f.line, f.column) for f in g), reverse=True)
     for group in steps:
         codemod = CODEMODS.get(group[0].fix.codemod or "")  # type: ignore[union-attr]
         if codemod is None:
@@ -110,6 +115,22 @@ def fix_code(
         code = new
         applied.extend(group)
     return code, applied, declined
+
+
+def _import_spans(code: str) -> list[tuple[int, int]]:
+    """(first line, last line) of every from-import statement (none when the code does not
+    parse: the codemods then decline on their own)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    ]
 
 
 def plan(findings: list[Finding], texts: dict[str, str], *, unsafe: bool = False) -> FixPlan:
@@ -171,6 +192,11 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
                 current = path.read_bytes().decode("utf-8", errors="surrogateescape")
             except OSError as exc:
                 refused.append((ff.file, f"cannot read: {exc.strerror or exc}"))
+                continue
+            try:
+                current.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable bytes: the scan read them as U+FFFD
+                refused.append((ff.file, "not valid UTF-8; rewrite it by hand"))
                 continue
             if digest(current) != digest(ff.old):
                 refused.append((ff.file, "changed since it was scanned; scan again"))
