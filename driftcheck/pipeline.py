@@ -232,7 +232,10 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Us
         return uses
     parse_client(client)
     uses = _collect_uses(client, types_api, roots)
-    save_uses(key, uses, client.skipped, client.mixed_methods(), client.names())
+    client.mixed, client.own_names = client.mixed_methods(), client.names()
+    client.index = None  # the syntax trees are not needed past this point: free them
+    client.modules.clear()
+    save_uses(key, uses, client.skipped, client.mixed, client.own_names)
     return uses
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from dataclasses import replace
 from importlib import metadata
 
 from driftcheck.cache import cache_root, code_digest
@@ -80,7 +79,7 @@ def save_uses(key: str, uses: list[Use], skipped: list, mixed: dict, names: set)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.part"
         data = {
-            "uses": [replace(u, node=None) for u in uses],
+            "uses": list(uses),
             "skipped": list(skipped),
             "mixed": mixed,
             "names": names,

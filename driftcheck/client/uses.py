@@ -10,7 +10,7 @@ method name given as a string to the host).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from driftcheck.client.names import FUNCTIONS, Walker
 from driftcheck.client.types import (
@@ -64,7 +64,6 @@ class Use:
     in_guard: bool = False
     result_indexed: bool = False
     holder: str | None = None
-    node: ast.AST | None = field(default=None, repr=False, compare=False)
 
 
 class UseCollector(Walker):
@@ -119,7 +118,6 @@ class UseCollector(Walker):
             scope=self.func_stack[-1].qualname if self.func_stack else self.module.name,
             order=len(self.uses),
             in_guard=guarded,
-            node=node,
             **kw,  # type: ignore[arg-type]
         )
         self.uses.append(use)
