@@ -365,17 +365,16 @@ class HostAPI:
         text = self.module_text(module.path)
         if text is None:
             return None
-        tree = self._ast(module.path, text)
-        if tree is None:
-            return None
-        want = found.line
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                if node.name == found.obj.name and (
-                    node.lineno == want or any(d.lineno == want for d in node.decorator_list)
-                ):
-                    return node
-        return None
+        defs = self.__dict__.setdefault("_defs", {})
+        table = defs.get(module.path)
+        if table is None:  # one walk per module: every definition by (name, line)
+            table = defs[module.path] = {}
+            tree = self._ast(module.path, text)
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                    for line in (node.lineno, *(d.lineno for d in node.decorator_list)):
+                        table.setdefault((node.name, line), node)
+        return table.get((found.obj.name, found.line))
 
     def _ast(self, modpath: str, text: str) -> ast.Module | None:
         cache = self.__dict__.setdefault("_ast_cache", {})

@@ -176,7 +176,7 @@ def guards_naming(api: HostAPI, first: str, then: str) -> list[Guard]:
 
 def always_returns_none(node: ast.AST) -> bool:
     """True when a function body returns nothing but ``None`` (and returns at least once)."""
-    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and _owner_function(node, n)]
+    returns = list(_own_returns(node))
     if not returns:
         return False
     return all(
@@ -185,15 +185,18 @@ def always_returns_none(node: ast.AST) -> bool:
     )
 
 
-def _owner_function(root: ast.AST, ret: ast.Return) -> bool:
-    """True when ``ret`` belongs to ``root`` itself, not to a nested function."""
-    for child in ast.walk(root):
-        if child is root:
+def _own_returns(root: ast.AST) -> list[ast.Return]:
+    """The ``return`` statements of ``root`` itself (not of functions nested in it)."""
+    out: list[ast.Return] = []
+    todo = list(ast.iter_child_nodes(root))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            out.append(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
             continue
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            if any(n is ret for n in ast.walk(child)):
-                return False
-    return True
+        todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def new_members(baseline: HostAPI, target: HostAPI, cls_path: str) -> set[str]:
@@ -215,6 +218,14 @@ def _member_names(api: HostAPI, cls: Found) -> set[str]:
 
 def deprecations(api: HostAPI, func: Found) -> list[str]:
     """Deprecation messages a function or property emits (warnings.warn / @deprecated)."""
+    memo = api.__dict__.setdefault("_deprecations", {})
+    key = (func.file, func.line, func.obj.name)
+    if key not in memo:
+        memo[key] = _deprecations(api, func)
+    return list(memo[key])
+
+
+def _deprecations(api: HostAPI, func: Found) -> list[str]:
     node = api.def_node(func)
     if node is None:
         return []
