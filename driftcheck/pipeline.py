@@ -10,7 +10,8 @@ from pathlib import Path
 
 from driftcheck.checks import CHECKS, CheckContext
 from driftcheck.client.bindings import apply_bindings
-from driftcheck.client.types import ClientIndex, ModuleInfo, TypeInferrer, parse_module
+from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
+from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.config import is_excluded
 from driftcheck.errors import SourceError, UsageError
@@ -156,7 +157,8 @@ _HOSTS: dict[str, HostAPI] = {}
 def _snapshot_tree(spec: PackageSpec, *, quiet: bool) -> SourceTree:
     """A release's tree served from its snapshot (fetching the archive only when needed)."""
     from driftcheck.host.snapshot import SnapshotTree, snapshot_path
-    from driftcheck.sources import cached_sha256, fetch_release, open_archive
+    from driftcheck.releases import cached_sha256, fetch_release
+    from driftcheck.sources import open_archive
 
     assert spec.name and spec.version
     sha = cached_sha256(spec.name, spec.version)

@@ -24,7 +24,7 @@ from driftcheck.pipeline import (
     run_checks,
     save_snapshots,
 )
-from driftcheck.sources import fetch_release
+from driftcheck.releases import fetch_release
 from driftcheck.specs import PackageSpec, parse_spec
 from driftcheck.versions import releases_between
 

@@ -220,7 +220,7 @@ def test_baseline_comes_from_the_client_pin(monkeypatch: pytest.MonkeyPatch, tmp
         fetched.append((name, version))
         return wheel
 
-    monkeypatch.setattr("driftcheck.sources.fetch_release", fake_fetch)
+    monkeypatch.setattr("driftcheck.releases.fetch_release", fake_fetch)
     result = _scan(CLIENT, HOST_V2, None)
     assert fetched == [("minihost", "1.0")]
     assert result.baseline == "1.0"

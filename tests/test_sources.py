@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from conftest import build_wheel
 
-from driftcheck import sources
+from driftcheck import releases
 from driftcheck.errors import FetchError, SourceError, UsageError
+from driftcheck.releases import fetch_release
 from driftcheck.sources import (
     DirectoryTree,
     DistMetadata,
     TarTree,
     ZipTree,
-    fetch_release,
     open_archive,
 )
 from driftcheck.specs import PackageSpec, parse_spec
@@ -207,7 +207,7 @@ def fake_pip(monkeypatch, tmp_path):
             version=version,
         )
 
-    monkeypatch.setattr(sources, "_pip_download", download)
+    monkeypatch.setattr(releases, "_pip_download", download)
     return calls
 
 
@@ -219,7 +219,7 @@ def test_cache_hit_does_not_refetch(fake_pip):
     first = fetch_release("tinypkg", "1.0")
     again = fetch_release("tinypkg", "1.0")
     assert first == again and fake_pip == [("tinypkg", "1.0")]
-    assert _entry(first)["sha256"] == sources._sha256(first)
+    assert _entry(first)["sha256"] == releases._sha256(first)
 
 
 def test_truncated_cached_archive_is_refetched(fake_pip):
@@ -264,7 +264,7 @@ def test_real_tiny_release_refetched_after_truncation(monkeypatch, tmp_path):
     assert "six.py" in ZipTree(archive).files()
     archive.write_bytes(archive.read_bytes()[:100])
     again = fetch_release("six", "1.16.0")
-    assert sources._sha256(again) == digest
+    assert releases._sha256(again) == digest
     assert "six.py" in ZipTree(again).files()
 
 
@@ -280,7 +280,7 @@ def _fake_run(monkeypatch, answers: list[tuple[int, str]]):
         code, err = answers[len(seen) - 1]
         return subprocess.CompletedProcess(cmd, code, stdout="", stderr=err)
 
-    monkeypatch.setattr(sources.subprocess, "run", run)
+    monkeypatch.setattr(releases.subprocess, "run", run)
     return seen
 
 
@@ -297,7 +297,7 @@ def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
         monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")]
     )
     with pytest.raises(FetchError) as info:
-        sources._pip_download("x", "1.5", tmp_path, quiet=True)
+        releases._pip_download("x", "1.5", tmp_path, quiet=True)
     assert len(seen) == 3
     assert str(info.value) == "x has no release 1.5; nearest: 0.5, 1.0, 2.0 (latest: 2.0)"
 
@@ -306,21 +306,21 @@ def test_version_only_as_sdist_is_not_called_unknown(monkeypatch, tmp_path):
     build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
     _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure])
     with pytest.raises(FetchError) as info:
-        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+        releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "no release" not in str(info.value)
     assert "ERROR: Failed to build x" in str(info.value)
 
 
 def test_sdist_only_package_is_not_called_unknown(monkeypatch, tmp_path):
     seen = _fake_run(monkeypatch, [_not_found("none"), _not_found("none"), (0, "")])
-    sources._pip_download("x", "1.0", tmp_path, quiet=True)
+    releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "--no-binary=:all:" in seen[-1]
 
 
 def test_unknown_package(monkeypatch, tmp_path):
     _fake_run(monkeypatch, [_not_found("none")] * 3)
     with pytest.raises(FetchError, match="unknown package 'x'"):
-        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+        releases._pip_download("x", "1.0", tmp_path, quiet=True)
 
 
 def test_offline_is_reported_at_once(monkeypatch, tmp_path):
@@ -331,7 +331,7 @@ def test_offline_is_reported_at_once(monkeypatch, tmp_path):
     )
     seen = _fake_run(monkeypatch, [refused] * 3)
     with pytest.raises(FetchError, match="no network"):
-        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+        releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert len(seen) == 1
 
 
@@ -343,13 +343,13 @@ def test_untrusted_index_is_named(monkeypatch, tmp_path):
     )
     _fake_run(monkeypatch, [ignored] * 3)
     with pytest.raises(FetchError, match="ignored the package index mirror.invalid"):
-        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+        releases._pip_download("x", "1.0", tmp_path, quiet=True)
 
 
 def test_pip_cannot_start(monkeypatch, tmp_path):
     def run(cmd, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", cmd[0])
 
-    monkeypatch.setattr(sources.subprocess, "run", run)
+    monkeypatch.setattr(releases.subprocess, "run", run)
     with pytest.raises(FetchError, match="cannot run pip"):
-        sources._pip_download("x", "1.0", tmp_path, quiet=True)
+        releases._pip_download("x", "1.0", tmp_path, quiet=True)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import ast
 
-from driftcheck.client.types import ClientIndex, FunctionInfo, ModuleInfo, TypeInferrer, TypeRef
+from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
+from driftcheck.client.types import TypeInferrer, TypeRef
 
 
 def apply_bindings(

@@ -12,15 +12,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from driftcheck.client.index import ClassInfo, ClientIndex, FunctionInfo, ModuleInfo, first_param
 from driftcheck.client.names import FUNCTIONS, Walker
-from driftcheck.client.types import (
-    ClassInfo,
-    ClientIndex,
-    FunctionInfo,
-    ModuleInfo,
-    TypeInferrer,
-    first_param,
-)
+from driftcheck.client.types import TypeInferrer
 from driftcheck.host.signature import CallShape
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import griffe
 
+from driftcheck.host.attributes import InferredType, add_instance_attributes
 from driftcheck.host.signature import Param, Signature, dataclass_fields, signature_of_function
 from driftcheck.sources import SourceTree
 
@@ -142,7 +143,7 @@ class HostAPI:
                     self._keeper.node = None
                 tree = self._ast(dotted, code)
                 if tree is not None:
-                    _add_instance_attributes(mod, tree)
+                    add_instance_attributes(mod, tree)
         elif self.tree.is_package(dotted):
             mod = griffe.Module(
                 dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
@@ -443,182 +444,3 @@ def _annotation_paths(annotation: object) -> list[str]:
         path = _canonical(annotation)
         return [path] if path else []
     return []
-
-
-@dataclass(frozen=True)
-class InferredType:
-    """An instance attribute's type read from ``self.x: T = …`` or ``self.x = T(…)``."""
-
-    path: str | None
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _resolve_in(cls: griffe.Class, text: str) -> str | None:
-    head = text.split(".", 1)[0]
-    if not head.isidentifier():
-        return None
-    try:
-        return cls.resolve(head) + text[len(head) :]
-    except Exception:  # griffe raises NameResolutionError for unknown names
-        return None
-
-
-def _record_alternatives(
-    func: ast.FunctionDef | ast.AsyncFunctionDef,
-    me: str,
-    cls: griffe.Class,
-    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
-) -> None:
-    """Implementation switches: ``self.x = A(...)`` under one condition, ``B(...)`` under
-    another (directly, or through a ``self._make_x()`` factory whose returns differ). Kept in
-    ``cls.extra["driftcheck"]["alternatives"][x]`` as (class path, condition, line)."""
-    for stmt, condition in _statements(func.body, ""):
-        if not isinstance(stmt, ast.Assign | ast.AnnAssign):
-            continue
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
-        value = stmt.value
-        if not (
-            isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and target.value.id == me
-            and isinstance(value, ast.Call)
-        ):
-            continue
-        found: list[tuple[str, str, int]] = []
-        callee = value.func
-        factory = (
-            methods.get(callee.attr)
-            if isinstance(callee, ast.Attribute)
-            and isinstance(callee.value, ast.Name)
-            and callee.value.id == me
-            else None
-        )
-        if factory is not None:
-            for ret, cond in _statements(factory.body, condition):
-                if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Call):
-                    for path in _resolve_local(factory, cls, ast.unparse(ret.value.func)):
-                        found.append((path, cond, ret.lineno))
-        else:
-            for path in _resolve_local(func, cls, ast.unparse(callee)):
-                found.append((path, condition, stmt.lineno))
-        if found:
-            store = cls.extra.setdefault("driftcheck", {}).setdefault("alternatives", {})
-            store.setdefault(target.attr, []).extend(found)
-
-
-def _statements(nodes: list[ast.stmt], condition: str):  # noqa: ANN202 - a generator of pairs
-    """Every statement with the ``if`` condition it runs under (nested bodies included)."""
-    for node in nodes:
-        if isinstance(node, ast.If):
-            test = ast.unparse(node.test)
-            yield from _statements(node.body, f"{condition} and {test}" if condition else test)
-            neg = f"not ({test})"
-            yield from _statements(node.orelse, f"{condition} and {neg}" if condition else neg)
-            continue
-        yield node, condition
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(node, name, None)
-            if isinstance(inner, list) and not isinstance(
-                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-            ):
-                yield from _statements([n for n in inner if isinstance(n, ast.stmt)], condition)
-        for handler in getattr(node, "handlers", []) or []:
-            yield from _statements(handler.body, condition)
-
-
-_LOCAL_IMPORTS: dict[int, tuple[ast.AST, dict[str, list[str]]]] = {}
-
-
-def _local_imports(func: ast.AST) -> dict[str, list[str]]:
-    """Names a function imports in its own body (each binding, in every branch)."""
-    cached = _LOCAL_IMPORTS.get(id(func))
-    if cached is not None and cached[0] is func:
-        return cached[1]
-    found: dict[str, list[str]] = {}
-    for node in ast.walk(func):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                found.setdefault(alias.asname or alias.name, []).append(
-                    f"{node.module}.{alias.name}"
-                )
-    if len(_LOCAL_IMPORTS) > 4096:
-        _LOCAL_IMPORTS.clear()
-    _LOCAL_IMPORTS[id(func)] = (func, found)
-    return found
-
-
-def _resolve_local(func: ast.AST, cls: griffe.Class, text: str) -> list[str]:
-    """What a name used in ``func`` may be: its own imports (every branch's), else the module's."""
-    head = text.split(".", 1)[0]
-    local = _local_imports(func).get(head)
-    if local:
-        return [target + text[len(head) :] for target in local]
-    path = _resolve_in(cls, text)
-    return [path] if path else []
-
-
-def _add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
-    """Add ``self.x`` attributes assigned in any method (griffe reads only ``__init__``)."""
-
-    def walk_class(node: ast.ClassDef, cls: griffe.Class) -> None:
-        for item in node.body:
-            if isinstance(item, ast.ClassDef) and isinstance(
-                cls.members.get(item.name), griffe.Class
-            ):
-                walk_class(item, cls.members[item.name])
-            if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or not item.args.args:
-                continue
-            me = item.args.args[0].arg
-            methods = {
-                m.name: m
-                for m in node.body
-                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
-            }
-            _record_alternatives(item, me, cls, methods)
-            for sub in ast.walk(item):
-                target, ann, value = None, None, None
-                if isinstance(sub, ast.AnnAssign):
-                    target, ann, value = sub.target, sub.annotation, sub.value
-                elif isinstance(sub, ast.Assign) and len(sub.targets) == 1:
-                    target, value = sub.targets[0], sub.value
-                if not (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == me
-                ):
-                    continue
-                name = target.attr
-                existing = cls.members.get(name)
-                if existing is not None and not (
-                    isinstance(existing, griffe.Attribute)
-                    and existing.annotation is None
-                    and ann is not None
-                ):
-                    continue
-                type_expr = (
-                    ann
-                    if ann is not None
-                    else (value.func if isinstance(value, ast.Call) else None)
-                )
-                text = ast.unparse(type_expr) if type_expr is not None else ""
-                head = text.split(".", 1)[0].split("[", 1)[0]
-                path = None
-                if head.isidentifier():
-                    try:
-                        resolved = cls.resolve(head)
-                        path = resolved + text[len(head) :] if "[" not in text else None
-                    except Exception:  # griffe raises NameResolutionError for unknown names
-                        path = None
-                attr = griffe.Attribute(
-                    name, lineno=sub.lineno, endlineno=getattr(sub, "end_lineno", None)
-                )
-                attr.annotation = InferredType(path, text) if text else None
-                attr.labels.add("instance-attribute")
-                cls.set_member(name, attr)
-
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and isinstance(mod.members.get(node.name), griffe.Class):
-            walk_class(node, mod.members[node.name])

@@ -1,0 +1,277 @@
+"""Releases fetched into the user cache, through pip.
+
+A release is fetched with ``python -m pip download --no-deps`` (so the user's index configuration
+applies), or only its sources through :mod:`driftcheck.remote` when the index allows ranged reads,
+into the user cache; each cache entry records the archive's SHA-256, so a truncated or corrupt
+file is discarded and fetched again. Kept apart from :mod:`driftcheck.sources`, which only reads
+source trees and never touches the network or the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from driftcheck.cache import archive_dir, locked
+from driftcheck.errors import DriftcheckError, FetchError, SourceError
+from driftcheck.sources import _ARCHIVE_ERRORS, _safe_relpath, _version_key, _why
+
+_FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+_IGNORED_INDEX = re.compile(r"repository located at (\S+) is not a trusted or secure host")
+_OFFLINE_MARKERS = (
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "nodename nor servname provided",
+    "Network is unreachable",
+    "No route to host",
+    "Connection refused",
+    "NewConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ProxyError",
+)
+_TLS_MARKERS = ("SSLError", "CERTIFICATE_VERIFY_FAILED", "SSLCertVerificationError")
+
+
+def cached_sha256(name: str, version: str) -> str | None:
+    """The recorded SHA-256 of a cached release archive, without opening it (None if absent)."""
+    try:
+        folder = archive_dir(name, version)
+        info = json.loads((folder / "entry.json").read_text())
+        if (folder / info["file"]).is_file():
+            return str(info["sha256"])
+    except (OSError, ValueError, KeyError, TypeError, DriftcheckError):
+        pass
+    return None
+
+
+def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
+    """Return the cached archive of ``name==version``, downloading it with pip if needed.
+
+    The cache entry records the archive's SHA-256; an entry that no longer matches (a
+    truncated or corrupt file) is discarded and fetched again.
+
+    Raises:
+        FetchError: Unknown package or version, no network, pip failed.
+        SourceError: The cache folder cannot be used.
+    """
+    folder: Path | None = None
+    try:
+        folder = archive_dir(name, version)
+        with locked(folder):
+            cached = _valid_cached(folder)
+            if cached is not None:
+                return cached
+            _clear_entry(folder)
+            from driftcheck.remote import fetch_slim
+
+            got_remote = fetch_slim(name, version, folder)
+            if got_remote is not None and _opens(got_remote[0]):
+                path, info = got_remote
+                _write_entry(folder, {"file": path.name, "sha256": _sha256(path), **info})
+                return path
+            _clear_entry(folder)
+            # Download inside the entry's own folder: the final move is a same-disk rename.
+            with tempfile.TemporaryDirectory(prefix=".download-", dir=folder) as tmp:
+                _pip_download(name, version, Path(tmp), quiet=quiet)
+                got = sorted(p for p in Path(tmp).iterdir() if p.is_file())
+                if not got:
+                    raise FetchError(f"pip downloaded nothing for {name}=={version}")
+                target = folder / got[0].name
+                os.replace(got[0], target)
+            if not _opens(target):
+                target.unlink(missing_ok=True)
+                raise FetchError(f"the archive pip downloaded for {name}=={version} is corrupt")
+            _write_entry(folder, {"file": target.name, "sha256": _sha256(target)})
+            return target
+    except DriftcheckError:
+        raise
+    except OSError as exc:
+        where = exc.filename or folder or "the cache folder"
+        raise SourceError(
+            f"cannot use the cache at {where}: {_why(exc)} (set DRIFTCHECK_CACHE_DIR to "
+            "a writable folder)"
+        ) from None
+
+
+def _clear_entry(folder: Path) -> None:
+    """Remove whatever a previous, failed or damaged, fetch left in ``folder``."""
+    for stale in folder.iterdir():
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def _write_entry(folder: Path, info: dict) -> None:
+    """Write ``entry.json`` atomically (a crash never leaves half a file)."""
+    tmp = folder / "entry.json.part"
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, folder / "entry.json")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _valid_cached(folder: Path) -> Path | None:
+    entry = folder / "entry.json"
+    if not entry.exists():
+        return None
+    try:
+        info = json.loads(entry.read_text())
+        path = folder / info["file"]
+        if (
+            _safe_relpath(info["file"]) == info["file"]
+            and "/" not in info["file"]
+            and path.is_file()
+            and path.stat().st_size > 0
+            and _quick_check(path, info)
+        ):
+            return path
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def _quick_check(path: Path, info: dict) -> bool:
+    """Cheap integrity check: the archive opens; the digest is checked once per size/mtime."""
+    st = path.stat()
+    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    if info.get("verified") != stamp:
+        if _sha256(path) != info.get("sha256"):
+            return False
+        info["verified"] = stamp
+        try:
+            _write_entry(path.parent, info)
+        except OSError:
+            pass
+    return _opens(path)
+
+
+def _opens(path: Path) -> bool:
+    """True when a zip's central directory reads (a truncated zip fails here)."""
+    if not path.name.endswith((".whl", ".zip")):
+        return True
+    try:
+        with zipfile.ZipFile(path) as zf:
+            zf.infolist()
+        return True
+    except _ARCHIVE_ERRORS:
+        return False
+
+
+def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
+    base += ["--retries", "1", "--timeout", "20", "--dest", str(dest)]
+    attempts: Iterable[list[str]] = (
+        ["--only-binary=:all:"],
+        # A release with no wheel for this machine: any platform's wheel has the same sources.
+        ["--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--platform", "any"],
+        ["--no-binary=:all:", "--no-build-isolation"],
+    )
+    listed: set[str] = set()
+    any_listing = False
+    not_listed = ""  # pip's output when the version was not among those it found
+    other = ""  # pip's output for any other failure (a build error, a bad wheel)
+    for extra in attempts:
+        try:
+            proc = subprocess.run(
+                [*base, *extra, f"{name}=={version}"],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise FetchError(f"cannot run pip ({sys.executable} -m pip): {_why(exc)}") from None
+        if proc.returncode == 0:
+            return
+        out = proc.stderr + proc.stdout
+        if _offline(out):
+            raise FetchError(
+                f"cannot reach the package index to fetch {name}=={version} "
+                "(no network?) and it is not in the cache"
+            )
+        if any(m in out for m in _TLS_MARKERS):
+            raise FetchError(
+                f"TLS error talking to the package index while fetching {name}=={version}: "
+                "check pip's certificate settings"
+            )
+        # Each attempt lists only the versions it may use (wheels for this machine, any
+        # wheel, sdists), so "no such version" is decided on the union of all attempts.
+        versions = _listed_versions(out)
+        if versions is not None:
+            any_listing = True
+            listed.update(versions)
+            if _has_version(versions, version):
+                other = out
+            else:
+                not_listed = out
+        else:
+            other = out
+    if any_listing and not _has_version(listed, version) and not other:
+        ignored = _IGNORED_INDEX.search(not_listed)
+        if not listed and ignored:
+            raise FetchError(
+                f"pip ignored the package index {ignored.group(1)} (not a trusted or secure "
+                f"host), so {name}=={version} cannot be fetched"
+            )
+        raise FetchError(_unknown_version_message(name, version, sorted(listed)))
+    last = other or not_listed
+    lines = [ln.strip() for ln in last.splitlines() if ln.strip()]
+    first = next((ln for ln in lines if ln.startswith("ERROR")), lines[-1] if lines else "")
+    raise FetchError(f"pip could not download {name}=={version}: {first[:300]}")
+
+
+def _has_version(versions: Iterable[str], version: str) -> bool:
+    try:
+        want = Version(version)
+    except InvalidVersion:
+        return version in versions
+    return any(_version_key(v) == want for v in versions)
+
+
+def _offline(text: str) -> bool:
+    return any(m in text for m in _OFFLINE_MARKERS)
+
+
+def _listed_versions(text: str) -> list[str] | None:
+    m = _FROM_VERSIONS.search(text)
+    if not m:
+        return None
+    body = m.group(1).strip()
+    if body == "none":
+        return []
+    return [v.strip() for v in body.split(",") if v.strip()]
+
+
+def _unknown_version_message(name: str, version: str, versions: list[str]) -> str:
+    if not versions:
+        return f"unknown package {name!r}: the package index has no release of it"
+    want = _version_key(version)
+    ordered = sorted(set(versions), key=_version_key)
+    below = [v for v in ordered if _version_key(v) < want][-2:]
+    above = [v for v in ordered if _version_key(v) > want][:2]
+    near = ", ".join(below + above)
+    return f"{name} has no release {version}; nearest: {near} (latest: {ordered[-1]})"
+
+
+__all__ = ["cached_sha256", "fetch_release"]
