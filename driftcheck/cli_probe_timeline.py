@@ -1,0 +1,165 @@
+"""Command line, ``driftcheck probe`` and ``driftcheck timeline``: runs against real host releases.
+
+Registered on the ``driftcheck`` group in :mod:`driftcheck.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def _layer_ids(
+    _ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]
+) -> list[int] | None:
+    """``--layer-ids 2 --layer-ids 5`` or ``--layer-ids 2,5``."""
+    out: list[int] = []
+    for item in value:
+        for part in item.replace(",", " ").split():
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise click.BadParameter(f"not a layer index: {part!r}") from None
+    return out or None
+
+
+@click.command()
+@click.argument("client")
+@click.option(
+    "--host",
+    "host",
+    default="installed",
+    show_default=True,
+    metavar="SPEC",
+    help="vLLM to run against: vllm==X, or 'installed' (the chosen environment's).",
+)
+@click.option(
+    "--patches",
+    type=click.Path(file_okay=False, path_type=str),
+    help="Directory of .patch files (a/ b/ prefixes, relative to the client root) to apply.",
+)
+@click.option("--fix", is_flag=True, help="Apply driftcheck's own patches (as 'driftcheck fix').")
+@click.option(
+    "--env",
+    "env_choice",
+    metavar="current|managed|PATH",
+    help="Python environment: this one, a managed one in the cache, or a given one. "
+    "Default: this one when it has that vLLM, else managed.",
+)
+@click.option("--model", metavar="NAME_OR_PATH", help="Real model instead of the tiny local one.")
+@click.option("--tensor-parallel-size", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--trust-remote-code", is_flag=True, help="Allow the model's own code.")
+@click.option(
+    "--layer-ids", multiple=True, callback=_layer_ids, help="Layers to capture (e.g. 2,4,6)."
+)
+@click.option("--plan", is_flag=True, help="Print command, environment and checks; run nothing.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Seconds per run (default: 900 for the tiny model, 7200 with --model).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--output", "-o", type=click.File("w"), default="-", help="Write the report here.")
+@click.option("--keep", is_flag=True, help="Keep the temporary client copies (for debugging).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+def probe(
+    client: str,
+    host: str,
+    patches: str | None,
+    fix: bool,
+    env_choice: str | None,
+    model: str | None,
+    tensor_parallel_size: int,
+    trust_remote_code: bool,
+    layer_ids: list[int] | None,
+    plan: bool,
+    timeout: float | None,
+    fmt: str,
+    output: click.utils.LazyFile,
+    keep: bool,
+    quiet: bool,
+) -> None:
+    """Run CLIENT's real workload against a real vLLM, unpatched and patched.
+
+    For speculators: VllmHiddenStatesGenerator extracts hidden states twice; the report says
+    which stage failed and with which exception, side by side for the unpatched and the patched
+    client. Exit code 0 when the last run passes every check, 1 when it fails.
+    """
+    from pathlib import Path
+
+    from driftcheck.probe.harness import ProbeOptions, make_plan
+    from driftcheck.probe.harness import probe as run_probe
+    from driftcheck.probe.report import render_json, render_plan, render_plan_json, render_text
+
+    options = ProbeOptions(
+        client=client,
+        host=host,
+        patches=Path(patches) if patches else None,
+        fix=fix,
+        env=env_choice,
+        model=model,
+        tensor_parallel_size=tensor_parallel_size,
+        trust_remote_code=trust_remote_code,
+        layer_ids=layer_ids,
+        timeout=timeout,
+        keep=keep,
+    )
+    if plan:
+        the_plan = make_plan(options, options.argv())
+        (render_plan_json if fmt == "json" else render_plan)(the_plan, output)
+        return
+    progress = None if quiet else (lambda m: click.echo(m, err=True))
+    report = run_probe(options, progress=progress)
+    (render_json if fmt == "json" else render_text)(report, output)
+    sys.exit(0 if report.ok else 1)
+
+
+@click.command("timeline")
+@click.argument("client")
+@click.option("--host", "host", required=True, metavar="NAME", help="The host package.")
+@click.option("--from", "first", required=True, metavar="VERSION", help="First host release.")
+@click.option(
+    "--to",
+    "last",
+    default="latest",
+    show_default=True,
+    metavar="VERSION",
+    help="Last host release, or 'latest'.",
+)
+@click.option(
+    "--baseline", metavar="VERSION", help="Baseline host version (default: the client's pin)."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--svg", "svg", type=click.Path(dir_okay=False), help="Also save the table as an SVG picture."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+def timeline_cmd(
+    client: str,
+    host: str,
+    first: str,
+    last: str,
+    baseline: str | None,
+    fmt: str,
+    svg: str | None,
+    quiet: bool,
+) -> None:
+    """Scan CLIENT against every HOST release in a range: where each drift first appears."""
+    import json
+
+    from driftcheck.report.timeline import render_timeline
+    from driftcheck.timeline import timeline
+
+    progress = None if quiet or not sys.stderr.isatty() else (lambda m: click.echo(m, err=True))
+    result = timeline(client, host, first, last, baseline=baseline, progress=progress)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        render_timeline(result, sys.stdout, svg=svg)
+    sys.exit(0)

@@ -1,0 +1,126 @@
+"""Command line, ``driftcheck rules`` and ``driftcheck cache``: what driftcheck ships and keeps.
+
+Registered on the ``driftcheck`` group in :mod:`driftcheck.cli`.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def rules() -> None:
+    """List and show the rules (host knowledge kept as data under rules/)."""
+
+
+@rules.command("list")
+@click.option("--host", "host", metavar="NAME", help="Only rules for this host.")
+def rules_list(host: str | None) -> None:
+    """One line per rule: id, host, versions, kind, severity, fix."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from driftcheck.rules import load_rules
+
+    table = Table("id", "host", "versions", "kind", "severity", "fix", box=None)
+    for rule in load_rules():
+        if host and rule.host != host:
+            continue
+        fix = rule.fix.safety if rule.fix else "-"
+        table.add_row(rule.id, rule.host, str(rule.versions), rule.kind, rule.severity, fix)
+    Console(width=120).print(table)
+
+
+@rules.command("show")
+@click.argument("rule_id")
+def rules_show(rule_id: str) -> None:
+    """Everything about one rule, its cases included."""
+    from driftcheck.errors import UsageError
+    from driftcheck.rules import load_rules
+
+    found = {r.id: r for r in load_rules()}
+    rule = found.get(rule_id)
+    if rule is None:
+        raise UsageError(f"no rule {rule_id!r}; `driftcheck rules list` shows them")
+    click.echo(f"{rule.id}  ({rule.kind}, {rule.severity}, {rule.host} {rule.versions})")
+    click.echo(f"file: {rule.path}")
+    if rule.message:
+        click.echo(f"\n{rule.message}")
+    if rule.match:
+        click.echo(f"\nmatch: {rule.match}")
+    if rule.conditions:
+        click.echo(f"conditions: {rule.conditions}")
+    if rule.binding:
+        click.echo(f"binding: {rule.binding}")
+    if rule.fix:
+        click.echo(f"fix ({rule.fix.safety}): {rule.fix.description}")
+    for ref in rule.references:
+        click.echo(f"reference: {ref}")
+    for case in rule.cases:
+        note = f" — {case.note}" if case.note else ""
+        click.echo(f"\n[{case.kind}]{note}\n{case.code.strip()}")
+        if case.fixed:
+            click.echo(f"[after fix]\n{case.fixed.strip()}")
+
+
+@click.group("cache")
+def cache_group() -> None:
+    """Where driftcheck keeps fetched releases, host API snapshots and environments."""
+
+
+@cache_group.command("path")
+def cache_path() -> None:
+    """Print the cache folder ($DRIFTCHECK_CACHE_DIR or the platform's user cache)."""
+    from driftcheck.cache import cache_root
+
+    click.echo(str(cache_root()))
+
+
+@cache_group.command("list")
+@click.option("--all", "show_all", is_flag=True, help="List every entry of large kinds too.")
+def cache_list(show_all: bool) -> None:
+    """One line per cached entry: kind, size, name; then the total.
+
+    A kind with many entries (the per-file uses cache) is summed up in one line unless --all.
+    """
+    from itertools import groupby
+
+    from driftcheck.cache import cache_entries
+
+    entries = cache_entries()
+    width = max((len(e.kind) for e in entries), default=0)
+    for kind, group in groupby(entries, key=lambda e: e.kind):
+        items = list(group)
+        if len(items) > 10 and not show_all:
+            size = _size_text(sum(e.size for e in items))
+            click.echo(f"{kind:<{width}}  {size:>9}  ({len(items)} entries; --all lists them)")
+            continue
+        for e in items:
+            click.echo(f"{e.kind:<{width}}  {_size_text(e.size):>9}  {e.name}")
+    total = sum(e.size for e in entries)
+    click.echo(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {_size_text(total)}")
+
+
+@cache_group.command("clear")
+@click.argument("kinds", nargs=-1, metavar="[KIND]...")
+def cache_clear(kinds: tuple[str, ...]) -> None:
+    """Remove everything cached, or only the given kinds (archives, envs, …).
+
+    Everything in it can be fetched or built again.
+    """
+    from driftcheck.cache import clear_cache, clear_kinds
+
+    freed = clear_kinds(list(kinds)) if kinds else clear_cache()
+    click.echo(f"freed {_size_text(freed)}")
+
+
+def _size_text(n: int) -> str:
+    """Bytes for people: ``512 B``, ``97.4 kB``, ``8.5 GB``."""
+    if n < 1000:
+        return f"{n} B"
+    size, unit = n / 1000, "kB"
+    for bigger in ("MB", "GB", "TB"):
+        if size < 1000:
+            break
+        size, unit = size / 1000, bigger
+    return f"{size:.1f} {unit}"
