@@ -21,8 +21,8 @@ import pytest
 from conftest import assert_one_error_line, run_cli
 
 from driftcheck.probe import runner
-from driftcheck.probe.envs import cpu_requirements
-from driftcheck.probe.harness import interpret, worker_traceback
+from driftcheck.probe.managed_envs import cpu_requirements
+from driftcheck.probe.outcome import interpret, worker_traceback
 from driftcheck.probe.patches import (
     PatchError,
     apply_patches,
@@ -362,7 +362,7 @@ def test_probe_unknown_workload(tmp_path):
 
 def test_fix_without_fix_machinery_is_a_clear_error(tmp_path, monkeypatch):
     from driftcheck.errors import UsageError
-    from driftcheck.probe.harness import fix_patches
+    from driftcheck.probe.patches import fix_patches
 
     monkeypatch.setitem(sys.modules, "driftcheck.fixes.patches", None)
     with pytest.raises(UsageError, match="make_patches"):
@@ -698,9 +698,10 @@ def test_text_report_side_by_side(tmp_path):
     import io
 
     from driftcheck.probe.envs import ProbeEnv
-    from driftcheck.probe.harness import WORKLOADS, ProbeReport, RunOutcome
+    from driftcheck.probe.outcome import ProbeReport, RunOutcome
     from driftcheck.probe.patches import AppliedPatch
     from driftcheck.probe.report import render_text
+    from driftcheck.probe.workloads import WORKLOADS
 
     stages = ["import", "build", "worker-origin", "generate-1", "generate-2", "hidden-states"]
     good = [{"name": n, "ok": True, "seconds": 1.0} for n in stages]

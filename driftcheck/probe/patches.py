@@ -4,7 +4,8 @@ The probe never touches the client's own files: each variant runs a fresh copy o
 source tree (a wheel's files, a directory's files), to which unified-diff ``.patch`` files are
 applied (``a/``/``b/`` prefixes, paths relative to the client root, e.g.
 ``a/speculators/data_generation/custom_worker.py``) with ``patch -p1`` (or ``git apply`` when
-``patch`` is missing).
+``patch`` is missing). With ``--fix``, :func:`fix_patches` writes driftcheck's own fixes as
+such patch files first.
 """
 
 from __future__ import annotations
@@ -162,3 +163,29 @@ def _why(proc: subprocess.CompletedProcess) -> str:
     lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     useful = [ln for ln in lines if "FAILED" in ln or "error" in ln.lower() or "can't" in ln]
     return " | ".join((useful or lines)[:3])[:400] or f"exit {proc.returncode}"
+
+
+def fix_patches(client: str, against: str, dest: Path) -> list[Path]:
+    """Write driftcheck's own patches (``driftcheck.fixes.patches.make_patches``) into ``dest``.
+
+    Raises:
+        UsageError: When this driftcheck has no fix machinery yet, or it made no patch.
+    """
+    try:
+        from driftcheck.fixes.patches import make_patches  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise UsageError(
+            "--fix needs driftcheck.fixes.patches.make_patches, which this driftcheck does not "
+            f"have yet ({exc}); run 'driftcheck fix' yourself and pass --patches DIR"
+        ) from None
+    made = make_patches(client, against)
+    if not made:
+        raise UsageError(f"driftcheck fix made no patch for {client} against {against}")
+    dest.mkdir(parents=True, exist_ok=True)
+    out: list[Path] = []
+    for i, (rel, text) in enumerate(sorted(made.items()), start=1):
+        name = f"{i:03d}-" + rel.replace("/", "__").removesuffix(".patch") + ".patch"
+        path = dest / name
+        path.write_text(text)
+        out.append(path)
+    return out

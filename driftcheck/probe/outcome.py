@@ -1,0 +1,205 @@
+"""What a probe found, and how a run is read: :class:`RunOutcome` (one variant's run),
+:class:`ProbeReport` (everything ``driftcheck probe`` reports) and :func:`interpret`, which turns
+the driver's result file and the runner's record into an outcome, naming the failed stage and
+pulling the (preferably a worker's) traceback out of the logs. They are kept apart from the
+harness so that the reports and the tests use them without the machinery that runs vLLM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from driftcheck.probe import runner
+from driftcheck.probe.envs import ProbeEnv
+from driftcheck.probe.patches import AppliedPatch
+from driftcheck.probe.workloads import CHECKS, Workload
+
+
+@dataclass
+class RunOutcome:
+    """One variant's run."""
+
+    label: str
+    ok: bool
+    stages: list[dict] = field(default_factory=list)
+    failed_stage: str | None = None
+    error: dict | None = None
+    worker_traceback: str | None = None
+    patches: list[AppliedPatch] = field(default_factory=list)
+    shims: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    peak_rss: int = 0
+    returncode: int | None = None
+    timed_out: bool = False
+    reaped: list[int] = field(default_factory=list)
+    reaped_names: list[str] = field(default_factory=list)
+    log_dir: str | None = None
+    layer_ids: list[int] | None = None
+    hidden_size: int | None = None
+    versions: dict = field(default_factory=dict)
+
+    def stage(self, name: str) -> dict | None:
+        return next((s for s in self.stages if s["name"] == name), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "ok": self.ok,
+            "failed_stage": self.failed_stage,
+            "error": self.error,
+            "worker_traceback": self.worker_traceback,
+            "stages": self.stages,
+            "patches": [{"name": p.name, "files": p.files} for p in self.patches],
+            "shims": self.shims,
+            "seconds": round(self.seconds, 2),
+            "peak_rss_bytes": self.peak_rss,
+            "returncode": self.returncode,
+            "timed_out": self.timed_out,
+            "reaped_pids": self.reaped,
+            "reaped_names": self.reaped_names,
+            "log_dir": self.log_dir,
+            "layer_ids": self.layer_ids,
+            "hidden_size": self.hidden_size,
+            "versions": self.versions,
+        }
+
+
+@dataclass
+class ProbeReport:
+    """Everything ``driftcheck probe`` reports."""
+
+    client: str
+    client_version: str
+    host: str
+    env: ProbeEnv
+    model: str
+    tiny_model: bool
+    workload: Workload
+    shims: list[str]
+    runs: list[RunOutcome]
+    command: list[str]
+    run_env: dict[str, str]
+    plan_check: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The last run (patched when there is one) passed every check."""
+        return bool(self.runs) and self.runs[-1].ok
+
+    def to_dict(self) -> dict:
+        return {
+            "client": {"spec": self.client, "version": self.client_version},
+            "host": self.host,
+            "env": {
+                "kind": self.env.kind,
+                "python": str(self.env.python),
+                "root": str(self.env.root) if self.env.root else None,
+                "host_dist": self.env.host_dist,
+                "host_version": self.env.host_version,
+                "notes": self.env.notes,
+                "build": self.env.build,
+            },
+            "model": self.model,
+            "tiny_model": self.tiny_model,
+            "workload": self.workload.entry,
+            "shims": self.shims,
+            "command": self.command,
+            "run_env": self.run_env,
+            "runs": [r.to_dict() for r in self.runs],
+            "ok": self.ok,
+        }
+
+
+def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:
+    """Turn the driver's result file and the run into an outcome."""
+    stages = list(data.get("stages", []))
+    out = RunOutcome(
+        label=label,
+        ok=False,
+        stages=stages,
+        seconds=res.seconds,
+        peak_rss=res.peak_rss,
+        returncode=res.returncode,
+        timed_out=res.timed_out,
+        reaped=res.reaped,
+        reaped_names=res.reaped_names,
+        layer_ids=data.get("layer_ids"),
+        hidden_size=data.get("hidden_size"),
+        versions=data.get("versions", {}),
+    )
+    failed = next((s for s in stages if not s.get("ok")), None)
+    stderr = res.stderr()
+    logs = res.stdout() + "\n" + stderr  # vLLM logs (worker tracebacks too) go to stdout
+    if failed is not None:
+        out.failed_stage = failed["name"]
+        out.error = failed.get("error")
+    elif res.timed_out:
+        out.failed_stage = _next_stage(stages)
+        out.error = {
+            "type": "Timeout",
+            "message": f"the run did not finish in {res.seconds:.0f} s",
+            "from_worker": False,
+        }
+    elif not data.get("finished"):
+        out.failed_stage = _next_stage(stages)
+        out.error = {
+            "type": "Crash",
+            "message": f"the driver exited with code {res.returncode} before finishing "
+            f"(last stderr line: {_last_line(stderr)})",
+            "from_worker": False,
+        }
+    else:
+        names = {s["name"] for s in stages}
+        out.ok = {"import", "build", "generate-1", "generate-2", "hidden-states"} <= names
+        if not out.ok:
+            out.failed_stage = _next_stage(stages)
+            out.error = {
+                "type": "Incomplete",
+                "message": "the driver skipped checks",
+                "from_worker": False,
+            }
+    if out.failed_stage is not None:
+        out.worker_traceback = worker_traceback(logs)
+    return out
+
+
+def _next_stage(stages: list[dict]) -> str:
+    done = {s["name"] for s in stages}
+    return next((name for name, _ in CHECKS if name not in done), "unknown")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1][-300:] if lines else "none"
+
+
+def worker_traceback(stderr: str) -> str | None:
+    """The last traceback on stderr, preferring one logged by a vLLM worker.
+
+    vLLM logs a worker's exception as one record whose every line carries the same prefix
+    (``(Worker pid=N) ERROR ... [file:line]``); a plain traceback ends at its exception line.
+    """
+    lines = stderr.splitlines()
+    starts = [i for i, ln in enumerate(lines) if "Traceback (most recent call last)" in ln]
+    if not starts:
+        return None
+    worker = [i for i in starts if "Worker" in lines[i] or "EngineCore" in lines[i]]
+    start = (worker or starts)[-1]
+    prefix = lines[start].split("Traceback", 1)[0]
+    block = [lines[start]]
+    for ln in lines[start + 1 : start + 400]:
+        if prefix:
+            if not ln.startswith(prefix):
+                break
+            block.append(ln)
+            continue
+        block.append(ln)
+        if ln and not ln.startswith((" ", "\t")):
+            break  # the exception line
+    if prefix:
+        # Keep the process name once, drop the repeated log prefix from every line.
+        who = prefix.split(")", 1)[0] + ")" if prefix.startswith("(") else prefix.strip()
+        block = [f"{who} Traceback (most recent call last):"] + [
+            ln[len(prefix) :] for ln in block[1:]
+        ]
+    return "\n".join(block).rstrip()[-6000:]
