@@ -255,6 +255,43 @@ def _check_scan(code: str, host: str) -> None:
         assert all(f.file != "case/mod.py" for f in result.findings)
     for f in result.findings:
         assert f.line >= 1 and f.column >= 1, f
+    # libcst mis-numbers the lines of a statement that begins after a backslash continuation
+    if result.uses and parses(code) and "\\\n" not in code:
+        starts = _libcst_starts(code)
+        for use in result.uses:
+            assert (use.line, use.column) in starts[use.kind], (use, code)
+
+
+#: Use kind → the libcst node types a use of that kind may start at (what the codemods look for)
+USE_NODES: dict[str, tuple[type, ...]] = {
+    "call": (cst.Call,),
+    "attribute": (cst.Attribute,),
+    "import": (cst.Name, cst.Attribute),
+    "override": (cst.Name,),
+    "subclass": (cst.Name, cst.Attribute, cst.Call, cst.Subscript),
+    "string-ref": (cst.SimpleString, cst.ConcatenatedString),
+}
+
+
+def _libcst_starts(code: str) -> dict[str, set[tuple[int, int]]]:
+    """Use kind → (line, 1-based column) where libcst sees a node a use of that kind may be."""
+    positions = MetadataWrapper(cst.parse_module(code)).resolve(PositionProvider)
+    out: dict[str, set[tuple[int, int]]] = {kind: set() for kind in USE_NODES}
+    for node, pos in positions.items():
+        for kind, types in USE_NODES.items():
+            if isinstance(node, types):
+                out[kind].add((pos.start.line, pos.start.column + 1))
+    return out
+
+
+def test_use_positions_count_characters_not_bytes():
+    line = "    café = 'é𝔵'; minihost.core.connect('h')"
+    code = f"import minihost.core\n\n\ndef f():\n{line}\n"
+    result = scan_code(code, "minihost")
+    calls = [u for u in result.uses if u.kind == "call"]
+    column = line.index("minihost") + 1
+    assert [(u.line, u.column) for u in calls] == [(5, column)]
+    assert (5, column) in _libcst_starts(code)["call"]
 
 
 @PROPERTY_SETTINGS
