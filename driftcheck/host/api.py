@@ -371,10 +371,9 @@ class HostAPI:
         if table is None:  # one walk per module: every definition by (name, line)
             table = defs[module.path] = {}
             tree = self._ast(module.path, text)
-            for node in ast.walk(tree) if tree is not None else ():
-                if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                    for line in (node.lineno, *(d.lineno for d in node.decorator_list)):
-                        table.setdefault((node.name, line), node)
+            for node in _definitions(tree.body if tree is not None else []):
+                for line in (node.lineno, *(d.lineno for d in node.decorator_list)):
+                    table.setdefault((node.name, line), node)
         return table.get((found.obj.name, found.line))
 
     def _ast(self, modpath: str, text: str) -> ast.Module | None:
@@ -385,6 +384,27 @@ class HostAPI:
             except (SyntaxError, ValueError):
                 cache[modpath] = None
         return cache[modpath]
+
+
+_DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _definitions(
+    body: list[ast.stmt],
+) -> list[ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every class and function defined in ``body``, at any depth (statements only are walked:
+    a definition is a statement, so expressions need not be)."""
+    out = []
+    todo = list(body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, _DEFS):
+            out.append(stmt)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(stmt, name, None)
+            if isinstance(block, list):
+                todo.extend(block)
+    return out
 
 
 def _decorator_kw_only(cls: Found) -> bool:
