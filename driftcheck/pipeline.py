@@ -8,13 +8,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
 from driftcheck.checks import CHECKS, CheckContext
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.config import is_excluded
-from driftcheck.errors import SourceError, UsageError
+from driftcheck.errors import DriftcheckError, SourceError, UsageError
 from driftcheck.findings import Finding
 from driftcheck.host.api import HostAPI
 from driftcheck.sources import SourceTree, open_tree
@@ -359,7 +362,13 @@ def load_baseline(
     base_version = baseline
     md = client.tree.metadata
     if base_version is None and md:
-        base_version = md.pin_on(host_name) or (md.pin_on(alias) if alias else None)
+        for name in (host_name, alias):
+            if name and md.pin_on(name):
+                base_version = md.pin_on(name)
+                allowed = md.pin_range(name)
+                if base_version and allowed is not None:  # a range: its oldest real release
+                    base_version = _oldest_allowed(host_name, base_version, allowed)
+                break
     if not base_version:
         return None, None
     if (
@@ -373,6 +382,21 @@ def load_baseline(
     say(f"loading baseline {base_spec}")
     api = load_host(base_spec)
     return api, (base_spec.version if base_spec.kind == "release" else api.version)
+
+
+def _oldest_allowed(host: str, lower: str, allowed: SpecifierSet) -> str:
+    """The oldest release a client's range on the host allows: its lower bound when that is a
+    release already in the cache, else the oldest the index offers for this Python (``torch>=1.0``
+    has no 1.0 wheel for Python 3.11; ``>2.0`` excludes 2.0). Without the index, the bound."""
+    from driftcheck.releases import cached_sha256
+    from driftcheck.versions import oldest_matching
+
+    if Version(lower) in allowed and cached_sha256(host, lower) is not None:
+        return lower
+    try:
+        return oldest_matching(host, allowed)
+    except DriftcheckError:
+        return lower
 
 
 def scan(

@@ -20,6 +20,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path, PurePosixPath
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -59,6 +60,30 @@ class DistMetadata:
             version=msg.get("Version", "") or "",
             requires=list(msg.get_all("Requires-Dist") or []),
         )
+
+    def pin_range(self, host: str) -> SpecifierSet | None:
+        """The version range this distribution allows ``host`` in, when it pins no exact
+        version (the range of the requirement with the lowest lower bound)."""
+        host_key = canonicalize_name(host)
+        best: tuple[Version, SpecifierSet] | None = None
+        for line in self.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if canonicalize_name(req.name) != host_key or not req.specifier:
+                continue
+            if any(spec.operator in ("==", "===") for spec in req.specifier):
+                return None
+            lows = [
+                _version_key(spec.version)
+                for spec in req.specifier
+                if spec.operator in (">=", "~=", ">")
+            ]
+            low = min(lows) if lows else Version("0")
+            if best is None or low < best[0]:
+                best = (low, req.specifier)
+        return best[1] if best else None
 
     def pin_on(self, host: str) -> str | None:
         """The version of ``host`` this distribution was written against, if it says.

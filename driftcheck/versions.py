@@ -105,6 +105,15 @@ def newest_matching(name: str, spec: SpecifierSet) -> str:
     raise FetchError(f"no release of {name} matches {spec or 'latest'}")
 
 
+def oldest_matching(name: str, spec: SpecifierSet) -> str:
+    """The oldest final release of ``name`` that ``spec`` allows (and that has files this
+    Python can use: the index listing leaves the others out)."""
+    for v in reversed(available_versions(name)):
+        if Version(v) in spec:
+            return v
+    raise FetchError(f"no release of {name} matches {spec}")
+
+
 def releases_between(name: str, first: str, last: str) -> list[str]:
     """Final releases from ``first`` to ``last`` inclusive (``last`` may be ``latest``), oldest first."""
     versions = available_versions(name)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import build_wheel
+from packaging.specifiers import SpecifierSet
 
 from driftcheck import releases
 from driftcheck.errors import FetchError, SourceError, UsageError
@@ -59,6 +60,38 @@ def test_pin_on_exact_and_range():
     assert md.pin_on("vllm") == "0.11.0"
     assert DistMetadata("x", "1", ["vLLM>=0.10.2,<0.12"]).pin_on("vllm") == "0.10.2"
     assert DistMetadata("x", "1", ["not a requirement !!"]).pin_on("vllm") is None
+
+
+def test_pin_range_is_the_range_with_the_lowest_bound():
+    md = DistMetadata("x", "1", ['torch>=2.6; extra == "torch"', "torch>1.0,<3"])
+    assert str(md.pin_range("torch")) == "<3,>1.0"
+    assert md.pin_on("torch") == "1.0"
+    assert DistMetadata("x", "1", ["vllm==0.11.0"]).pin_range("vllm") is None
+    assert DistMetadata("x", "1", ["vllm"]).pin_range("vllm") is None
+
+
+def test_a_range_baseline_is_the_oldest_release_the_index_offers(monkeypatch: pytest.MonkeyPatch):
+    from driftcheck import pipeline
+
+    listing = ["2.10.0", "2.1.0", "1.13.1", "1.13.0"]  # newest first, as the index lists them
+    monkeypatch.setattr("driftcheck.versions.available_versions", lambda name: listing)
+    monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: None)
+    assert pipeline._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.13.0"
+    assert pipeline._oldest_allowed("torch", "1.13.0", SpecifierSet(">1.13.0")) == "1.13.1"
+    monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: "abc")
+    assert pipeline._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
+
+
+def test_a_range_baseline_without_the_index_is_the_lower_bound(monkeypatch: pytest.MonkeyPatch):
+    from driftcheck import pipeline
+    from driftcheck.errors import FetchError
+
+    def offline(name: str) -> list[str]:
+        raise FetchError("cannot list the releases of torch (no network?)")
+
+    monkeypatch.setattr("driftcheck.versions.available_versions", offline)
+    monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: None)
+    assert pipeline._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
 
 
 @pytest.mark.parametrize(
