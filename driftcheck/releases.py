@@ -25,7 +25,8 @@ from packaging.version import InvalidVersion, Version
 
 from driftcheck.cache import archive_dir, locked
 from driftcheck.errors import DriftcheckError, FetchError, SourceError
-from driftcheck.sources import _ARCHIVE_ERRORS, _safe_relpath, _version_key, _why
+from driftcheck.metadata import version_key
+from driftcheck.sources import _ARCHIVE_ERRORS, _safe_relpath, _why
 
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 _IGNORED_INDEX = re.compile(r"repository located at (\S+) is not a trusted or secure host")
@@ -246,7 +247,7 @@ def _has_version(versions: Iterable[str], version: str) -> bool:
         want = Version(version)
     except InvalidVersion:
         return version in versions
-    return any(_version_key(v) == want for v in versions)
+    return any(version_key(v) == want for v in versions)
 
 
 def _offline(text: str) -> bool:
@@ -266,10 +267,10 @@ def _listed_versions(text: str) -> list[str] | None:
 def _unknown_version_message(name: str, version: str, versions: list[str]) -> str:
     if not versions:
         return f"unknown package {name!r}: the package index has no release of it"
-    want = _version_key(version)
-    ordered = sorted(set(versions), key=_version_key)
-    below = [v for v in ordered if _version_key(v) < want][-2:]
-    above = [v for v in ordered if _version_key(v) > want][:2]
+    want = version_key(version)
+    ordered = sorted(set(versions), key=version_key)
+    below = [v for v in ordered if version_key(v) < want][-2:]
+    above = [v for v in ordered if version_key(v) > want][:2]
     near = ", ".join(below + above)
     return f"{name} has no release {version}; nearest: {near} (latest: {ordered[-1]})"
 

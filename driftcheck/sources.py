@@ -7,7 +7,6 @@ are read in memory; nothing is extracted. Releases are fetched into the user cac
 
 from __future__ import annotations
 
-import email.parser
 import lzma
 import os
 import stat
@@ -15,16 +14,11 @@ import sys
 import tarfile
 import zipfile
 import zlib
-from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path, PurePosixPath
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
 from driftcheck.errors import SourceError
+from driftcheck.metadata import DistMetadata, metadata_from_pyproject
 from driftcheck.specs import PackageSpec
 
 SKIP_DIRS = {"__pycache__", ".git", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
@@ -41,79 +35,6 @@ _ARCHIVE_ERRORS = (
     NotImplementedError,  # an unsupported compression method
     RuntimeError,  # an encrypted member
 )
-
-
-@dataclass
-class DistMetadata:
-    """The parts of a distribution's core metadata driftcheck uses."""
-
-    name: str
-    version: str
-    requires: list[str] = field(default_factory=list)
-
-    @classmethod
-    def parse(cls, text: str) -> DistMetadata:
-        """Parse METADATA / PKG-INFO text."""
-        msg = email.parser.Parser().parsestr(text, headersonly=True)
-        return cls(
-            name=msg.get("Name", "") or "",
-            version=msg.get("Version", "") or "",
-            requires=list(msg.get_all("Requires-Dist") or []),
-        )
-
-    def pin_range(self, host: str) -> SpecifierSet | None:
-        """The version range this distribution allows ``host`` in, when it pins no exact
-        version (the range of the requirement with the lowest lower bound)."""
-        host_key = canonicalize_name(host)
-        best: tuple[Version, SpecifierSet] | None = None
-        for line in self.requires:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
-                continue
-            if canonicalize_name(req.name) != host_key or not req.specifier:
-                continue
-            if any(spec.operator in ("==", "===") for spec in req.specifier):
-                return None
-            lows = [
-                _version_key(spec.version)
-                for spec in req.specifier
-                if spec.operator in (">=", "~=", ">")
-            ]
-            low = min(lows) if lows else Version("0")
-            if best is None or low < best[0]:
-                best = (low, req.specifier)
-        return best[1] if best else None
-
-    def pin_on(self, host: str) -> str | None:
-        """The version of ``host`` this distribution was written against, if it says.
-
-        An exact ``==`` pin wins; otherwise the lowest version a ``>=``/``~=``/``>`` range allows.
-        """
-        host_key = canonicalize_name(host)
-        candidates: list[str] = []
-        for line in self.requires:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
-                continue
-            if canonicalize_name(req.name) != host_key:
-                continue
-            for spec in req.specifier:
-                if spec.operator in ("==", "==="):
-                    return spec.version.rstrip(".*")
-                if spec.operator in (">=", "~=", ">"):
-                    candidates.append(spec.version)
-        if not candidates:
-            return None
-        return min(candidates, key=_version_key)
-
-
-def _version_key(text: str) -> Version:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return Version("0")
 
 
 def _safe_relpath(name: str) -> str | None:
@@ -222,31 +143,8 @@ class SourceTree:
         if self.exists("PKG-INFO"):
             return DistMetadata.parse(self.read_text("PKG-INFO"))
         if self.exists("pyproject.toml"):
-            return _metadata_from_pyproject(self.read_text("pyproject.toml"))
+            return metadata_from_pyproject(self.read_text("pyproject.toml"))
         return None
-
-
-def _metadata_from_pyproject(text: str) -> DistMetadata | None:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        return None
-
-    try:
-        project = tomllib.loads(text).get("project", {})
-    except (tomllib.TOMLDecodeError, ValueError):
-        return None
-    if not isinstance(project, dict) or not isinstance(project.get("name"), str):
-        return None
-    deps = project.get("dependencies")
-    requires = [d for d in deps if isinstance(d, str)] if isinstance(deps, list) else []
-    optional = project.get("optional-dependencies")
-    for extra, extra_deps in optional.items() if isinstance(optional, dict) else []:
-        if isinstance(extra_deps, list):
-            requires.extend(f'{d}; extra == "{extra}"' for d in extra_deps if isinstance(d, str))
-    return DistMetadata(
-        name=project["name"], version=str(project.get("version", "")), requires=requires
-    )
 
 
 class DirectoryTree(SourceTree):
@@ -300,7 +198,7 @@ class DirectoryTree(SourceTree):
             return found
         for name, parse in (
             ("PKG-INFO", DistMetadata.parse),
-            ("pyproject.toml", _metadata_from_pyproject),
+            ("pyproject.toml", metadata_from_pyproject),
         ):
             path = self.meta_root / name
             if path.is_file():
@@ -457,7 +355,6 @@ def open_archive(path: Path, label: str | None = None) -> SourceTree:
 
 __all__ = [
     "DirectoryTree",
-    "DistMetadata",
     "InstalledTree",
     "SourceTree",
     "TarTree",

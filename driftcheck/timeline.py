@@ -15,15 +15,8 @@ from packaging.version import Version
 
 from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.findings import Finding, severity_rank
-from driftcheck.pipeline import (
-    collect_uses,
-    load_baseline,
-    load_client,
-    load_host,
-    release_host,
-    run_checks,
-    save_snapshots,
-)
+from driftcheck.hosts import load_baseline, load_host, release_host, save_snapshots
+from driftcheck.pipeline import collect_uses, load_client, run_checks
 from driftcheck.releases import fetch_release
 from driftcheck.specs import PackageSpec, parse_spec
 from driftcheck.versions import releases_between

@@ -15,14 +15,9 @@ from packaging.specifiers import SpecifierSet
 
 from driftcheck import releases
 from driftcheck.errors import FetchError, SourceError, UsageError
+from driftcheck.metadata import DistMetadata
 from driftcheck.releases import fetch_release
-from driftcheck.sources import (
-    DirectoryTree,
-    DistMetadata,
-    TarTree,
-    ZipTree,
-    open_archive,
-)
+from driftcheck.sources import DirectoryTree, TarTree, ZipTree, open_archive
 from driftcheck.specs import PackageSpec, parse_spec
 
 # -- specs -------------------------------------------------------------------------------------
@@ -71,19 +66,19 @@ def test_pin_range_is_the_range_with_the_lowest_bound():
 
 
 def test_a_range_baseline_is_the_oldest_release_the_index_offers(monkeypatch: pytest.MonkeyPatch):
-    from driftcheck import pipeline
+    from driftcheck import hosts
 
     listing = ["2.10.0", "2.1.0", "1.13.1", "1.13.0"]  # newest first, as the index lists them
     monkeypatch.setattr("driftcheck.versions.available_versions", lambda name: listing)
     monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: None)
-    assert pipeline._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.13.0"
-    assert pipeline._oldest_allowed("torch", "1.13.0", SpecifierSet(">1.13.0")) == "1.13.1"
+    assert hosts._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.13.0"
+    assert hosts._oldest_allowed("torch", "1.13.0", SpecifierSet(">1.13.0")) == "1.13.1"
     monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: "abc")
-    assert pipeline._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
+    assert hosts._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
 
 
 def test_a_range_baseline_without_the_index_is_the_lower_bound(monkeypatch: pytest.MonkeyPatch):
-    from driftcheck import pipeline
+    from driftcheck import hosts
     from driftcheck.errors import FetchError
 
     def offline(name: str) -> list[str]:
@@ -91,7 +86,7 @@ def test_a_range_baseline_without_the_index_is_the_lower_bound(monkeypatch: pyte
 
     monkeypatch.setattr("driftcheck.versions.available_versions", offline)
     monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: None)
-    assert pipeline._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
+    assert hosts._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
 
 
 @pytest.mark.parametrize(

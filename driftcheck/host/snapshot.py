@@ -17,7 +17,8 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from driftcheck.cache import cache_root, code_digest, locked
-from driftcheck.sources import DistMetadata, SourceTree
+from driftcheck.metadata import DistMetadata
+from driftcheck.sources import SourceTree
 
 FORMAT = 2
 

@@ -69,7 +69,7 @@ class ProbePlan:
 
 def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     """Describe the probe run without running, importing or building anything."""
-    from driftcheck.pipeline import load_host
+    from driftcheck.hosts import load_host
     from driftcheck.probe.envs import EnvError, has_gpu
     from driftcheck.probe.model import HIDDEN, NUM_LAYERS, VOCAB, config_dict, tiny_model_dir
     from driftcheck.probe.plan import check_model, client_needs

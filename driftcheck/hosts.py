@@ -1,0 +1,149 @@
+"""Host releases, opened once per process: each release served from its snapshot, the process-wide
+table of loaded releases (releases are immutable), and the baseline a client was written against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from driftcheck.errors import DriftcheckError, SourceError
+from driftcheck.host.api import HostAPI
+from driftcheck.sources import SourceTree, open_tree
+from driftcheck.specs import PackageSpec, parse_spec
+
+if TYPE_CHECKING:
+    from driftcheck.pipeline import Client
+
+Progress = Callable[[str], None]
+
+
+def guess_name(tree: SourceTree) -> str:
+    tops = tree.top_level_packages()
+    return tops[0] if tops else "client"
+
+
+_HOSTS: dict[str, HostAPI] = {}
+
+
+def _snapshot_tree(spec: PackageSpec, *, quiet: bool) -> SourceTree:
+    """A release's tree served from its snapshot (fetching the archive only when needed)."""
+    from driftcheck.host.snapshot import SnapshotTree, snapshot_path
+    from driftcheck.releases import cached_sha256, fetch_release
+    from driftcheck.sources import open_archive
+
+    assert spec.name and spec.version
+    sha = cached_sha256(spec.name, spec.version)
+    if sha is None:
+        archive = fetch_release(spec.name, spec.version, quiet=quiet)
+        sha = cached_sha256(spec.name, spec.version)
+        if sha is None:  # not recorded in the cache: read the archive as it is
+            return open_archive(archive, label=str(spec))
+    return SnapshotTree(
+        snapshot_path(spec.name, spec.version, sha),
+        opener=lambda: open_tree(spec, quiet=quiet),
+        label=str(spec),
+    )
+
+
+def save_snapshots() -> None:
+    """Persist what this process added to release snapshots."""
+    for api in _HOSTS.values():
+        save = getattr(api.tree, "save", None)
+        if save is not None:
+            try:
+                if len(api.modules) != api.restored:
+                    api.tree.dirty = True  # type: ignore[attr-defined]
+                save(api.modules if api.tree.dirty else None)  # type: ignore[attr-defined]
+                api.restored = len(api.modules)
+            except OSError:
+                pass  # a snapshot is an optimisation; failing to save it is not an error
+
+
+def release_host(spec: PackageSpec) -> None:
+    """Forget a loaded release (its snapshot keeps what was learnt)."""
+    _HOSTS.pop(str(spec), None)
+
+
+def load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
+    """Open a host release (or installed distribution, or directory) as a lazy API.
+
+    Releases are immutable, so their API objects are shared within a process.
+    """
+    if spec.kind == "release" and str(spec) in _HOSTS:
+        return _HOSTS[str(spec)]
+    api = _load_host(spec, quiet=quiet)
+    if spec.kind == "release":
+        _HOSTS[str(spec)] = api
+    return api
+
+
+def _load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
+    if spec.kind == "release":
+        tree = _snapshot_tree(spec, quiet=quiet)
+    else:
+        tree = open_tree(spec, quiet=quiet)
+    md = tree.metadata
+    name = md.name if md and md.name else (spec.name or guess_name(tree))
+    version = md.version if md and md.version else (spec.version or "unknown")
+    api = HostAPI(tree=tree, name=name, version=version)
+    if not api.roots:
+        raise SourceError(f"{tree.label}: no importable package found")
+    return api
+
+
+def exact_spec(text: str, default_name: str | None = None) -> PackageSpec:
+    """Parse a spec, resolving ``name@latest`` and version ranges to the newest matching release."""
+    from driftcheck.versions import is_version_spec, newest_matching, split_spec
+
+    if is_version_spec(text):
+        name, spec = split_spec(text)
+        return PackageSpec(kind="release", name=name, version=newest_matching(name, spec))
+    return parse_spec(text, default_name=default_name)
+
+
+def load_baseline(
+    client: Client, host_name: str, baseline: str | None, say: Progress, *, alias: str | None = None
+) -> tuple[HostAPI | None, str | None]:
+    """The baseline host: ``baseline`` if given, else the client's own pin on the host."""
+    base_version = baseline
+    md = client.tree.metadata
+    if base_version is None and md:
+        for name in (host_name, alias):
+            if name and md.pin_on(name):
+                base_version = md.pin_on(name)
+                allowed = md.pin_range(name)
+                if base_version and allowed is not None:  # a range: its oldest real release
+                    base_version = _oldest_allowed(host_name, base_version, allowed)
+                break
+    if not base_version:
+        return None, None
+    if (
+        base_version == "installed"
+        or any(c in base_version for c in "/@<>~!,")
+        or "==" in base_version
+    ):
+        base_spec = exact_spec(base_version, default_name=host_name)
+    else:
+        base_spec = parse_spec(f"{host_name}=={base_version}")
+    say(f"loading baseline {base_spec}")
+    api = load_host(base_spec)
+    return api, (base_spec.version if base_spec.kind == "release" else api.version)
+
+
+def _oldest_allowed(host: str, lower: str, allowed: SpecifierSet) -> str:
+    """The oldest release a client's range on the host allows: its lower bound when that is a
+    release already in the cache, else the oldest the index offers for this Python (``torch>=1.0``
+    has no 1.0 wheel for Python 3.11; ``>2.0`` excludes 2.0). Without the index, the bound."""
+    from driftcheck.releases import cached_sha256
+    from driftcheck.versions import oldest_matching
+
+    if Version(lower) in allowed and cached_sha256(host, lower) is not None:
+        return lower
+    try:
+        return oldest_matching(host, allowed)
+    except DriftcheckError:
+        return lower
