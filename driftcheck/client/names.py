@@ -115,7 +115,7 @@ def children(node: ast.AST) -> Iterator[ast.AST]:
     if isinstance(node, ast.Call):
         yield node.func
         if node.keywords and node.args:
-            yield from sorted([*node.args, *node.keywords], key=_place)
+            yield from sorted([*node.args, *node.keywords], key=place)
         else:
             yield from node.args
             yield from node.keywords
@@ -137,7 +137,8 @@ def children(node: ast.AST) -> Iterator[ast.AST]:
                     yield item
 
 
-def _place(node: ast.AST) -> tuple[int, int]:
+def place(node: ast.AST) -> tuple[int, int]:
+    """(line, byte column) of a node, for ordering nodes as written."""
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from driftcheck.client.index import ClassInfo, ClientIndex, FunctionInfo, ModuleInfo, first_param
-from driftcheck.client.names import FUNCTIONS, Walker
+from driftcheck.client.names import FUNCTIONS, Walker, place
 from driftcheck.client.types import TypeInferrer
 from driftcheck.host.signature import CallShape
 
@@ -341,16 +341,12 @@ class UseCollector(Walker):
         method names (first positional argument or ``method=``), for dispatch checks."""
         given = [(i == 0, a) for i, a in enumerate(node.args)]
         given += [(k.arg == "method", k.value) for k in node.keywords]
-        for first, value in sorted(given, key=lambda pair: _place(pair[1])):
+        for first, value in sorted(given, key=lambda pair: place(pair[1])):
             if not isinstance(value, ast.Constant) or not isinstance(value.value, str):
                 continue
             text = value.value
             if _dotted(text) or (first and text.isidentifier()):
                 self._add("string-ref", value, callee, member=text)
-
-
-def _place(node: ast.AST) -> tuple[int, int]:
-    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
 def _dotted(text: str) -> bool:

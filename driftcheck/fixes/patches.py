@@ -120,10 +120,10 @@ def fix_code(
 def _import_spans(code: str) -> list[tuple[int, int]]:
     """(first line, last line) of every from-import statement (none when the code does not
     parse: the codemods then decline on their own)."""
+    from driftcheck.client.names import parse
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(code)
+        tree = parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     return [

@@ -12,12 +12,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from packaging.markers import default_environment
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from driftcheck.cache import locked
-from driftcheck.probe.envs import ProbeEnv, Progress, _clean_env
+from driftcheck.probe.envs import ProbeEnv, Progress, _clean_env, applicable
 from driftcheck.probe.managed_envs import _pip
 
 # -- the client's own runtime dependencies -------------------------------------------------------
@@ -94,16 +92,7 @@ def ensure_client_deps(
     if key in done:
         return list(done[key])
     say = progress or (lambda _m: None)
-    wanted: dict[str, str] = {}
-    marker_env = {**default_environment(), "extra": ""}
-    for line in requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and not req.marker.evaluate(marker_env):
-            continue
-        wanted[canonicalize_name(req.name)] = f"{req.name}{req.specifier}"
+    wanted = {canonicalize_name(r.name): f"{r.name}{r.specifier}" for r in applicable(requires)}
     notes: list[str] = []
     with locked(env.root, timeout=3600):
         for _ in range(rounds):

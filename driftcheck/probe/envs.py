@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -122,6 +124,21 @@ def _clean_env() -> dict[str, str]:
     for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV"):
         env.pop(key, None)
     return env
+
+
+def applicable(lines: list[str], markers: dict[str, str] | None = None) -> list[Requirement]:
+    """The requirements among ``lines`` whose markers hold here (extras off; ``markers``
+    overrides the environment), unparsable lines left out."""
+    marker_env = {**default_environment(), "extra": "", **(markers or {})}
+    out: list[Requirement] = []
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is None or req.marker.evaluate(marker_env):
+            out.append(req)
+    return out
 
 
 def _same_version(a: str, b: str) -> bool:

@@ -30,13 +30,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from packaging.markers import default_environment
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from driftcheck.cache import cache_root, locked
-from driftcheck.probe.envs import EnvError, ProbeEnv, Progress, _clean_env, has_gpu, host_in
+from driftcheck.probe.envs import (
+    EnvError,
+    ProbeEnv,
+    Progress,
+    _clean_env,
+    applicable,
+    has_gpu,
+    host_in,
+)
 
 ENV_FORMAT = 1  # bump when the recipe changes: older managed environments are rebuilt
 
@@ -185,17 +192,11 @@ def cpu_requirements(
     Raises:
         EnvError: When the wheel does not pin torch.
     """
-    marker_env = {**default_environment(), "extra": "", **(env or {})}
     torch_pin: str | None = None
     out: list[str] = []
     notes: list[str] = []
-    for line in requires_dist:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and not req.marker.evaluate(marker_env):
-            continue
+    for req in applicable(requires_dist, env):
+        line = str(req)
         name = canonicalize_name(req.name)
         pins = [s for s in req.specifier if s.operator in ("==", "===")]
         if name == "torch":
