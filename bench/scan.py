@@ -82,7 +82,7 @@ def main() -> None:
 
     from driftcheck.cache import cache_root
     from driftcheck.pipeline import scan
-    from driftcheck.releases import fetch_release
+    from driftcheck.sources.fetch import fetch_release
 
     host, version = args.against.split("==", 1)
     first = scan(args.client, args.against)  # fills the user cache (archives) once, not timed

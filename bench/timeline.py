@@ -55,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from driftcheck.cache import cache_root
-    from driftcheck.releases import fetch_release
+    from driftcheck.sources.fetch import fetch_release
 
     fill = _run(args)
     warm = _run(args)

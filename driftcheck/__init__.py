@@ -13,7 +13,7 @@ from __future__ import annotations
 from driftcheck.errors import DriftcheckError, FetchError, SourceError, UsageError
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.pipeline import ScanResult, scan
-from driftcheck.specs import PackageSpec, parse_spec
+from driftcheck.sources.specs import PackageSpec, parse_spec
 
 __all__ = [
     "DriftcheckError",

@@ -157,7 +157,7 @@ def config_for(client: str, explicit: str | None = None) -> Config:
     of a directory client (a release or an installed distribution has no user settings)."""
     if explicit:
         return load_config(Path(explicit).expanduser())
-    from driftcheck.specs import parse_spec
+    from driftcheck.sources.specs import parse_spec
 
     spec = parse_spec(client)
     if spec.kind != "directory" or spec.path is None:

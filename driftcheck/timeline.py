@@ -15,11 +15,11 @@ from packaging.version import Version
 
 from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.findings import Finding, severity_rank
-from driftcheck.hosts import load_baseline, load_host, release_host, save_snapshots
+from driftcheck.host.load import load_baseline, load_host, release_host, save_snapshots
 from driftcheck.pipeline import collect_uses, load_client, run_checks
-from driftcheck.releases import fetch_release
-from driftcheck.specs import PackageSpec, parse_spec
-from driftcheck.versions import releases_between
+from driftcheck.sources.fetch import fetch_release
+from driftcheck.sources.specs import PackageSpec, parse_spec
+from driftcheck.sources.versions import releases_between
 
 
 @dataclass
@@ -117,7 +117,7 @@ def timeline(
         fetches = {v: pool.submit(fetch_release, host, v) for v in versions}
         first_api = load_host(PackageSpec(kind="release", name=host, version=versions[0]))
         cl = load_client(client_spec, first_api.roots)
-        base_api, base_version = load_baseline(cl, host, baseline, say)
+        base_api, base_version = load_baseline(cl.tree.metadata, host, baseline, say)
         types_api = base_api or first_api
         uses = collect_uses(cl, types_api, types_api.roots)
         result = TimelineResult(cl.name, cl.version, host, base_version, versions)

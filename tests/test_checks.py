@@ -19,8 +19,8 @@ from conftest import build_wheel, read_markers
 
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult, scan
-from driftcheck.sources import open_tree
-from driftcheck.specs import parse_spec
+from driftcheck.sources.specs import parse_spec
+from driftcheck.sources.trees import open_tree
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 HOST_V1 = FIXTURES / "hosts" / "minihost" / "1.0"
@@ -220,7 +220,7 @@ def test_baseline_comes_from_the_client_pin(monkeypatch: pytest.MonkeyPatch, tmp
         fetched.append((name, version))
         return wheel
 
-    monkeypatch.setattr("driftcheck.releases.fetch_release", fake_fetch)
+    monkeypatch.setattr("driftcheck.sources.fetch.fetch_release", fake_fetch)
     result = _scan(CLIENT, HOST_V2, None)
     assert fetched == [("minihost", "1.0")]
     assert result.baseline == "1.0"

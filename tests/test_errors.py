@@ -190,8 +190,8 @@ def test_unknown_version_lists_the_nearest(cli, tiny_project):
 def test_everything_raised_on_these_paths_is_a_driftcheck_error(tmp_path):
     """The library raises DriftcheckError (never a bare OSError/BadZipFile) for bad input."""
     from driftcheck.errors import DriftcheckError
-    from driftcheck.sources import open_archive
-    from driftcheck.specs import parse_spec
+    from driftcheck.sources.specs import parse_spec
+    from driftcheck.sources.trees import open_archive
 
     for text in ("vllm>=", "", "x==", "a b", "\0", "/nonexistent/x", "x" * 5000 + "/y"):
         with pytest.raises(DriftcheckError):

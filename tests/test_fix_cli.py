@@ -300,7 +300,7 @@ def test_apply_on_a_release_is_one_line(
     wheel = build_wheel(
         tmp_path / "miniclient-0.1-py3-none-any.whl", files, name="miniclient", version="0.1"
     )
-    monkeypatch.setattr("driftcheck.releases.fetch_release", lambda *a, **k: wheel)
+    monkeypatch.setattr("driftcheck.sources.fetch.fetch_release", lambda *a, **k: wheel)
     result = run_cli(
         "fix",
         "miniclient==0.1",
@@ -364,7 +364,7 @@ def _function_lines(source: str, name: str) -> list[str]:
 @pytest.mark.network
 @pytest.mark.slow
 def test_speculators_patches_apply_and_rescan_without_safe_fixes(tmp_path: Path):
-    from driftcheck.releases import fetch_release
+    from driftcheck.sources.fetch import fetch_release
 
     out = tmp_path / "patches"
     result = run_cli("fix", "speculators==0.3.0", "--against", "vllm==0.16.0", "--out", str(out))

@@ -31,7 +31,7 @@ from driftcheck.probe.patches import (
     patch_files,
     patch_targets,
 )
-from driftcheck.sources import DirectoryTree
+from driftcheck.sources.trees import DirectoryTree
 
 REPO = Path(__file__).resolve().parent.parent
 KIMI = REPO / "fixtures" / "models" / "kimi-k2.5"

@@ -76,7 +76,7 @@ def test_protocol_is_mined_without_any_rule(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_guard_line_is_the_state_error_raise(on_016):
-    from driftcheck.hosts import _HOSTS
+    from driftcheck.host.load import _HOSTS
 
     [f] = [f for f in on_016.findings if f.kind == "call-protocol"]
     guard = next(e for e in f.evidence if e.note == "guard")

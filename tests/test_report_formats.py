@@ -76,7 +76,7 @@ def _render(fmt: str, result: ScanResult, **kwargs: object) -> str:
 
 
 def test_every_format_is_offered_by_the_cli():
-    from driftcheck.cli import REPORT_FORMATS
+    from driftcheck.cli.options import REPORT_FORMATS
 
     assert set(REPORT_FORMATS) == set(FORMATS) == {"text", "json", "sarif", "github"}
 
@@ -372,7 +372,7 @@ def test_pre_commit_hook():
 
 
 def test_progress_spinner_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch):
-    from driftcheck.cli import _status
+    from driftcheck.cli.options import status as _status
 
     with _status(quiet=True) as say:
         assert say is None

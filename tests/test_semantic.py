@@ -29,8 +29,8 @@ from conftest import read_markers
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult, scan
 from driftcheck.rules import Rule, _cached_rules, load_rules, rule_problems
-from driftcheck.sources import open_tree
-from driftcheck.specs import parse_spec
+from driftcheck.sources.specs import parse_spec
+from driftcheck.sources.trees import open_tree
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 HOST_V1 = FIXTURES / "hosts" / "protohost" / "1.0"

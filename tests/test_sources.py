@@ -13,12 +13,12 @@ import pytest
 from conftest import build_wheel
 from packaging.specifiers import SpecifierSet
 
-from driftcheck import releases
 from driftcheck.errors import FetchError, SourceError, UsageError
-from driftcheck.metadata import DistMetadata
-from driftcheck.releases import fetch_release
-from driftcheck.sources import DirectoryTree, TarTree, ZipTree, open_archive
-from driftcheck.specs import PackageSpec, parse_spec
+from driftcheck.sources import fetch as releases
+from driftcheck.sources.fetch import fetch_release
+from driftcheck.sources.metadata import DistMetadata
+from driftcheck.sources.specs import PackageSpec, parse_spec
+from driftcheck.sources.trees import DirectoryTree, TarTree, ZipTree, open_archive
 
 # -- specs -------------------------------------------------------------------------------------
 
@@ -66,26 +66,26 @@ def test_pin_range_is_the_range_with_the_lowest_bound():
 
 
 def test_a_range_baseline_is_the_oldest_release_the_index_offers(monkeypatch: pytest.MonkeyPatch):
-    from driftcheck import hosts
+    from driftcheck.host import load as hosts
 
     listing = ["2.10.0", "2.1.0", "1.13.1", "1.13.0"]  # newest first, as the index lists them
-    monkeypatch.setattr("driftcheck.versions.available_versions", lambda name: listing)
-    monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: None)
+    monkeypatch.setattr("driftcheck.sources.versions.available_versions", lambda name: listing)
+    monkeypatch.setattr("driftcheck.sources.fetch.cached_sha256", lambda name, version: None)
     assert hosts._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.13.0"
     assert hosts._oldest_allowed("torch", "1.13.0", SpecifierSet(">1.13.0")) == "1.13.1"
-    monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: "abc")
+    monkeypatch.setattr("driftcheck.sources.fetch.cached_sha256", lambda name, version: "abc")
     assert hosts._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
 
 
 def test_a_range_baseline_without_the_index_is_the_lower_bound(monkeypatch: pytest.MonkeyPatch):
-    from driftcheck import hosts
     from driftcheck.errors import FetchError
+    from driftcheck.host import load as hosts
 
     def offline(name: str) -> list[str]:
         raise FetchError("cannot list the releases of torch (no network?)")
 
-    monkeypatch.setattr("driftcheck.versions.available_versions", offline)
-    monkeypatch.setattr("driftcheck.releases.cached_sha256", lambda name, version: None)
+    monkeypatch.setattr("driftcheck.sources.versions.available_versions", offline)
+    monkeypatch.setattr("driftcheck.sources.fetch.cached_sha256", lambda name, version: None)
     assert hosts._oldest_allowed("torch", "1.0", SpecifierSet(">=1.0")) == "1.0"
 
 

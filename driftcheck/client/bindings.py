@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ast
 
-from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
-from driftcheck.client.types import TypeInferrer, TypeRef
+from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, TypeRef
+from driftcheck.client.types import TypeInferrer
 
 
 def apply_bindings(

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from driftcheck.client.names import NameTable, Source, Walker, parse
 
-if TYPE_CHECKING:
-    from driftcheck.client.types import TypeRef
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A host class (``kind="host"``) or a client class (``kind="client"``), by dotted path."""
+
+    kind: str
+    path: str
 
 
 @dataclass

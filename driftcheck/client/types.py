@@ -9,18 +9,9 @@ A first pass over the whole client (:class:`ClientIndex`) records every class, i
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
-from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, first_param
+from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, TypeRef, first_param
 from driftcheck.host.api import Found, HostAPI
-
-
-@dataclass(frozen=True)
-class TypeRef:
-    """A host class (``kind="host"``) or a client class (``kind="client"``), by dotted path."""
-
-    kind: str
-    path: str
 
 
 class TypeInferrer:

@@ -18,7 +18,7 @@ import griffe
 
 from driftcheck.host.attributes import InferredType, add_instance_attributes
 from driftcheck.host.signature import Param, Signature, dataclass_fields, signature_of_function
-from driftcheck.sources import SourceTree
+from driftcheck.sources.trees import SourceTree
 
 logging.getLogger("griffe").setLevel(logging.ERROR)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from driftcheck.cache import cache_root, code_digest, locked
-from driftcheck.metadata import DistMetadata
-from driftcheck.sources import SourceTree
+from driftcheck.sources.metadata import DistMetadata
+from driftcheck.sources.trees import SourceTree
 
 FORMAT = 2
 

@@ -14,8 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,14 +156,3 @@ def has_gpu() -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0 and "GPU" in proc.stdout
-
-
-if __name__ == "__main__":  # python -m driftcheck.probe.envs 0.11.0 0.16.0
-    # Imported here: managed environments build on this module (ProbeEnv, EnvError).
-    from driftcheck.probe.managed_envs import prepare
-
-    def _say(message: str) -> None:
-        print(time.strftime("%H:%M:%S"), message, flush=True)
-
-    for version, built in prepare(sys.argv[1:] or ["0.11.0", "0.16.0"], _say).items():
-        _say(f"vllm=={version}: {built.describe()}")

@@ -47,8 +47,8 @@ from driftcheck.probe.patches import (
 )
 from driftcheck.probe.probe_plan import make_plan
 from driftcheck.probe.workloads import COSINE_MIN, Workload, workload_for
-from driftcheck.sources import SourceTree, open_tree
-from driftcheck.specs import parse_spec
+from driftcheck.sources.specs import parse_spec
+from driftcheck.sources.trees import SourceTree, open_tree
 
 # driftcheck.cli imports these from here.
 __all__ = ["ProbeOptions", "make_plan", "probe"]

@@ -340,3 +340,12 @@ def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, 
     with ThreadPoolExecutor(max_workers=max(1, len(versions))) as pool:
         futures = {v: pool.submit(managed_env, v, progress=progress) for v in versions}
         return {v: f.result() for v, f in futures.items()}
+
+
+if __name__ == "__main__":  # python -m driftcheck.probe.managed_envs 0.11.0 0.16.0
+
+    def _say(message: str) -> None:
+        print(time.strftime("%H:%M:%S"), message, flush=True)
+
+    for version, built in prepare(sys.argv[1:] or ["0.11.0", "0.16.0"], _say).items():
+        _say(f"vllm=={version}: {built.describe()}")

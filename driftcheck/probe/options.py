@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from driftcheck.errors import UsageError
-from driftcheck.specs import PackageSpec, parse_spec
+from driftcheck.sources.specs import PackageSpec, parse_spec
 
 DEFAULT_TIMEOUT = 900.0  # the tiny model
 MODEL_TIMEOUT = 7200.0  # a named model: loading its weights can take long

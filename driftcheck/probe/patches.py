@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from driftcheck.errors import UsageError
-from driftcheck.sources import SourceTree
+from driftcheck.sources.trees import SourceTree
 
 _TARGET = re.compile(r"^(?:\+\+\+|---) (\S+)", re.MULTILINE)
 

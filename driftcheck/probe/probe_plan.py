@@ -22,8 +22,8 @@ from driftcheck.probe.managed_envs import build_plan
 from driftcheck.probe.options import ProbeOptions, host_spec
 from driftcheck.probe.patches import apply_patches, copy_tree, fix_patches, patch_files
 from driftcheck.probe.workloads import CHECKS, Workload, workload_for
-from driftcheck.sources import open_tree
-from driftcheck.specs import PackageSpec, parse_spec
+from driftcheck.sources.specs import PackageSpec, parse_spec
+from driftcheck.sources.trees import open_tree
 
 # -- planning ---------------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ class ProbePlan:
 
 def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     """Describe the probe run without running, importing or building anything."""
-    from driftcheck.hosts import load_host
+    from driftcheck.host.load import load_host
     from driftcheck.probe.envs import EnvError, has_gpu
     from driftcheck.probe.model import HIDDEN, NUM_LAYERS, VOCAB, config_dict, tiny_model_dir
     from driftcheck.probe.plan import check_model, client_needs

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from driftcheck.errors import UsageError
-from driftcheck.sources import SourceTree
+from driftcheck.sources.trees import SourceTree
 
 COSINE_MIN = 0.99
 CHECKS = [

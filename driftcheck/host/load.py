@@ -12,18 +12,14 @@ from packaging.version import Version
 
 from driftcheck.errors import DriftcheckError, SourceError
 from driftcheck.host.api import HostAPI
-from driftcheck.sources import SourceTree, open_tree
-from driftcheck.specs import PackageSpec, parse_spec
+from driftcheck.sources.specs import PackageSpec, parse_spec
+from driftcheck.sources.trees import SourceTree, guess_name, open_tree
+from driftcheck.sources.versions import exact_spec
 
 if TYPE_CHECKING:
-    from driftcheck.pipeline import Client
+    from driftcheck.sources.metadata import DistMetadata
 
 Progress = Callable[[str], None]
-
-
-def guess_name(tree: SourceTree) -> str:
-    tops = tree.top_level_packages()
-    return tops[0] if tops else "client"
 
 
 _HOSTS: dict[str, HostAPI] = {}
@@ -32,8 +28,8 @@ _HOSTS: dict[str, HostAPI] = {}
 def _snapshot_tree(spec: PackageSpec, *, quiet: bool) -> SourceTree:
     """A release's tree served from its snapshot (fetching the archive only when needed)."""
     from driftcheck.host.snapshot import SnapshotTree, snapshot_path
-    from driftcheck.releases import cached_sha256, fetch_release
-    from driftcheck.sources import open_archive
+    from driftcheck.sources.fetch import cached_sha256, fetch_release
+    from driftcheck.sources.trees import open_archive
 
     assert spec.name and spec.version
     sha = cached_sha256(spec.name, spec.version)
@@ -95,22 +91,18 @@ def _load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
     return api
 
 
-def exact_spec(text: str, default_name: str | None = None) -> PackageSpec:
-    """Parse a spec, resolving ``name@latest`` and version ranges to the newest matching release."""
-    from driftcheck.versions import is_version_spec, newest_matching, split_spec
-
-    if is_version_spec(text):
-        name, spec = split_spec(text)
-        return PackageSpec(kind="release", name=name, version=newest_matching(name, spec))
-    return parse_spec(text, default_name=default_name)
-
-
 def load_baseline(
-    client: Client, host_name: str, baseline: str | None, say: Progress, *, alias: str | None = None
+    metadata: DistMetadata | None,
+    host_name: str,
+    baseline: str | None,
+    say: Progress,
+    *,
+    alias: str | None = None,
 ) -> tuple[HostAPI | None, str | None]:
-    """The baseline host: ``baseline`` if given, else the client's own pin on the host."""
+    """The baseline host: ``baseline`` if given, else the pin on the host in the client's
+    ``metadata``."""
     base_version = baseline
-    md = client.tree.metadata
+    md = metadata
     if base_version is None and md:
         for name in (host_name, alias):
             if name and md.pin_on(name):
@@ -138,8 +130,8 @@ def _oldest_allowed(host: str, lower: str, allowed: SpecifierSet) -> str:
     """The oldest release a client's range on the host allows: its lower bound when that is a
     release already in the cache, else the oldest the index offers for this Python (``torch>=1.0``
     has no 1.0 wheel for Python 3.11; ``>2.0`` excludes 2.0). Without the index, the bound."""
-    from driftcheck.releases import cached_sha256
-    from driftcheck.versions import oldest_matching
+    from driftcheck.sources.fetch import cached_sha256
+    from driftcheck.sources.versions import oldest_matching
 
     if Version(lower) in allowed and cached_sha256(host, lower) is not None:
         return lower

@@ -1,9 +1,9 @@
 """Releases fetched into the user cache, through pip.
 
 A release is fetched with ``python -m pip download --no-deps`` (so the user's index configuration
-applies), or only its sources through :mod:`driftcheck.remote` when the index allows ranged reads,
+applies), or only its sources through :mod:`driftcheck.sources.ranged` when the index allows ranged reads,
 into the user cache; each cache entry records the archive's SHA-256, so a truncated or corrupt
-file is discarded and fetched again. Kept apart from :mod:`driftcheck.sources`, which only reads
+file is discarded and fetched again. Kept apart from :mod:`driftcheck.sources.trees`, which only reads
 source trees and never touches the network or the cache.
 """
 
@@ -25,8 +25,8 @@ from packaging.version import InvalidVersion, Version
 
 from driftcheck.cache import archive_dir, locked
 from driftcheck.errors import DriftcheckError, FetchError, SourceError
-from driftcheck.metadata import version_key
-from driftcheck.sources import _ARCHIVE_ERRORS, _safe_relpath, _why
+from driftcheck.sources.archives import ARCHIVE_ERRORS, safe_relpath, why
+from driftcheck.sources.metadata import version_key
 
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 _IGNORED_INDEX = re.compile(r"repository located at (\S+) is not a trusted or secure host")
@@ -76,7 +76,7 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
             if cached is not None:
                 return cached
             _clear_entry(folder)
-            from driftcheck.remote import fetch_slim
+            from driftcheck.sources.ranged import fetch_slim
 
             got_remote = fetch_slim(name, version, folder)
             if got_remote is not None and _opens(got_remote[0]):
@@ -102,7 +102,7 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
     except OSError as exc:
         where = exc.filename or folder or "the cache folder"
         raise SourceError(
-            f"cannot use the cache at {where}: {_why(exc)} (set DRIFTCHECK_CACHE_DIR to "
+            f"cannot use the cache at {where}: {why(exc)} (set DRIFTCHECK_CACHE_DIR to "
             "a writable folder)"
         ) from None
 
@@ -139,7 +139,7 @@ def _valid_cached(folder: Path) -> Path | None:
         info = json.loads(entry.read_text())
         path = folder / info["file"]
         if (
-            _safe_relpath(info["file"]) == info["file"]
+            safe_relpath(info["file"]) == info["file"]
             and "/" not in info["file"]
             and path.is_file()
             and path.stat().st_size > 0
@@ -174,7 +174,7 @@ def _opens(path: Path) -> bool:
         with zipfile.ZipFile(path) as zf:
             zf.infolist()
         return True
-    except _ARCHIVE_ERRORS:
+    except ARCHIVE_ERRORS:
         return False
 
 
@@ -202,7 +202,7 @@ def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
                 stdin=subprocess.DEVNULL,
             )
         except OSError as exc:
-            raise FetchError(f"cannot run pip ({sys.executable} -m pip): {_why(exc)}") from None
+            raise FetchError(f"cannot run pip ({sys.executable} -m pip): {why(exc)}") from None
         if proc.returncode == 0:
             return
         out = proc.stderr + proc.stdout

@@ -2,48 +2,25 @@
 
 A :class:`SourceTree` is a read-only view of a package's files by relative POSIX path. Archives
 are read in memory; nothing is extracted. Releases are fetched into the user cache by
-:mod:`driftcheck.releases` (with ``python -m pip download --no-deps``).
+:mod:`driftcheck.sources.fetch` (with ``python -m pip download --no-deps``).
 """
 
 from __future__ import annotations
 
-import lzma
 import os
 import stat
 import sys
 import tarfile
 import zipfile
-import zlib
 from importlib import metadata as importlib_metadata
 from pathlib import Path, PurePosixPath
 
 from driftcheck.errors import SourceError
-from driftcheck.metadata import DistMetadata, metadata_from_pyproject
-from driftcheck.specs import PackageSpec
+from driftcheck.sources.archives import ARCHIVE_ERRORS, safe_relpath, why
+from driftcheck.sources.metadata import DistMetadata, metadata_from_pyproject
+from driftcheck.sources.specs import PackageSpec
 
 SKIP_DIRS = {"__pycache__", ".git", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
-
-# What reading a damaged archive can raise, besides the archive modules' own errors.
-_ARCHIVE_ERRORS = (
-    zipfile.BadZipFile,
-    tarfile.TarError,
-    zlib.error,
-    lzma.LZMAError,
-    OSError,
-    EOFError,
-    ValueError,
-    NotImplementedError,  # an unsupported compression method
-    RuntimeError,  # an encrypted member
-)
-
-
-def _safe_relpath(name: str) -> str | None:
-    """A member name as a safe relative path, or None when it could escape the tree."""
-    name = name.replace("\\", "/")
-    path = PurePosixPath(name)
-    if path.is_absolute() or ".." in path.parts or not path.parts:
-        return None
-    return path.as_posix()
 
 
 class SourceTree:
@@ -219,13 +196,13 @@ class ZipTree(SourceTree):
         try:
             self._zip = zipfile.ZipFile(path)
             infos = self._zip.infolist()
-        except _ARCHIVE_ERRORS as exc:
-            raise SourceError(f"corrupt or unreadable archive {path.name}: {_why(exc)}") from None
+        except ARCHIVE_ERRORS as exc:
+            raise SourceError(f"corrupt or unreadable archive {path.name}: {why(exc)}") from None
         self._names: dict[str, str] = {}
         for info in infos:
             if info.is_dir():
                 continue
-            rel = _safe_relpath(info.filename)
+            rel = safe_relpath(info.filename)
             if rel is None:
                 self.skipped.append((info.filename, "unsafe member name"))
                 continue
@@ -241,8 +218,8 @@ class ZipTree(SourceTree):
             raise SourceError(f"{self.label}: no member {rel}") from None
         try:
             return self._zip.read(name)
-        except _ARCHIVE_ERRORS as exc:
-            raise SourceError(f"{self.label}: cannot read {rel}: {_why(exc)}") from None
+        except ARCHIVE_ERRORS as exc:
+            raise SourceError(f"{self.label}: cannot read {rel}: {why(exc)}") from None
 
 
 class TarTree(SourceTree):
@@ -257,7 +234,7 @@ class TarTree(SourceTree):
                 for member in tar.getmembers():
                     if not member.isfile():
                         continue
-                    rel = _safe_relpath(member.name)
+                    rel = safe_relpath(member.name)
                     if rel is None:
                         self.skipped.append((member.name, "unsafe member name"))
                         continue
@@ -269,8 +246,8 @@ class TarTree(SourceTree):
                     handle = tar.extractfile(member)
                     if handle is not None:
                         self._data["/".join(parts)] = handle.read()
-        except _ARCHIVE_ERRORS as exc:
-            raise SourceError(f"corrupt or unreadable archive {path.name}: {_why(exc)}") from None
+        except ARCHIVE_ERRORS as exc:
+            raise SourceError(f"corrupt or unreadable archive {path.name}: {why(exc)}") from None
 
     def files(self) -> list[str]:
         return list(self._data)
@@ -297,7 +274,7 @@ class InstalledTree(SourceTree):
         self.label = f"{self.dist.metadata['Name']} {self.dist.version} (installed)"
         self._paths: dict[str, Path] = {}
         for f in self.dist.files or []:
-            rel = _safe_relpath(str(f))
+            rel = safe_relpath(str(f))
             if rel is not None:
                 self._paths[rel] = Path(str(self.dist.locate_file(f)))
 
@@ -319,13 +296,6 @@ class InstalledTree(SourceTree):
         )
 
 
-def _why(exc: BaseException) -> str:
-    """One line saying what went wrong, without the exception's repr noise."""
-    text = (getattr(exc, "strerror", None) if isinstance(exc, OSError) else None) or str(exc)
-    text = " ".join(text.split()) or type(exc).__name__
-    return text[:300]
-
-
 def open_tree(spec: PackageSpec, *, quiet: bool = True) -> SourceTree:
     """Open the source tree a spec names, fetching a release when needed."""
     if spec.kind == "directory":
@@ -339,8 +309,7 @@ def open_tree(spec: PackageSpec, *, quiet: bool = True) -> SourceTree:
             raise SourceError("no package name given for the installed distribution")
         return InstalledTree(spec.name)
     assert spec.name and spec.version
-    # Imported here: driftcheck.releases imports this module (and tests patch it there).
-    from driftcheck.releases import fetch_release
+    from driftcheck.sources.fetch import fetch_release  # looked up here: tests patch it
 
     archive = fetch_release(spec.name, spec.version, quiet=quiet)
     return open_archive(archive, label=f"{spec.name}=={spec.version}")
@@ -362,3 +331,9 @@ __all__ = [
     "open_archive",
     "open_tree",
 ]
+
+
+def guess_name(tree: SourceTree) -> str:
+    """A name for a tree without metadata: its first top-level package."""
+    tops = tree.top_level_packages()
+    return tops[0] if tops else "client"

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from driftcheck.cache import cache_root
 from driftcheck.errors import FetchError, UsageError
+from driftcheck.sources.specs import PackageSpec, parse_spec
 
 TTL_SECONDS = 3600
 _SPEC_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(@latest|[<>=!~].*)\s*$")
@@ -124,3 +125,11 @@ def releases_between(name: str, first: str, last: str) -> list[str]:
     if not out:
         raise FetchError(f"no release of {name} between {first} and {last}")
     return sorted(out, key=Version)
+
+
+def exact_spec(text: str, default_name: str | None = None) -> PackageSpec:
+    """Parse a spec, resolving ``name@latest`` and version ranges to the newest matching release."""
+    if is_version_spec(text):
+        name, spec = split_spec(text)
+        return PackageSpec(kind="release", name=name, version=newest_matching(name, spec))
+    return parse_spec(text, default_name=default_name)

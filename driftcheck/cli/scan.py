@@ -1,0 +1,140 @@
+"""``driftcheck scan``: report what in a client breaks on the target host."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import click
+
+from driftcheck.cli.options import REPORT_FORMATS, id_list, status
+from driftcheck.findings import SEVERITIES, severity_rank
+
+
+@click.command()
+@click.argument("client")
+@click.option(
+    "--against",
+    "against",
+    metavar="SPEC",
+    help="Target host: NAME==VERSION, a range or NAME@latest (newest matching release), "
+    "NAME (installed) or a path. Default: the installed host.",
+)
+@click.option("--host", "host", metavar="NAME", help="Host name when --against does not give one.")
+@click.option(
+    "--baseline",
+    metavar="VERSION",
+    help="Host version the client was written against. Default: the client's own pin.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(SEVERITIES),
+    default=None,
+    show_default="error",
+    help="Lowest severity that makes the exit code 1.",
+)
+@click.option(
+    "--disable",
+    multiple=True,
+    callback=id_list,
+    metavar="ID",
+    help="Rule or check id not to report (repeat, or comma-separate).",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Client files not to read, relative to its root (repeat; a folder excludes its files).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Settings file: a pyproject.toml ([tool.driftcheck]) or a TOML file of the same keys. "
+    "Default: the directory client's pyproject.toml.",
+)
+@click.option(
+    "--accepted",
+    "accepted_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Accepted-drift file whose findings are not reported. "
+    "Default: .driftcheck-accepted.toml in the project folder, when present.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Record the current findings as accepted drift in FILE (each with a reason to fill "
+    "in) and exit 0.",
+)
+@click.option("--output", "-o", type=click.File("w"), default="-", help="Write the report here.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+def scan(
+    client: str,
+    against: str | None,
+    host: str | None,
+    baseline: str | None,
+    fmt: str,
+    fail_on: str | None,
+    disable: list[str],
+    exclude: tuple[str, ...],
+    config_path: str | None,
+    accepted_path: str | None,
+    write_baseline: str | None,
+    output: click.utils.LazyFile,
+    quiet: bool,
+) -> None:
+    """Report what in CLIENT breaks on the target host.
+
+    CLIENT is NAME==VERSION (fetched), an installed distribution's NAME, or a directory. A
+    directory client's settings are read from [tool.driftcheck] in its pyproject.toml;
+    flags given here win over them.
+    """
+    from pathlib import Path
+
+    from driftcheck.accepted import DEFAULT_NAME, load_accepted, triage, write_accepted
+    from driftcheck.config import check_rule_ids, config_for
+    from driftcheck.pipeline import scan as run_scan
+    from driftcheck.report import FORMATS
+
+    cfg = config_for(client, config_path)
+    check_rule_ids(disable, where="--disable")
+    disabled = set(disable or cfg.disable)
+    with status(quiet) as progress:
+        result = run_scan(
+            client,
+            against or cfg.against,
+            baseline=baseline or cfg.baseline,
+            host=host or cfg.host,
+            progress=progress,
+            exclude=list(exclude or cfg.exclude),
+            disabled_rules=disabled,
+        )
+    if write_baseline:
+        header = f"{result.client_name} against {result.host_name} {result.target}"
+        entries = write_accepted(Path(write_baseline), result.findings, header=header)
+        click.echo(
+            f"driftcheck: recorded {len(entries)} accepted finding(s) in {write_baseline}; "
+            "give each a reason",
+            err=True,
+        )
+        sys.exit(0)
+    path = Path(accepted_path) if accepted_path else cfg.accepted
+    if path is None and cfg.root is not None and (cfg.root / DEFAULT_NAME).is_file():
+        path = cfg.root / DEFAULT_NAME
+    entries = load_accepted(path) if path is not None else []
+    split = triage(result.findings, entries, path, disabled=disabled)
+    for e in split.stale:
+        click.echo(
+            f"driftcheck: warning: stale accepted drift in {path}: {e.rule} {e.file} "
+            f"{e.symbol} ({e.fingerprint}) no longer occurs; remove the entry",
+            err=True,
+        )
+    reported = replace(result, findings=split.reported)
+    FORMATS[fmt](reported, output, triage=split)
+    threshold = severity_rank(fail_on or cfg.fail_on or "error")
+    sys.exit(1 if any(severity_rank(f.severity) >= threshold for f in split.reported) else 0)

@@ -1,0 +1,54 @@
+"""``driftcheck timeline``: one client across every host release in a range."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("timeline")
+@click.argument("client")
+@click.option("--host", "host", required=True, metavar="NAME", help="The host package.")
+@click.option("--from", "first", required=True, metavar="VERSION", help="First host release.")
+@click.option(
+    "--to",
+    "last",
+    default="latest",
+    show_default=True,
+    metavar="VERSION",
+    help="Last host release, or 'latest'.",
+)
+@click.option(
+    "--baseline", metavar="VERSION", help="Baseline host version (default: the client's pin)."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--svg", "svg", type=click.Path(dir_okay=False), help="Also save the table as an SVG picture."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+def timeline_cmd(
+    client: str,
+    host: str,
+    first: str,
+    last: str,
+    baseline: str | None,
+    fmt: str,
+    svg: str | None,
+    quiet: bool,
+) -> None:
+    """Scan CLIENT against every HOST release in a range: where each drift first appears."""
+    import json
+
+    from driftcheck.report.timeline import render_timeline
+    from driftcheck.timeline import timeline
+
+    progress = None if quiet or not sys.stderr.isatty() else (lambda m: click.echo(m, err=True))
+    result = timeline(client, host, first, last, baseline=baseline, progress=progress)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        render_timeline(result, sys.stdout, svg=svg)
+    sys.exit(0)
