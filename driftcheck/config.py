@@ -7,7 +7,8 @@ Keys mirror the ``scan`` options, and a flag given on the command line wins over
     against = "vllm==0.16.0"      # --against (the target)
     baseline = "0.11.0"           # --baseline
     fail-on = "warning"           # --fail-on
-    disable = ["string-ref"]      # --disable: rule or check ids never reported
+    disable = ["string-ref"]      # --disable: check, kind or rule ids never reported
+    rules = ["rules/"]            # --rules: folders of your own rules, beside the built-in ones
     exclude = ["mypkg/legacy/*"]  # --exclude: client files never read (globs)
     accepted = ".driftcheck-accepted.toml"  # --accepted: the accepted-drift file
 
@@ -21,10 +22,9 @@ import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomllib
-
+from driftcheck.compat import tomllib
 from driftcheck.errors import UsageError
-from driftcheck.findings import KINDS, SEVERITIES
+from driftcheck.registry import SEVERITIES
 
 #: Key → expected type; kebab-case like the command line.
 KEYS: dict[str, type] = {
@@ -35,6 +35,7 @@ KEYS: dict[str, type] = {
     "disable": list,
     "exclude": list,
     "accepted": str,
+    "rules": list,
 }
 #: Keys whose value may be a path, read relative to the file that sets it.
 PATH_KEYS = ("against", "baseline", "accepted")
@@ -53,6 +54,8 @@ class Config:
     disable: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     accepted: Path | None = None
+    #: Folders of the user's own rules (absolute, or relative to the working directory).
+    rules: tuple[Path, ...] = ()
     root: Path | None = field(default=None, compare=False)
     """The project folder: where the file is, or the client directory when there is none."""
 
@@ -115,7 +118,6 @@ def _parse(data: dict, path: Path, where: str) -> Config:
     if fail_on is not None and fail_on not in SEVERITIES:
         raise UsageError(f"{where}: 'fail-on' must be one of {', '.join(SEVERITIES)}")
     disable = tuple(data.get("disable", ()))
-    check_rule_ids(disable, where=f"{where}: 'disable'")
     base = path.parent
     values = {
         k: _relative(data[k], base) if k in PATH_KEYS and k in data else data.get(k) for k in KEYS
@@ -128,6 +130,7 @@ def _parse(data: dict, path: Path, where: str) -> Config:
         fail_on=fail_on,
         disable=disable,
         exclude=tuple(data.get("exclude", ())),
+        rules=tuple(base / Path(r).expanduser() for r in data.get("rules", ())),
         accepted=Path(values["accepted"]) if values["accepted"] else None,
         root=base,
     )
@@ -138,18 +141,6 @@ def _relative(value: str, base: Path) -> str:
     if value.startswith(("./", "../", "~")) or "/" in value or "\\" in value:
         return str(base / Path(value).expanduser())
     return value
-
-
-def check_rule_ids(ids: tuple[str, ...] | list[str], *, where: str) -> None:
-    """Fail on ids that are neither a built-in check nor a rule: a typo would disable nothing."""
-    from driftcheck.rules import active_rules
-
-    known = set(KINDS) | {r.id for r in active_rules()}
-    for rule_id in ids:
-        if rule_id not in known:
-            close = difflib.get_close_matches(rule_id, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UsageError(f"{where}: unknown rule {rule_id!r}{hint}")
 
 
 def config_for(client: str, explicit: str | None = None) -> Config:

@@ -5,19 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field
 
-KINDS = (
-    "missing-symbol",
-    "moved-symbol",
-    "call-signature",
-    "return-semantics",
-    "call-protocol",
-    "attribute-missing",
-    "override-signature",
-    "string-ref",
-    "behaviour-change",
-    "deprecated",
-)
-SEVERITIES = ("info", "warning", "error")
+from driftcheck.registry import SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -57,6 +45,8 @@ class Finding:
     first_breaking: str | None = None
     references: tuple[str, ...] = ()
     end_line: int = 0
+    #: 1-based column just past the offending token on ``end_line`` (0: not known).
+    end_column: int = 0
     context: str = field(default="", compare=False)
 
     @property

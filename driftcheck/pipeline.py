@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +17,8 @@ from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
 from driftcheck.host.api import HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
+from driftcheck.registry import check_ids, is_disabled
+from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.versions import exact_spec
 
@@ -39,6 +41,8 @@ class ScanResult:
     stats: dict[str, float] = field(default_factory=dict)
     client_texts: dict[str, str] = field(default_factory=dict)
     client_root: Path | None = None
+    #: The rules the scan used (for reports that describe them).
+    rules: RuleSet = field(default_factory=RuleSet)
 
     def to_dict(self) -> dict:
         """The JSON contract."""
@@ -51,12 +55,12 @@ class ScanResult:
         }
 
 
-def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Use]:
+def collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: RuleSet) -> list[Use]:
     """The client's uses of the host, from the uses cache when the same client files were
     analysed against the same host release and rules before."""
     from driftcheck.client.cache import load_uses, save_uses, uses_key
 
-    key = uses_key(client.texts, types_api, roots)
+    key = uses_key(client.texts, types_api, roots, rules.digest)
     client.uses_key = key
     cached = load_uses(key)
     if cached is not None:
@@ -64,7 +68,7 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Us
         client.skipped.extend(skipped)
         return uses
     parse_client(client)
-    uses = _collect_uses(client, types_api, roots)
+    uses = _collect_uses(client, types_api, roots, rules)
     client.mixed, client.own_names = client.mixed_methods(), client.names()
     client.index = None  # the syntax trees are not needed past this point: free them
     client.modules.clear()
@@ -72,7 +76,7 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Us
     return uses
 
 
-def _collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[Use]:
+def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: RuleSet) -> list[Use]:
     """Index the client repo-wide, then collect every use of the host, file by file."""
     index = ClientIndex()
     client.index = index
@@ -82,7 +86,7 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[U
         except RecursionError:
             client.skipped.append((info.file, "too deeply nested to analyse"))
             del client.modules[name]
-    types = TypeInferrer(index, types_api)
+    types = TypeInferrer(index, types_api, rules.bindings(types_api.name))
     apply_bindings(index, types)
     uses: list[Use] = []
     for info in client.modules.values():
@@ -95,7 +99,7 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str]) -> list[U
 
 
 def run_checks(
-    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client
+    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client, rules: RuleSet
 ) -> list[Finding]:
     """Run every registered check on every use; findings sorted by place.
 
@@ -109,17 +113,17 @@ def run_checks(
         cached = load_findings(key)
         if cached is not None:
             return cached
-    findings = _run_checks(uses, target, baseline, client)
+    findings = _run_checks(uses, target, baseline, client, rules)
     if key is not None:
         save_findings(key, findings)
     return findings
 
 
 def _run_checks(
-    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client
+    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client, rules: RuleSet
 ) -> list[Finding]:
     from driftcheck.checks.protocol import protocol_findings
-    from driftcheck.rules import apply_rules
+    from driftcheck.rules.matching import apply_rules
 
     lines = client.lines
     ctx = CheckContext(
@@ -128,6 +132,7 @@ def _run_checks(
         uses=uses,
         mixed_methods=client.mixed_methods(),
         client_names=client.names(),
+        rules=rules,
     )
     findings: list[Finding] = []
     for use in uses:
@@ -181,7 +186,8 @@ def scan(
     host: str | None = None,
     progress: Progress | None = None,
     exclude: tuple[str, ...] | list[str] = (),
-    disabled_rules: set[str] | frozenset[str] = frozenset(),
+    disable: Iterable[str] = (),
+    rules: RuleSet | None = None,
 ) -> ScanResult:
     """Scan a client against a target host release.
 
@@ -192,10 +198,20 @@ def scan(
         host: Host name when ``against`` does not carry one.
         progress: Callback receiving short progress messages.
         exclude: Globs of client files (relative to its root) not to read.
-        disabled_rules: Rule and check ids whose findings are dropped.
+        disable: Ids not to report (:mod:`driftcheck.registry`): a check or rule id drops
+            its findings (a disabled rule is not run), a kind every finding of that kind.
+        rules: The rules to use; default: the built-in rules (:func:`driftcheck.load_rules`).
+
+    Raises:
+        UsageError: A bad spec, an unknown id in ``disable``, or a host without a name.
+        DriftcheckError: Fetching or reading a package failed.
     """
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
+    rules = load_rules() if rules is None else rules
+    disabled = frozenset(disable)
+    check_ids(disabled, rules, where="disable")
+    rules = rules.without(disabled)
     if isinstance(client, PackageSpec):
         client_spec = client
         target_spec = exact_spec(against or "installed", default_name=host)
@@ -211,9 +227,10 @@ def scan(
     )
     t1 = time.perf_counter()
     roots = target.roots | (base_api.roots if base_api else set())
-    uses = collect_uses(cl, base_api or target, roots)
+    uses = collect_uses(cl, base_api or target, roots, rules)
     t2 = time.perf_counter()
-    findings = [f for f in run_checks(uses, target, base_api, cl) if f.rule not in disabled_rules]
+    findings = run_checks(uses, target, base_api, cl, rules)
+    findings = [f for f in findings if not is_disabled(f, disabled)]
     save_snapshots()
     t3 = time.perf_counter()
     skipped = list(cl.skipped)
@@ -229,6 +246,7 @@ def scan(
         client_lines=cl.lines,
         client_texts=cl.texts,
         client_root=getattr(cl.tree, "root", None) if client_spec.kind == "directory" else None,
+        rules=rules,
         stats={
             "load_seconds": t1 - t0,
             "uses_seconds": t2 - t1,

@@ -17,6 +17,7 @@ from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.findings import Finding, severity_rank
 from driftcheck.host.load import load_baseline, load_host, release_host, save_snapshots
 from driftcheck.pipeline import collect_uses, load_client, run_checks
+from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.fetch import fetch_release
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.versions import releases_between
@@ -98,10 +99,23 @@ def timeline(
     baseline: str | None = None,
     progress: Callable[[str], None] | None = None,
     workers: int = 4,
+    rules: RuleSet | None = None,
 ) -> TimelineResult:
-    """Scan ``client`` against every final release of ``host`` from ``first`` to ``last``."""
+    """Scan ``client`` against every final release of ``host`` from ``first`` to ``last``.
+
+    Args:
+        client: Client spec (``name==version``, installed name, or directory).
+        host: The host's distribution name.
+        first: First release of the range.
+        last: Last release, or ``"latest"``.
+        baseline: Baseline host version; default: the client's own pin on the host.
+        progress: Callback receiving short progress messages.
+        workers: Releases fetched in parallel.
+        rules: The rules to use; default: the built-in rules.
+    """
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
+    rules = load_rules() if rules is None else rules
     try:
         Version(first)
         if last != "latest":
@@ -119,14 +133,14 @@ def timeline(
         cl = load_client(client_spec, first_api.roots)
         base_api, base_version = load_baseline(cl.tree.metadata, host, baseline, say)
         types_api = base_api or first_api
-        uses = collect_uses(cl, types_api, types_api.roots)
+        uses = collect_uses(cl, types_api, types_api.roots, rules)
         result = TimelineResult(cl.name, cl.version, host, base_version, versions)
         for v in versions:
             try:
                 fetches[v].result()
                 spec = PackageSpec(kind="release", name=host, version=v)
                 target = load_host(spec)
-                result.findings[v] = run_checks(uses, target, base_api, cl)
+                result.findings[v] = run_checks(uses, target, base_api, cl, rules)
                 save_snapshots()
                 if target is not base_api and target is not first_api:
                     release_host(spec)  # one release at a time in memory

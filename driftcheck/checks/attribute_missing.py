@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found
@@ -26,14 +26,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     short = use.receiver.rsplit(".", 1)[-1]
     via = f" ({use.via})" if use.via else ""
     return [
-        Finding(
-            rule="attribute-missing",
-            kind="attribute-missing",
-            severity="error",
-            file=use.file,
-            line=use.line,
-            column=use.column,
-            end_line=use.end_line,
+        finding(
+            use,
+            "attribute-missing",
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{use.receiver_expr or short}.{use.member}: {short} has no attribute "

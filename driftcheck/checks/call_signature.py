@@ -6,7 +6,7 @@ Dataclass and pydantic-dataclass constructors are checked against their synthesi
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -41,14 +41,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     evidence = [e for e in (base_ev,) if e]
     evidence.append(Evidence(ctx.target.version, sig_t.file, sig_t.line))
     return [
-        Finding(
-            rule="call-signature",
-            kind="call-signature",
-            severity="error",
-            file=use.file,
-            line=use.line,
-            column=use.column,
-            end_line=use.end_line,
+        finding(
+            use,
+            "call-signature",
             symbol=target.path,
             message=f"{name}(...) no longer binds in {ctx.target.name} {ctx.target.version}: {details}",
             evidence=tuple(evidence),

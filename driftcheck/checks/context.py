@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from driftcheck.client.uses import Use
-from driftcheck.findings import Evidence
+from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
+from driftcheck.registry import CHECKS
+from driftcheck.rules.ruleset import Bindings, RuleSet
+
+#: (line, column, end line, end column) of a token: 1-based lines and columns, end exclusive.
+Span = tuple[int, int, int, int]
 
 
 @dataclass
@@ -21,6 +27,13 @@ class CheckContext:
     mixed_methods: dict[str, set[str]] = field(default_factory=dict)
     #: Dotted names of the client's own modules and classes.
     client_names: set[str] = field(default_factory=set)
+    #: The rules of this run (drift rules and binding rules).
+    rules: RuleSet = field(default_factory=RuleSet)
+
+    @property
+    def bindings(self) -> Bindings:
+        """The binding rules of the target host."""
+        return self.rules.bindings(self.target.name)
 
     def lookup(self, api: HostAPI, use: Use) -> Lookup:
         """What ``use`` reaches in ``api``: Found, None (certainly absent) or UNKNOWN."""
@@ -50,3 +63,34 @@ class CheckContext:
             return False
         self.reported.add((file, key))
         return True
+
+
+def finding(
+    use: Use,
+    check_id: str,
+    *,
+    symbol: str,
+    message: str,
+    evidence: Iterable[Evidence | None] = (),
+    fix: Fix | None = None,
+    severity: str | None = None,
+    at: Span | None = None,
+) -> Finding:
+    """A built-in check's finding at a use (or at the argument ``at`` names): kind and default
+    severity from the registry, evidence without gaps."""
+    spec = CHECKS[check_id]
+    line, column, end_line, end_column = at or (use.line, use.column, use.end_line, 0)
+    return Finding(
+        rule=check_id,
+        kind=spec.kind,
+        severity=severity or spec.severity,
+        file=use.file,
+        line=line,
+        column=column,
+        end_line=end_line,
+        end_column=end_column,
+        symbol=symbol,
+        message=message,
+        evidence=tuple(e for e in evidence if e is not None),
+        fix=fix,
+    )

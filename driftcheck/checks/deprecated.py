@@ -6,7 +6,7 @@ works, so this is a warning, and only when the baseline did not already warn.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -29,14 +29,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             return []
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     return [
-        Finding(
-            rule="deprecated",
-            kind="deprecated",
-            severity="warning",
-            file=use.file,
-            line=use.line,
-            column=use.column,
-            end_line=use.end_line,
+        finding(
+            use,
+            "deprecated",
             symbol=target.path,
             message=f"{name} is deprecated in {ctx.target.name} {ctx.target.version}: {notes[0][:200]}",
             evidence=(Evidence(ctx.target.version, target.file, target.line, "deprecation"),),

@@ -9,7 +9,7 @@ releases where the default flips.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -55,14 +55,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 0, Evidence(ctx.target.version, owner_file.file, line, f"when {condition}")
             )
         out.append(
-            Finding(
-                rule="implementation-swap",
-                kind="behaviour-change",
-                severity="info",
-                file=use.file,
-                line=use.line,
-                column=use.column,
-                end_line=use.end_line,
+            finding(
+                use,
+                "implementation-swap",
                 symbol=f"{use.holder}.{use.member}",
                 message=(
                     f"{use.receiver_expr}.{use.member}: when {condition or 'selected'}, "

@@ -7,7 +7,7 @@ module or class is reported once per file, at its first use.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -45,14 +45,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         evidence.append(Evidence(ctx.target.version, new_home.file, new_home.line, "new location"))
         new_symbol = new_home.path + use.symbol[len(gone) :]
         return [
-            Finding(
-                rule="moved-symbol",
-                kind="moved-symbol",
-                severity="error",
-                file=use.file,
-                line=use.line,
-                column=use.column,
-                end_line=use.end_line,
+            finding(
+                use,
+                "moved-symbol",
                 symbol=gone,
                 message=(
                     f"{gone} is no longer there in {ctx.target.name} {ctx.target.version}"
@@ -68,14 +63,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             )
         ]
     return [
-        Finding(
-            rule="missing-symbol",
-            kind="missing-symbol",
-            severity="error",
-            file=use.file,
-            line=use.line,
-            column=use.column,
-            end_line=use.end_line,
+        finding(
+            use,
+            "missing-symbol",
             symbol=gone,
             message=f"{gone} does not exist in {ctx.target.name} {ctx.target.version}{versions}",
             evidence=tuple(evidence),

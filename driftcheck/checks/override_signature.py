@@ -4,7 +4,7 @@ what the host passes it on the target."""
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -73,14 +73,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     how = f" ({use.via})" if use.via else ""
     details = "; ".join(sorted(text for _, text in problems))
     return [
-        Finding(
-            rule="override-signature",
-            kind="override-signature",
+        finding(
+            use,
+            "override-signature",
             severity=severity,
-            file=use.file,
-            line=use.line,
-            column=use.column,
-            end_line=use.end_line,
             symbol=use.symbol,
             message=f"{use.member}() stands in for {use.symbol}{how}: {details} in {ctx.target.name} {ctx.target.version}",
             evidence=tuple(evidence),

@@ -10,7 +10,7 @@ text is the evidence.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -115,14 +115,9 @@ def _finding(use: Use, then: str, guards: list[Guard], method: Found, ctx: Check
                 and return_change(sb.returns, st.returns) in ("gained-none", "became-none")
             ):
                 note = f" {use.member}() may now return None (-> {st.returns})."
-    return Finding(
-        rule="call-protocol",
-        kind="call-protocol",
-        severity="error",
-        file=use.file,
-        line=use.line,
-        column=use.column,
-        end_line=use.end_line,
+    return finding(
+        use,
+        "call-protocol",
         symbol=f"{use.receiver}.{use.member}",
         message=(
             f"{use.receiver_expr}.{use.member}(...) must now be followed by "

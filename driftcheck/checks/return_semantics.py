@@ -7,7 +7,7 @@ changed from a container to an item (or back).
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -47,14 +47,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     return [
-        Finding(
-            rule="return-semantics",
-            kind="return-semantics",
+        finding(
+            use,
+            "return-semantics",
             severity="error" if change != "gained-none" else "warning",
-            file=use.file,
-            line=use.line,
-            column=use.column,
-            end_line=use.end_line,
             symbol=target.path,
             message=(
                 f"{name}() {MESSAGES[change]} in {ctx.target.name} {ctx.target.version} "

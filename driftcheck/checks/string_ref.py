@@ -8,21 +8,19 @@
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 
 
-def _dispatch_target(api: HostAPI, callee: str) -> str | None:
-    from driftcheck.rules import dispatchers
-
+def _dispatch_target(api: HostAPI, callee: str, dispatch: dict[str, str]) -> str | None:
     owner, _, method = callee.rpartition(".")
     cls = api.resolve(owner)
     if not isinstance(cls, Found):
         return None
     mro = {c.path for c in api.mro(cls)[0]}
-    for key, target in dispatchers(api.name).items():
+    for key, target in dispatch.items():
         k_owner, _, k_method = key.rpartition(".")
         if k_method == method and k_owner in mro:
             return target
@@ -42,7 +40,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         if ctx.baseline is not None and not isinstance(ctx.baseline.resolve(value), Found):
             return []
         return [_finding(use, ctx, value, f'"{value}" names {value}, which does not exist')]
-    cls_path = _dispatch_target(ctx.target, use.symbol)
+    cls_path = _dispatch_target(ctx.target, use.symbol, ctx.bindings.dispatch)
     if cls_path is None:
         return []
     if value in ctx.mixed_methods.get(cls_path, set()):
@@ -72,14 +70,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
 
 
 def _finding(use: Use, ctx: CheckContext, symbol: str, msg: str, *evidence: object) -> Finding:
-    return Finding(
-        rule="string-ref",
-        kind="string-ref",
-        severity="error",
-        file=use.file,
-        line=use.line,
-        column=use.column,
-        end_line=use.end_line,
+    return finding(
+        use,
+        "string-ref",
         symbol=symbol,
         message=f"{msg} in {ctx.target.name} {ctx.target.version}",
         evidence=tuple(e for e in evidence if e),

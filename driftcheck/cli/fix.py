@@ -6,12 +6,12 @@ import sys
 
 import click
 
+from driftcheck.cli.options import run_settings, scan_options
+
 
 @click.command()
 @click.argument("client")
-@click.option("--against", "against", metavar="SPEC", help="Target host (as for scan).")
-@click.option("--host", "host", metavar="NAME", help="Host name when --against does not give one.")
-@click.option("--baseline", metavar="VERSION", help="Host version the client was written against.")
+@scan_options
 @click.option(
     "--out",
     "out",
@@ -32,21 +32,37 @@ def fix(
     against: str | None,
     host: str | None,
     baseline: str | None,
+    disable: list[str],
+    exclude: tuple[str, ...],
+    config_path: str | None,
+    rule_dirs: tuple[str, ...],
     out: str,
     apply_: bool,
     unsafe_fixes: bool,
 ) -> None:
     """Write patches for CLIENT's drift (or apply them with --apply).
 
-    Exits 1 when fixes are pending (patches written), 0 when none are needed.
+    Settings come from [tool.driftcheck] as for scan. Exits 0 when nothing is left to do; 1
+    when patches are pending, a file could not be rewritten, or error findings remain that no
+    safe fix addresses (they are listed).
     """
-    from pathlib import Path
+    from driftcheck.fixes.run import fix as run_fix
 
-    from driftcheck.fixes.patches import apply_in_place, plan, require_directory, write_patches
-    from driftcheck.pipeline import scan as run_scan
-
-    result = run_scan(client, against, baseline=baseline, host=host)
-    fix_plan = plan(result.findings, result.client_texts, unsafe=unsafe_fixes)
+    settings = run_settings(
+        client,
+        config_path=config_path,
+        against=against,
+        host=host,
+        baseline=baseline,
+        disable=disable,
+        exclude=exclude,
+        rule_dirs=rule_dirs,
+    )
+    settings.pop("config")
+    done = run_fix(
+        client, out=None if apply_ else out, apply=apply_, unsafe=unsafe_fixes, **settings
+    )
+    fix_plan = done.plan
     for ff in fix_plan.files:
         for f in ff.applied:
             click.echo(f"{f.file}:{f.line}: {f.rule} -> {f.fix.description} ({f.fix.safety})")
@@ -54,25 +70,26 @@ def fix(
             click.echo(f"{f.file}:{f.line}: {f.rule}: not fixed: {why}")
     for f in fix_plan.skipped_unsafe:
         click.echo(
-            f"{f.file}:{f.line}: {f.rule}: unsafe fix skipped (use --unsafe-fixes): {f.fix.description}"
+            f"{f.file}:{f.line}: {f.rule}: unsafe fix skipped (use --unsafe-fixes): "
+            f"{f.fix.description}"
         )
     for f in fix_plan.manual:
         guide = f.fix.description if f.fix else f.message
         click.echo(f"{f.file}:{f.line}: {f.rule}: manual: {guide}")
-    for file, reason in result.skipped:
+    for file, reason in done.scan.skipped:
         click.echo(f"{file}: skipped, left untouched: {reason}")
-    if not fix_plan.pending:
-        click.echo("No fixes needed.")
-        sys.exit(0)
-    if apply_:
-        root = require_directory(result.client_root, client)
-        done, refused = apply_in_place(fix_plan, root)
-        for rel in done:
-            click.echo(f"rewrote {rel}")
-        for rel, why in refused:
-            click.echo(f"refused {rel}: {why}", err=True)
-        sys.exit(1 if refused else 0)
-    written = write_patches(fix_plan, Path(out))
-    for path in written:
+    for rel in done.rewritten:
+        click.echo(f"rewrote {rel}")
+    for rel, why in done.refused:
+        click.echo(f"refused {rel}: {why}", err=True)
+    for path in done.written:
         click.echo(f"wrote {path}")
-    sys.exit(1)
+    left = done.remaining
+    if left:
+        click.echo(
+            f"{len(left)} error finding(s) left without a fix applied; they need a person "
+            "(see the lines above, or 'driftcheck scan')."
+        )
+    elif not fix_plan.pending:
+        click.echo("No fixes needed.")
+    sys.exit(done.exit_code)

@@ -28,3 +28,95 @@ def status(quiet: bool) -> Iterator[Callable[[str], None] | None]:
 
     with Console(stderr=True).status("scanning") as status:
         yield lambda message: status.update(escape(message))
+
+
+def scan_options(func: Callable) -> Callable:
+    """The options ``scan`` and ``fix`` share: the target, the baseline, what to read and
+    report, the settings file and the user's rules."""
+    options = [
+        click.option(
+            "--against",
+            "against",
+            metavar="SPEC",
+            help="Target host: NAME==VERSION, a range or NAME@latest (newest matching release), "
+            "NAME (installed) or a path. Default: the installed host.",
+        ),
+        click.option(
+            "--host", "host", metavar="NAME", help="Host name when --against does not give one."
+        ),
+        click.option(
+            "--baseline",
+            metavar="VERSION",
+            help="Host version the client was written against. Default: the client's own pin.",
+        ),
+        click.option(
+            "--disable",
+            multiple=True,
+            callback=id_list,
+            metavar="ID",
+            help="Check, kind or rule id not to report (repeat, or comma-separate; "
+            "'driftcheck rules list' shows them).",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Client files not to read, relative to its root (repeat; a folder excludes "
+            "its files).",
+        ),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(exists=True, dir_okay=False),
+            help="Settings file: a pyproject.toml ([tool.driftcheck]) or a TOML file of the same "
+            "keys. Default: the directory client's pyproject.toml.",
+        ),
+        click.option(
+            "--rules",
+            "rule_dirs",
+            multiple=True,
+            type=click.Path(exists=True, file_okay=False),
+            metavar="DIR",
+            help="A folder of your own rules (<host>/<rule-id>.toml), used beside the built-in "
+            "ones (repeat).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def run_settings(
+    client: str,
+    *,
+    config_path: str | None,
+    against: str | None,
+    host: str | None,
+    baseline: str | None,
+    disable: list[str],
+    exclude: tuple[str, ...],
+    rule_dirs: tuple[str, ...],
+) -> dict:
+    """The library's keyword arguments for one run: flags win over ``[tool.driftcheck]``.
+
+    ``scan`` and ``fix`` read the settings the same way, through here.
+    """
+    from driftcheck.config import config_for
+    from driftcheck.registry import check_ids
+    from driftcheck.rules import load_rules
+
+    cfg = config_for(client, config_path)
+    rules = load_rules(*(rule_dirs or cfg.rules))
+    if disable:
+        check_ids(disable, rules, where="--disable")
+    else:
+        check_ids(cfg.disable, rules, where=f"{cfg.path}: 'disable'")
+    return {
+        "against": against or cfg.against,
+        "baseline": baseline or cfg.baseline,
+        "host": host or cfg.host,
+        "disable": frozenset(disable or cfg.disable),
+        "exclude": list(exclude or cfg.exclude),
+        "rules": rules,
+        "config": cfg,
+    }

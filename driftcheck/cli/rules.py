@@ -4,41 +4,68 @@ from __future__ import annotations
 
 import click
 
+_RULES_OPTION = click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    metavar="DIR",
+    help="Also a folder of your own rules (repeat).",
+)
+
 
 @click.group()
 def rules() -> None:
-    """List and show the rules (host knowledge kept as data under rules/)."""
+    """List and show the built-in checks and the rules (host knowledge kept as data)."""
 
 
 @rules.command("list")
 @click.option("--host", "host", metavar="NAME", help="Only rules for this host.")
-def rules_list(host: str | None) -> None:
-    """One line per rule: id, host, versions, kind, severity, fix."""
+@_RULES_OPTION
+def rules_list(host: str | None, rule_dirs: tuple[str, ...]) -> None:
+    """One line per check and per rule: id, what it is, host, versions, kind, severity, fix.
+
+    Every id listed here is one that --disable accepts, as are the kinds.
+    """
     from rich.console import Console
     from rich.table import Table
 
+    from driftcheck.registry import CHECKS
     from driftcheck.rules import load_rules
 
-    table = Table("id", "host", "versions", "kind", "severity", "fix", box=None)
-    for rule in load_rules():
+    table = Table("id", "source", "host", "versions", "kind", "severity", "fix", box=None)
+    for check in CHECKS.values():
+        table.add_row(check.id, "check", "any", "-", check.kind, check.severity, "-")
+    for rule in load_rules(*rule_dirs):
         if host and rule.host != host:
             continue
         fix = rule.fix.safety if rule.fix else "-"
-        table.add_row(rule.id, rule.host, str(rule.versions), rule.kind, rule.severity, fix)
-    Console(width=120).print(table)
+        source = "binding rule" if rule.kind == "binding" else "rule"
+        table.add_row(rule.id, source, rule.host, str(rule.versions), rule.kind, rule.severity, fix)
+    Console(width=140).print(table)
 
 
 @rules.command("show")
 @click.argument("rule_id")
-def rules_show(rule_id: str) -> None:
-    """Everything about one rule, its cases included."""
+@_RULES_OPTION
+def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
+    """Everything about one check or rule (a rule's cases included)."""
+    import importlib
+    import inspect
+
     from driftcheck.errors import UsageError
+    from driftcheck.registry import CHECKS
     from driftcheck.rules import load_rules
 
-    found = {r.id: r for r in load_rules()}
-    rule = found.get(rule_id)
+    check = CHECKS.get(rule_id)
+    if check is not None:
+        click.echo(f"{check.id}  (built-in check: {check.kind}, {check.severity}, any host)")
+        doc = importlib.import_module(check.module).__doc__ or ""
+        click.echo(f"\n{inspect.cleandoc(doc)}")
+        return
+    rule = load_rules(*rule_dirs).get(rule_id)
     if rule is None:
-        raise UsageError(f"no rule {rule_id!r}; `driftcheck rules list` shows them")
+        raise UsageError(f"no check or rule {rule_id!r}; `driftcheck rules list` shows them")
     click.echo(f"{rule.id}  ({rule.kind}, {rule.severity}, {rule.host} {rule.versions})")
     click.echo(f"file: {rule.path}")
     if rule.message:

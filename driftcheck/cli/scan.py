@@ -7,25 +7,14 @@ from dataclasses import replace
 
 import click
 
-from driftcheck.cli.options import REPORT_FORMATS, id_list, status
-from driftcheck.findings import SEVERITIES, severity_rank
+from driftcheck.cli.options import REPORT_FORMATS, run_settings, scan_options, status
+from driftcheck.findings import severity_rank
+from driftcheck.registry import SEVERITIES
 
 
 @click.command()
 @click.argument("client")
-@click.option(
-    "--against",
-    "against",
-    metavar="SPEC",
-    help="Target host: NAME==VERSION, a range or NAME@latest (newest matching release), "
-    "NAME (installed) or a path. Default: the installed host.",
-)
-@click.option("--host", "host", metavar="NAME", help="Host name when --against does not give one.")
-@click.option(
-    "--baseline",
-    metavar="VERSION",
-    help="Host version the client was written against. Default: the client's own pin.",
-)
+@scan_options
 @click.option(
     "--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True
 )
@@ -35,26 +24,6 @@ from driftcheck.findings import SEVERITIES, severity_rank
     default=None,
     show_default="error",
     help="Lowest severity that makes the exit code 1.",
-)
-@click.option(
-    "--disable",
-    multiple=True,
-    callback=id_list,
-    metavar="ID",
-    help="Rule or check id not to report (repeat, or comma-separate).",
-)
-@click.option(
-    "--exclude",
-    multiple=True,
-    metavar="GLOB",
-    help="Client files not to read, relative to its root (repeat; a folder excludes its files).",
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Settings file: a pyproject.toml ([tool.driftcheck]) or a TOML file of the same keys. "
-    "Default: the directory client's pyproject.toml.",
 )
 @click.option(
     "--accepted",
@@ -83,6 +52,7 @@ def scan(
     disable: list[str],
     exclude: tuple[str, ...],
     config_path: str | None,
+    rule_dirs: tuple[str, ...],
     accepted_path: str | None,
     write_baseline: str | None,
     output: click.utils.LazyFile,
@@ -97,23 +67,23 @@ def scan(
     from pathlib import Path
 
     from driftcheck.accepted import DEFAULT_NAME, load_accepted, triage, write_accepted
-    from driftcheck.config import check_rule_ids, config_for
     from driftcheck.pipeline import scan as run_scan
     from driftcheck.report import FORMATS
 
-    cfg = config_for(client, config_path)
-    check_rule_ids(disable, where="--disable")
-    disabled = set(disable or cfg.disable)
+    settings = run_settings(
+        client,
+        config_path=config_path,
+        against=against,
+        host=host,
+        baseline=baseline,
+        disable=disable,
+        exclude=exclude,
+        rule_dirs=rule_dirs,
+    )
+    cfg = settings.pop("config")
+    disabled = settings["disable"]
     with status(quiet) as progress:
-        result = run_scan(
-            client,
-            against or cfg.against,
-            baseline=baseline or cfg.baseline,
-            host=host or cfg.host,
-            progress=progress,
-            exclude=list(exclude or cfg.exclude),
-            disabled_rules=disabled,
-        )
+        result = run_scan(client, progress=progress, **settings)
     if write_baseline:
         header = f"{result.client_name} against {result.host_name} {result.target}"
         entries = write_accepted(Path(write_baseline), result.findings, header=header)

@@ -22,9 +22,7 @@ def apply_bindings(
     index: ClientIndex, types: TypeInferrer, mixins: dict[str, str] | None = None
 ) -> None:
     """Record host mix-ins, then MethodType bindings, on the client index."""
-    from driftcheck.rules import binding_mixins
-
-    mixins = mixins if mixins is not None else binding_mixins(types.host.name)
+    mixins = mixins if mixins is not None else types.bindings.mixins
     for call, _func, _module in index.binding_calls:
         for kw in call.keywords:
             if kw.arg is None or kw.arg not in mixins:

@@ -18,17 +18,6 @@ from driftcheck.client.uses import Use
 from driftcheck.host.api import HostAPI
 
 
-def _rules_digest() -> str:
-    from driftcheck.rules import rules_dir
-
-    h = hashlib.sha256()
-    root = rules_dir()
-    for path in sorted(root.glob("*/*.toml")) if root.is_dir() else []:
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def _own_version() -> str:
     try:
         return metadata.version("driftcheck")
@@ -36,12 +25,13 @@ def _own_version() -> str:
         return "0"
 
 
-def uses_key(texts: dict[str, str], api: HostAPI, roots: set[str]) -> str:
-    """Cache key of a client analysis."""
+def uses_key(texts: dict[str, str], api: HostAPI, roots: set[str], rules_digest: str) -> str:
+    """Cache key of a client analysis (``rules_digest``: the rule set's, binding rules shape
+    receiver inference)."""
     h = hashlib.sha256()
     h.update(_own_version().encode())
     h.update(code_digest().encode())
-    h.update(_rules_digest().encode())
+    h.update(rules_digest.encode())
     h.update(f"{api.name}\0{api.version}\0{getattr(api.tree, 'path', api.tree.label)}".encode())
     h.update("\0".join(sorted(roots)).encode())
     for rel in sorted(texts):

@@ -12,20 +12,21 @@ import ast
 
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, TypeRef, first_param
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.rules.ruleset import Bindings
 
 
 class TypeInferrer:
     """Infers host types of client expressions against one host API (usually the baseline)."""
 
-    def __init__(self, index: ClientIndex, host: HostAPI) -> None:
+    def __init__(self, index: ClientIndex, host: HostAPI, bindings: Bindings | None = None) -> None:
         self.index = index
         self.host = host
         self._busy: set[int] = set()
         self._memo: dict[tuple[int, int], TypeRef | None] = {}
-        from driftcheck.rules import attribute_types
-
+        #: What binding rules say about this host (mix-ins, runtime attribute types).
+        self.bindings = bindings or Bindings()
         #: Host attribute path -> runtime class, from binding rules.
-        self.attribute_overrides = attribute_types(host.name)
+        self.attribute_overrides = self.bindings.attributes
 
     # -- entry points ----------------------------------------------------------------------
     def infer(self, expr: ast.AST, func: FunctionInfo | None, module: ModuleInfo) -> TypeRef | None:

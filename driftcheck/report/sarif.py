@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import re
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TextIO
 
@@ -21,6 +22,7 @@ from packaging.utils import canonicalize_name
 from driftcheck.accepted import Triage
 from driftcheck.findings import Evidence, Finding
 from driftcheck.pipeline import ScanResult
+from driftcheck.registry import CHECKS
 from driftcheck.report.locations import as_uri, client_base, client_path, host_path
 from driftcheck.rules import Rule
 
@@ -33,22 +35,6 @@ FINGERPRINT = "driftcheckFingerprint/v1"
 SRCROOT = "%SRCROOT%"
 HOSTROOT = "HOSTSRC"
 
-#: Finding ids that a check module reports besides its registered one (``CHECKS`` key).
-EXTRA_CHECK_IDS = {
-    "moved-symbol": "driftcheck.checks.missing_symbol",
-    "call-protocol": "driftcheck.checks.protocol",
-}
-
-
-def builtin_checks() -> dict[str, str]:
-    """Built-in check id → the module whose docstring documents it."""
-    from driftcheck.checks import CHECKS
-
-    out = {check_id: fn.__module__ for check_id, fn in CHECKS.items()}
-    for check_id, module in EXTRA_CHECK_IDS.items():
-        out.setdefault(check_id, module)
-    return out
-
 
 def render(result: ScanResult, out: TextIO, *, triage: Triage | None = None, **_: object) -> None:
     """Write the scan result as one SARIF 2.1.0 log."""
@@ -58,7 +44,7 @@ def render(result: ScanResult, out: TextIO, *, triage: Triage | None = None, **_
 
 def sarif_log(result: ScanResult, triage: Triage | None = None) -> dict:
     """The SARIF log as a dict."""
-    rules = rule_descriptors(result.host_name)
+    rules = rule_descriptors(result.host_name, result.rules)
     accepted = triage.accepted if triage else []
     accepted_in = triage.path if triage else None
     for f in [*result.findings, *(f for f, _ in accepted)]:
@@ -271,12 +257,10 @@ def apply_replacements(old: str, reps: list[dict]) -> str:
 # -- rule descriptors -------------------------------------------------------------------------
 
 
-def rule_descriptors(host: str) -> list[dict]:
+def rule_descriptors(host: str, rules: Iterable[Rule]) -> list[dict]:
     """The built-in checks, then every drift rule for ``host``."""
-    from driftcheck.rules import active_rules
-
-    out = [_builtin(check_id, module) for check_id, module in builtin_checks().items()]
-    out += [_rule(r) for r in active_rules() if r.kind != "binding" and _same_host(r.host, host)]
+    out = [_builtin(check.id, check.module) for check in CHECKS.values()]
+    out += [_rule(r) for r in rules if r.kind != "binding" and _same_host(r.host, host)]
     return out
 
 

@@ -1,0 +1,101 @@
+"""``fix()``: scan a client, fix what can be fixed, and say what is left for a person."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from driftcheck.findings import Finding
+from driftcheck.fixes.patches import (
+    FixPlan,
+    apply_in_place,
+    plan,
+    require_directory,
+    write_patches,
+)
+from driftcheck.pipeline import ScanResult, scan
+from driftcheck.rules.ruleset import RuleSet
+
+
+@dataclass
+class FixResult:
+    """What a fix run did: the scan, the plan, the files written or rewritten."""
+
+    scan: ScanResult
+    plan: FixPlan
+    #: Patch files written (with ``out``).
+    written: list[Path] = field(default_factory=list)
+    #: Client files rewritten in place (with ``apply``).
+    rewritten: list[str] = field(default_factory=list)
+    #: Client files not rewritten, with the reason.
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def remaining(self) -> list[Finding]:
+        """Error findings that no applied fix addresses: they need a person."""
+        fixed = {id(f) for ff in self.plan.files for f in ff.applied if ff.changed}
+        return [f for f in self.scan.findings if f.severity == "error" and id(f) not in fixed]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when nothing is pending or left; 1 when patches wait to be applied, a rewrite
+        was refused, or error findings remain without a fix."""
+        if self.refused or self.remaining:
+            return 1
+        return 1 if self.plan.pending and not self.rewritten else 0
+
+
+def fix(
+    client: str,
+    against: str | None = None,
+    *,
+    baseline: str | None = None,
+    host: str | None = None,
+    out: str | Path | None = None,
+    apply: bool = False,
+    unsafe: bool = False,
+    exclude: Iterable[str] = (),
+    disable: Iterable[str] = (),
+    rules: RuleSet | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> FixResult:
+    """Scan ``client`` and fix its drift: patches into ``out``, or rewrites with ``apply``.
+
+    Args:
+        client: Client spec (``name==version``, installed name, or directory).
+        against: Target host spec (as for :func:`driftcheck.scan`).
+        baseline: Baseline host version; default: the client's own pin on the host.
+        host: Host name when ``against`` does not carry one.
+        out: Folder for one ``.patch`` per file and ``all.patch`` (nothing written when None).
+        apply: Rewrite the client's files in place (directory clients only), each atomically
+            and only when unchanged since the scan read it.
+        unsafe: Also apply fixes marked unsafe.
+        exclude: Globs of client files not to read.
+        disable: Ids not to report or fix (as for :func:`driftcheck.scan`).
+        rules: The rules to use; default: the built-in rules.
+        progress: Callback receiving short progress messages.
+
+    Raises:
+        UsageError: ``apply`` on a client that is not a directory, or bad arguments.
+    """
+    result = scan(
+        client,
+        against,
+        baseline=baseline,
+        host=host,
+        exclude=list(exclude),
+        disable=disable,
+        rules=rules,
+        progress=progress,
+    )
+    fix_plan = plan(result.findings, result.client_texts, unsafe=unsafe)
+    done = FixResult(scan=result, plan=fix_plan)
+    if not fix_plan.pending:
+        return done
+    if apply:
+        root = require_directory(result.client_root, client)
+        done.rewritten, done.refused = apply_in_place(fix_plan, root)
+    elif out is not None:
+        done.written = write_patches(fix_plan, Path(out))
+    return done

@@ -1,0 +1,111 @@
+"""One registry of ids: the kinds of drift, the built-in checks, and (given a rule set) the rules.
+
+Every finding carries an id (``rule``) and a ``kind``. A built-in check's id and kind come from
+:data:`CHECKS`; a rule's from its file. ``--disable`` and ``disable = [...]`` take exactly these
+ids: a check id or rule id drops that id's findings, a kind drops every finding of the kind.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from driftcheck.errors import UsageError
+
+if TYPE_CHECKING:
+    from driftcheck.findings import Finding
+    from driftcheck.rules.ruleset import RuleSet
+
+#: Kind of drift -> what it means (the ``kind`` of every finding is one of these).
+KINDS: dict[str, str] = {
+    "missing-symbol": "a host name the client reaches is gone from the target",
+    "moved-symbol": "a host name the client reaches now lives elsewhere",
+    "call-signature": "a call that bound at baseline no longer binds",
+    "return-semantics": "a used result whose return gained None, became None or changed shape",
+    "call-protocol": "a host method that gained a mandatory follow-up call",
+    "attribute-missing": "an attribute read off a typed host receiver is gone",
+    "override-signature": "a client stand-in for a host method no longer accepts what the host passes",
+    "string-ref": "host code named in a string is gone",
+    "behaviour-change": "the code runs, but does something else (defaults, implementation swaps)",
+    "deprecated": "a host API the client uses now warns that it is deprecated",
+}
+SEVERITIES = ("info", "warning", "error")
+
+
+@dataclass(frozen=True)
+class BuiltinCheck:
+    """A check driftcheck runs on every use, whatever the host."""
+
+    id: str
+    kind: str
+    severity: str
+    #: The module whose docstring documents the check (SARIF help, ``rules show``).
+    module: str
+
+
+#: Every built-in check id, with its kind and default severity.
+CHECKS: dict[str, BuiltinCheck] = {
+    c.id: c
+    for c in (
+        BuiltinCheck(
+            "missing-symbol", "missing-symbol", "error", "driftcheck.checks.missing_symbol"
+        ),
+        BuiltinCheck("moved-symbol", "moved-symbol", "error", "driftcheck.checks.missing_symbol"),
+        BuiltinCheck(
+            "call-signature", "call-signature", "error", "driftcheck.checks.call_signature"
+        ),
+        BuiltinCheck(
+            "return-semantics", "return-semantics", "error", "driftcheck.checks.return_semantics"
+        ),
+        BuiltinCheck("call-protocol", "call-protocol", "error", "driftcheck.checks.protocol"),
+        BuiltinCheck(
+            "attribute-missing", "attribute-missing", "error", "driftcheck.checks.attribute_missing"
+        ),
+        BuiltinCheck(
+            "override-signature",
+            "override-signature",
+            "error",
+            "driftcheck.checks.override_signature",
+        ),
+        BuiltinCheck("string-ref", "string-ref", "error", "driftcheck.checks.string_ref"),
+        BuiltinCheck(
+            "implementation-swap",
+            "behaviour-change",
+            "info",
+            "driftcheck.checks.implementation_swap",
+        ),
+        BuiltinCheck("deprecated", "deprecated", "warning", "driftcheck.checks.deprecated"),
+    )
+}
+
+
+def known_ids(rules: RuleSet) -> dict[str, str]:
+    """Every id a user may name -> what it is (``check``, ``kind`` or ``rule``; a check id that
+    is also a kind is both)."""
+    out: dict[str, str] = {}
+    for kind in KINDS:
+        out[kind] = "kind"
+    for check_id in CHECKS:
+        out[check_id] = "check and kind" if check_id in KINDS else "check"
+    for rule in rules:
+        out[rule.id] = "rule"
+    return dict(sorted(out.items()))
+
+
+def check_ids(ids: Iterable[str], rules: RuleSet, *, where: str) -> None:
+    """Fail on an id that is no check, kind or rule (a typo would disable nothing), listing the
+    valid ones."""
+    known = known_ids(rules)
+    for given in ids:
+        if given in known:
+            continue
+        close = difflib.get_close_matches(given, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(f"{where}: unknown id {given!r}{hint}; valid ids: {', '.join(known)}")
+
+
+def is_disabled(finding: Finding, disabled: set[str] | frozenset[str]) -> bool:
+    """True when ``disabled`` names the finding's id or its kind."""
+    return finding.rule in disabled or finding.kind in disabled

@@ -1,0 +1,174 @@
+"""Drift rules matched against the client's uses: which uses a rule's symbol reaches, under
+which conditions, and the findings it reports (a mined finding at the same place merges in)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from driftcheck.checks.context import CheckContext
+from driftcheck.client.uses import Use
+from driftcheck.findings import Evidence, Finding
+from driftcheck.host.api import Found, HostAPI
+from driftcheck.rules.model import Rule
+
+
+def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
+    symbol = rule.match["symbol"]
+    want = rule.match.get("use", "any")
+    if want != "any" and use.kind != want:
+        return None
+    apis = [a for a in (ctx.target, ctx.baseline) if a is not None]
+    if use.receiver and use.member:
+        owner, _, member = symbol.rpartition(".")
+        if member != use.member:
+            return None
+        for api in apis:
+            cls = api.resolve(use.receiver)
+            if isinstance(cls, Found) and any(c.path == owner for c in api.mro(cls)[0]):
+                got = api.class_member(cls, member)
+                return got if isinstance(got, Found) else cls
+        return None
+    for api in apis:
+        got = api.resolve(use.symbol)
+        if isinstance(got, Found) and got.path == _canonical(api, symbol):
+            return got
+    return None
+
+
+def _canonical(api: HostAPI, symbol: str) -> str:
+    got = api.resolve(symbol)
+    return got.path if isinstance(got, Found) else symbol
+
+
+def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, list[Evidence]]:
+    cond = rule.conditions
+    evidence: list[Evidence] = []
+    keywords = set(use.shape.keywords) if use.shape else set()
+    for kw in _as_list(cond.get("keyword_present")):
+        if kw not in keywords:
+            return False, []
+    for kw in _as_list(cond.get("keyword_absent")):
+        if kw in keywords or (use.shape and use.shape.double_star):
+            return False, []
+    if cond.get("result_used") and use.result in (None, "discarded"):
+        return False, []
+    if cond.get("result_indexed") and not use.result_indexed:
+        return False, []
+    then = cond.get("not_followed_by")
+    if then and any(
+        u.kind == "call"
+        and u.member == then
+        and u.scope == use.scope
+        and u.receiver_expr == use.receiver_expr
+        for u in ctx.uses
+    ):
+        return False, []
+    needed = cond.get("requires_call")
+    if needed and any(
+        u.kind == "call"
+        and u.scope == use.scope
+        and (u.member == needed or u.symbol.rsplit(".", 1)[-1] == needed)
+        for u in ctx.uses
+    ):
+        return False, []
+    name = cond.get("default_changed")
+    if name:
+        from driftcheck.host.facts import field_default
+
+        pairs = []
+        for api in (ctx.baseline, ctx.target):
+            cls = api.resolve(_owner_class(use)) if api else None
+            fd = field_default(api, cls, name) if isinstance(cls, Found) else None
+            pairs.append((api, cls, fd))
+        (bapi, bcls, bfd), (tapi, tcls, tfd) = pairs
+        if bfd is None or tfd is None or bfd[:2] == tfd[:2]:
+            return False, []
+        evidence += [
+            Evidence(bapi.version, bcls.file, bfd[2], f"{name} = {bfd[1]}"),
+            Evidence(tapi.version, tcls.file, tfd[2], f"{name} = {tfd[1]}"),
+        ]
+    return True, evidence
+
+
+def _owner_class(use: Use) -> str:
+    return use.receiver if use.receiver and not use.member else use.symbol
+
+
+def _as_list(value: object) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)  # type: ignore[arg-type]
+
+
+def rule_findings(ctx: CheckContext) -> list[Finding]:
+    """Findings of every drift rule of the run (``ctx.rules``) that applies to the target."""
+    out: list[Finding] = []
+    for rule in ctx.rules:
+        if rule.kind == "binding" or not rule.applies_to(ctx.target.name, ctx.target.version):
+            continue
+        if ctx.baseline is not None and rule.applies_to(ctx.baseline.name, ctx.baseline.version):
+            continue  # the change predates the baseline: not drift
+        for use in ctx.uses:
+            if use.in_guard:
+                continue
+            found = _matches_symbol(rule, use, ctx)
+            if found is None:
+                continue
+            ok, extra = _conditions_hold(rule, use, ctx)
+            if not ok:
+                continue
+            evidence = list(extra)
+            tgt = ctx.lookup(ctx.target, use)
+            if isinstance(tgt, Found):
+                evidence.append(Evidence(ctx.target.version, tgt.file, tgt.line))
+            if ctx.baseline is not None:
+                base = ctx.lookup(ctx.baseline, use)
+                if isinstance(base, Found):
+                    evidence.insert(0, Evidence(ctx.baseline.version, base.file, base.line))
+            message = rule.message.format(
+                receiver=use.receiver_expr or "",
+                member=use.member or "",
+                target=f"{ctx.target.name} {ctx.target.version}",
+            ).strip()
+            out.append(
+                Finding(
+                    rule=rule.id,
+                    kind=rule.kind,
+                    severity=rule.severity,
+                    file=use.file,
+                    line=use.line,
+                    column=use.column,
+                    end_line=use.end_line,
+                    symbol=rule.match["symbol"],
+                    message=message,
+                    evidence=tuple(_unique(evidence)),
+                    fix=rule.fix,
+                    references=rule.references,
+                )
+            )
+    return out
+
+
+def _unique(items: list[Evidence]) -> list[Evidence]:
+    seen, out = set(), []
+    for e in items:
+        key = (e.version, e.file, e.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
+def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
+    """Add rule findings; a mined finding at the same place and kind merges into the rule's."""
+    ruled = rule_findings(ctx)
+    index = {(f.file, f.line, f.kind): i for i, f in enumerate(ruled)}
+    kept: list[Finding] = []
+    for f in findings:
+        i = index.get((f.file, f.line, f.kind))
+        if i is None:
+            kept.append(f)
+        else:
+            r = ruled[i]
+            ruled[i] = replace(r, evidence=tuple(_unique([*r.evidence, *f.evidence])))
+    return kept + ruled
