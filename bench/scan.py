@@ -89,8 +89,9 @@ def main() -> None:
     user_cache = cache_root()
     with tempfile.TemporaryDirectory(prefix="driftcheck-bench-") as tmp:
         cache = Path(tmp) / "cache"
-        shutil.copytree(user_cache / "archives", cache / "archives")
-        shutil.copytree(user_cache / "index", cache / "index", dirs_exist_ok=True)
+        for kind in ("archives", "index"):  # the index (version listings) only when one was read
+            if (user_cache / kind).is_dir():
+                shutil.copytree(user_cache / kind, cache / kind, dirs_exist_ok=True)
         colds, snaps, warms = [], [], []
         for _ in range(args.repeat):
             shutil.rmtree(cache / "snapshots", ignore_errors=True)

@@ -2,7 +2,7 @@
 
 Runs the timeline twice in fresh processes: first to fill the cache (archives fetched in
 parallel, host snapshots written), then again with everything cached; times each around
-``driftcheck.timeline.timeline``. Prints the warm time against the 15 s target and against one
+``driftcheck.timelines.timeline``. Prints the warm time against the 15 s target and against one
 griffe full static load of the newest release, and the bytes each release cost to fetch.
 
 Usage::
@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 CHILD = """
 import json, resource, sys, time
-from driftcheck.timeline import timeline
+from driftcheck.timelines import timeline
 t0 = time.perf_counter()
 result = timeline(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4])
 print(json.dumps({"seconds": time.perf_counter() - t0, "versions": result.versions,

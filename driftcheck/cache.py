@@ -157,12 +157,14 @@ def clear_kinds(kinds: list[str]) -> int:
 
 
 def code_digest() -> str:
-    """Digest of driftcheck's own sources: cached analyses are only valid for the same code."""
+    """Digest of driftcheck's own sources and the Python running them: cached analyses are only
+    valid for the same code read by the same parser (``ast`` differs between versions)."""
     global _CODE_DIGEST
     if _CODE_DIGEST is None:
         import hashlib
+        import sys
 
-        h = hashlib.sha256()
+        h = hashlib.sha256(f"{sys.version_info[0]}.{sys.version_info[1]}".encode())
         root = Path(__file__).resolve().parent
         for path in sorted(root.rglob("*.py")):
             h.update(str(path.relative_to(root)).encode())

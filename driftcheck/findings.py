@@ -47,7 +47,15 @@ class Finding:
     end_line: int = 0
     #: 1-based column just past the offending token on ``end_line`` (0: not known).
     end_column: int = 0
+    #: Where the use starts that a fix rewrites, when the finding points at one of its
+    #: arguments instead (``None``: at ``line``, ``column``).
+    anchor: tuple[int, int] | None = field(default=None, compare=False)
     context: str = field(default="", compare=False)
+
+    @property
+    def fix_at(self) -> tuple[int, int]:
+        """(line, 1-based column) of the use a fix rewrites."""
+        return self.anchor or (self.line, self.column)
 
     @property
     def fingerprint(self) -> str:
@@ -64,6 +72,8 @@ class Finding:
             "file": self.file,
             "line": self.line,
             "column": self.column,
+            "end_line": max(self.end_line, self.line),
+            "end_column": self.end_column,
             "symbol": self.symbol,
             "message": self.message,
             "evidence": [asdict(e) for e in self.evidence],

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driftcheck.checks import CHECKS, CheckContext
+from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, load_client, parse_client
@@ -122,7 +122,6 @@ def run_checks(
 def _run_checks(
     uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client, rules: RuleSet
 ) -> list[Finding]:
-    from driftcheck.checks.protocol import protocol_findings
     from driftcheck.rules.matching import apply_rules
 
     lines = client.lines
@@ -136,9 +135,10 @@ def _run_checks(
     )
     findings: list[Finding] = []
     for use in uses:
-        for check in CHECKS.values():
+        for check in PER_USE:
             findings.extend(check(use, ctx))
-    findings.extend(protocol_findings(ctx))
+    for whole in WHOLE_CLIENT:
+        findings.extend(whole(ctx))
     findings = apply_rules(findings, ctx)
     out = []
     for f in findings:

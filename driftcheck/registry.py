@@ -10,13 +10,23 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from driftcheck.errors import UsageError
 
-if TYPE_CHECKING:
-    from driftcheck.findings import Finding
-    from driftcheck.rules.ruleset import RuleSet
+
+class _HasId(Protocol):
+    """A rule, as far as ids go."""
+
+    id: str
+
+
+class _Reported(Protocol):
+    """A finding, as far as ids go."""
+
+    rule: str
+    kind: str
+
 
 #: Kind of drift -> what it means (the ``kind`` of every finding is one of these).
 KINDS: dict[str, str] = {
@@ -81,7 +91,7 @@ CHECKS: dict[str, BuiltinCheck] = {
 }
 
 
-def known_ids(rules: RuleSet) -> dict[str, str]:
+def known_ids(rules: Iterable[_HasId]) -> dict[str, str]:
     """Every id a user may name -> what it is (``check``, ``kind`` or ``rule``; a check id that
     is also a kind is both)."""
     out: dict[str, str] = {}
@@ -94,7 +104,7 @@ def known_ids(rules: RuleSet) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def check_ids(ids: Iterable[str], rules: RuleSet, *, where: str) -> None:
+def check_ids(ids: Iterable[str], rules: Iterable[_HasId], *, where: str) -> None:
     """Fail on an id that is no check, kind or rule (a typo would disable nothing), listing the
     valid ones."""
     known = known_ids(rules)
@@ -106,6 +116,6 @@ def check_ids(ids: Iterable[str], rules: RuleSet, *, where: str) -> None:
         raise UsageError(f"{where}: unknown id {given!r}{hint}; valid ids: {', '.join(known)}")
 
 
-def is_disabled(finding: Finding, disabled: set[str] | frozenset[str]) -> bool:
+def is_disabled(finding: _Reported, disabled: set[str] | frozenset[str]) -> bool:
     """True when ``disabled`` names the finding's id or its kind."""
     return finding.rule in disabled or finding.kind in disabled

@@ -78,6 +78,29 @@ def test_disable(project: Path):
     assert _rules(data) == {"missing-symbol", "moved-symbol", "call-signature"}
 
 
+def test_rule_folders(project: Path):
+    """``rules = [...]`` adds rule folders (relative to the pyproject.toml) beside the built-in
+    rules; ``--rules`` replaces them; their ids are ids ``disable`` accepts."""
+    mine = project.parent / "myrules"
+    shutil.copytree(FIXTURES / "fix_rules" / "minihost", mine / "minihost")
+    from_folder = {"engine-describe-rename", "load-items-unwrap"}
+    _configure(project)
+    _, data = _scan(project)
+    assert not _rules(data) & from_folder
+    _configure(project, 'rules = ["../myrules"]\n')
+    _, data = _scan(project)
+    assert from_folder <= _rules(data)
+    empty = project.parent / "empty-rules"
+    empty.mkdir()
+    _, data = _scan(project, "--rules", str(empty))  # the flag wins over the settings
+    assert not _rules(data) & from_folder
+    _configure(project, 'rules = ["../myrules"]\ndisable = ["load-items-unwrap"]\n')
+    _, data = _scan(project)
+    assert from_folder & _rules(data) == {"engine-describe-rename"}
+    _configure(project, 'disable = ["load-items-unwrap"]\n')  # not a known id without them
+    assert_one_error_line(run_cli("scan", str(project)), "unknown id 'load-items-unwrap'")
+
+
 def test_exclude(project: Path):
     _configure(project, 'exclude = ["miniclient/calls.py", "miniclient/symbols.py"]\n')
     _, data = _scan(project)
@@ -169,7 +192,10 @@ def test_bad_values_fail_with_one_line(project: Path, extra: str, needles: tuple
 
 def test_unknown_rule_on_the_command_line(project: Path):
     _configure(project)
-    assert_one_error_line(run_cli("scan", str(project), "--disable", "nope"), "--disable", "'nope'")
+    line = assert_one_error_line(
+        run_cli("scan", str(project), "--disable", "nope"), "--disable", "unknown id 'nope'"
+    )
+    assert "valid ids: " in line and "call-signature" in line  # the valid ones are listed
 
 
 def test_missing_config_file(project: Path):

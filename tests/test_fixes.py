@@ -19,8 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import libcst as cst
@@ -31,7 +29,7 @@ from driftcheck.fixes.base import Decline
 from driftcheck.fixes.codemods import CODEMODS
 from driftcheck.fixes.patches import FileFix, FixPlan, fix_code, plan, unified_diff, write_patches
 from driftcheck.pipeline import ScanResult, scan
-from driftcheck.rules import Rule, _cached_rules, load_rules, rule_problems
+from driftcheck.rules import Rule, RuleSet, load_rules, rule_problems
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
@@ -947,27 +945,13 @@ FIX_RULES = FIXTURES / "fix_rules"
 HOSTS = FIXTURES / "hosts"
 
 
-@contextmanager
-def rules_with_fixes_at(root: Path) -> Iterator[Path]:
-    """Make ``fixtures/rules`` plus ``fixtures/fix_rules`` under ``root`` the active rules."""
-    shutil.copytree(FIXTURES / "rules", root, dirs_exist_ok=True)
-    shutil.copytree(FIX_RULES, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.md"))
-    with pytest.MonkeyPatch.context() as mp:
-        _cached_rules.cache_clear()
-        mp.setenv("DRIFTCHECK_RULES_DIR", str(root))
-        try:
-            yield root
-        finally:
-            _cached_rules.cache_clear()
-
-
-@pytest.fixture(scope="module")
-def rules_with_fixes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    with rules_with_fixes_at(tmp_path_factory.mktemp("rules")) as root:
-        yield root
-
-
-FIXTURE_FIX_RULES = load_rules(FIX_RULES)
+#: The fix rules alone (``load_rules`` reads only ``<host>/*.toml``: the README is no rule).
+FIXTURE_FIX_RULES = load_rules(FIX_RULES, builtin=False)
+#: ``fixtures/rules`` plus ``fixtures/fix_rules``: the rules the fixture clients are scanned with
+#: (binding rules widen receiver inference). The built-in (vLLM) rules never apply to these hosts.
+RULES_WITH_FIXES = load_rules(FIXTURES / "rules", FIX_RULES, builtin=False)
+#: The same rules as CLI flags (beside the built-in ones).
+RULES_WITH_FIXES_ARGS = ("--rules", str(FIXTURES / "rules"), "--rules", str(FIX_RULES))
 
 
 def test_fix_rules_load():
@@ -976,6 +960,10 @@ def test_fix_rules_load():
         "load-items-unwrap",
         "run-then-finish",
     }
+    assert (
+        RULES_WITH_FIXES.ids
+        == FIXTURE_FIX_RULES.ids | load_rules(FIXTURES / "rules", builtin=False).ids
+    )
 
 
 @pytest.mark.parametrize("rule", FIXTURE_FIX_RULES, ids=lambda r: r.id)
@@ -986,7 +974,7 @@ def test_fix_rule_structure(rule: Rule):
     assert rule.fix is not None and rule.fix.safety == "safe"
 
 
-def _scan_code(rule: Rule, code: str, root: Path) -> ScanResult:
+def _scan_code(rule: Rule, code: str, root: Path, rules: RuleSet = RULES_WITH_FIXES) -> ScanResult:
     pkg = root / "case"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -997,6 +985,7 @@ def _scan_code(rule: Rule, code: str, root: Path) -> ScanResult:
         against=str(host / rule.test["target"]),
         baseline=str(host / rule.test["baseline"]),
         host=rule.host,
+        rules=rules,
     )
 
 
@@ -1008,7 +997,7 @@ FIX_RULE_CASES = [
 
 
 @pytest.mark.parametrize(("rule", "case"), FIX_RULE_CASES)
-def test_fix_rule_case(rules_with_fixes, rule: Rule, case, tmp_path: Path):
+def test_fix_rule_case(rule: Rule, case, tmp_path: Path):
     result = _scan_code(rule, case.code, tmp_path)
     relevant = [f for f in result.findings if f.rule == rule.id]
     assert len(relevant) == (case.kind == "invalid"), [f.message for f in result.findings]
@@ -1037,7 +1026,7 @@ def _snapshot_path(client: str, rel: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fixture_plans(rules_with_fixes) -> dict[str, FixPlan]:
+def fixture_plans() -> dict[str, FixPlan]:
     plans = {}
     for client, (host, _) in SNAPSHOT_CLIENTS.items():
         result = scan(
@@ -1045,6 +1034,7 @@ def fixture_plans(rules_with_fixes) -> dict[str, FixPlan]:
             against=str(HOSTS / host / "2.0"),
             baseline=str(HOSTS / host / "1.0"),
             host=host,
+            rules=RULES_WITH_FIXES,
         )
         plans[client] = plan(result.findings, result.client_texts, unsafe=True)
     return plans

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_error_line, run_cli
 
-from driftcheck.probe import runner
-from driftcheck.probe.managed_envs import cpu_requirements
-from driftcheck.probe.outcome import interpret, worker_traceback
-from driftcheck.probe.patches import (
+from driftcheck.probes import runner
+from driftcheck.probes.managed_envs import cpu_requirements
+from driftcheck.probes.outcome import interpret, worker_traceback
+from driftcheck.probes.patches import (
     PatchError,
     apply_patches,
     copy_tree,
@@ -362,7 +362,7 @@ def test_probe_unknown_workload(tmp_path):
 
 def test_fix_without_fix_machinery_is_a_clear_error(tmp_path, monkeypatch):
     from driftcheck.errors import UsageError
-    from driftcheck.probe.patches import fix_patches
+    from driftcheck.probes.patches import fix_patches
 
     monkeypatch.setitem(sys.modules, "driftcheck.fixes.patches", None)
     with pytest.raises(UsageError, match="make_patches"):
@@ -478,7 +478,7 @@ def fake_vllm(tmp_path):
 
 
 def test_static_model_check_kimi_wrapper(fake_vllm):
-    from driftcheck.probe.plan import check_model, client_needs
+    from driftcheck.probes.plan import check_model, client_needs
 
     needs = client_needs("speculators/data_generation/custom_worker.py", WORKER_030)
     config = json.loads((KIMI / "config.json").read_text())
@@ -492,7 +492,7 @@ def test_static_model_check_kimi_wrapper(fake_vllm):
 
 
 def test_static_model_check_llama_renamed_embedding(fake_vllm):
-    from driftcheck.probe.plan import check_model, client_needs
+    from driftcheck.probes.plan import check_model, client_needs
 
     needs = client_needs("custom_worker.py", WORKER_030)
     mc = check_model(fake_vllm, "x", needs, config={"architectures": ["LlamaForCausalLM"]})
@@ -510,7 +510,7 @@ def test_static_model_check_llama_renamed_embedding(fake_vllm):
 
 
 def test_static_model_check_unknown_architecture(fake_vllm):
-    from driftcheck.probe.plan import check_model, client_needs
+    from driftcheck.probes.plan import check_model, client_needs
 
     mc = check_model(fake_vllm, "x", client_needs(None, None), config={"architectures": ["Nope"]})
     assert not mc.ok and "no architecture 'Nope'" in mc.lines[0][1]
@@ -697,11 +697,11 @@ def test_probe_without_the_sample_tokens_fix_fails_on_the_second_generate(tmp_pa
 def test_text_report_side_by_side(tmp_path):
     import io
 
-    from driftcheck.probe.envs import ProbeEnv
-    from driftcheck.probe.outcome import ProbeReport, RunOutcome
-    from driftcheck.probe.patches import AppliedPatch
-    from driftcheck.probe.report import render_text
-    from driftcheck.probe.workloads import WORKLOADS
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.outcome import ProbeReport, RunOutcome
+    from driftcheck.probes.patches import AppliedPatch
+    from driftcheck.probes.report import render_text
+    from driftcheck.probes.workloads import WORKLOADS
 
     stages = ["import", "build", "worker-origin", "generate-1", "generate-2", "hidden-states"]
     good = [{"name": n, "ok": True, "seconds": 1.0} for n in stages]

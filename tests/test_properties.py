@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
-from test_fixes import FIXTURES, finding, rules_with_fixes_at
+from test_fixes import FIXTURES, RULES_WITH_FIXES, finding
 
 from driftcheck.fixes.base import Decline
 from driftcheck.fixes.codemods import CODEMODS
@@ -48,16 +48,15 @@ PROPERTY_SETTINGS = settings(
 
 @pytest.fixture(scope="module", autouse=True)
 def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Fixture rules (binding rules widen receiver inference) and a throwaway cache: thousands of
-    generated clients must not fill the user's cache."""
+    """A throwaway cache: thousands of generated clients must not fill the user's cache."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-        with rules_with_fixes_at(tmp_path_factory.mktemp("rules")):
-            yield
+        yield
 
 
 def scan_code(code: str, host: str) -> ScanResult:
-    """Scan a one-module client holding ``code`` against ``host`` 1.0 → 2.0."""
+    """Scan a one-module client holding ``code`` against ``host`` 1.0 → 2.0, with the fixture
+    rules (binding rules widen receiver inference) and fix rules."""
     root = Path(tempfile.mkdtemp(prefix="driftcheck-prop-"))
     try:
         pkg = root / "case"
@@ -69,6 +68,7 @@ def scan_code(code: str, host: str) -> ScanResult:
             against=str(HOSTS / host / "2.0"),
             baseline=str(HOSTS / host / "1.0"),
             host=host,
+            rules=RULES_WITH_FIXES,
         )
     finally:
         shutil.rmtree(root)

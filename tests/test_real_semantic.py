@@ -8,18 +8,17 @@ the newest releases add more; the timeline dates each drift.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from driftcheck.pipeline import scan
-from driftcheck.rules import _cached_rules, rules_dir
+from driftcheck.rules import load_rules
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 GEN = "speculators/data_generation/vllm_hidden_states_generator.py"
 WORKER = "speculators/data_generation/custom_worker.py"
+#: The built-in rules (the vLLM rules ship with driftcheck).
+BUILTIN = load_rules()
 
 # (file, line, kind, rule) of each vLLM 0.16.0 drift of speculators 0.3.0.
 DRIFTS_016 = {
@@ -37,7 +36,7 @@ DRIFTS_016 = {
 
 @pytest.fixture(scope="module")
 def on_016():
-    return scan("speculators==0.3.0", against="vllm==0.16.0")
+    return scan("speculators==0.3.0", against="vllm==0.16.0", rules=BUILTIN)
 
 
 def test_every_016_drift_is_reported_with_evidence(on_016):
@@ -57,17 +56,11 @@ def test_protocol_rule_carries_the_guard_and_a_fix(on_016):
     assert guards and guards[0].file == "vllm/v1/worker/gpu_model_runner.py"
 
 
-def test_protocol_is_mined_without_any_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """With the vLLM rule file removed, the host's raise-guard alone shows the protocol."""
-    rules = tmp_path / "rules"
-    shutil.copytree(rules_dir(), rules)
-    (rules / "vllm" / "execute-model-sample-tokens.toml").unlink()
-    monkeypatch.setenv("DRIFTCHECK_RULES_DIR", str(rules))
-    _cached_rules.cache_clear()
-    try:
-        result = scan("speculators==0.3.0", against="vllm==0.16.0")
-    finally:
-        _cached_rules.cache_clear()
+def test_protocol_is_mined_without_any_rule():
+    """With the vLLM rule removed, the host's raise-guard alone shows the protocol."""
+    rules = BUILTIN.without({"execute-model-sample-tokens"})
+    assert "execute-model-sample-tokens" not in rules.ids
+    result = scan("speculators==0.3.0", against="vllm==0.16.0", rules=rules)
     [f] = [f for f in result.findings if f.kind == "call-protocol"]
     assert (f.file, f.line, f.rule) == (GEN, 261, "call-protocol")
     assert "sample_tokens" in f.message and "State error" in f.message
@@ -86,15 +79,15 @@ def test_guard_line_is_the_state_error_raise(on_016):
 
 
 def test_clean_on_own_pin_and_for_the_fixed_release():
-    assert scan("speculators==0.3.0", against="vllm==0.11.0").findings == []
-    fixed = scan("speculators==0.4.0", against="vllm==0.16.0")
+    assert scan("speculators==0.3.0", against="vllm==0.11.0", rules=BUILTIN).findings == []
+    fixed = scan("speculators==0.4.0", against="vllm==0.16.0", rules=BUILTIN)
     assert [f for f in fixed.findings if f.severity in ("warning", "error")] == []
 
 
 def test_latest_release_adds_drifts():
     """vLLM 0.33.0 (newest when written): the kv-cache helpers moved and Request lost
     eos_token_id (from 0.17.0), on top of what 0.16.0 breaks."""
-    result = scan("speculators==0.3.0", against="vllm==0.33.0")
+    result = scan("speculators==0.3.0", against="vllm==0.33.0", rules=BUILTIN)
     got = {(f.file, f.line, f.kind) for f in result.findings}
     for line in (16, 17, 18):
         assert (GEN, line, "moved-symbol") in got
@@ -105,9 +98,9 @@ def test_latest_release_adds_drifts():
 
 
 def test_timeline_dates_each_drift():
-    from driftcheck.timeline import timeline
+    from driftcheck.timelines import timeline
 
-    result = timeline("speculators==0.3.0", "vllm", "0.11.0", "0.16.0")
+    result = timeline("speculators==0.3.0", "vllm", "0.11.0", "0.16.0", rules=BUILTIN)
     first = {f.rule: v for v, f in result.first_breaking().values()}
     assert first["execute-model-sample-tokens"] == "0.11.1"
     assert first["scheduler-block-size"] == "0.11.1"

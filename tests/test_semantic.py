@@ -4,7 +4,7 @@ Mechanisms: a call protocol mined from a host raise-guard (no rule), ``types.Met
 bindings, a client class the host mixes into its worker (named by a dotted string), method names
 dispatched as strings, a config default that flipped (a rule), and an override the host now calls
 with one more argument. Host knowledge the code does not show lives in fixture rules under
-``fixtures/rules/protohost`` (``DRIFTCHECK_RULES_DIR`` points there during these tests).
+``fixtures/rules/protohost``; every scan here is given exactly those rules (no built-in ones).
 
 As in ``test_checks.py``, a line that must be reported ends with ``# drift: <case>`` and a near
 miss that must stay quiet with ``# ok: <case>``. A truth test runs every case against both host
@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import libcst as cst
@@ -28,7 +25,7 @@ from conftest import read_markers
 
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult, scan
-from driftcheck.rules import Rule, _cached_rules, load_rules, rule_problems
+from driftcheck.rules import Rule, RuleSet, load_rules, rule_problems
 from driftcheck.sources.specs import parse_spec
 from driftcheck.sources.trees import open_tree
 
@@ -38,6 +35,8 @@ HOST_V2 = FIXTURES / "hosts" / "protohost" / "2.0"
 CLIENT = FIXTURES / "clients" / "protoclient"
 PACKAGE = CLIENT / "protoclient"
 RULES = FIXTURES / "rules"
+#: The fixture rules alone: the built-in (vLLM) rules never apply to protohost.
+FIXTURE_RULES = load_rules(RULES, builtin=False)
 
 #: case → (kind, rule id, host symbol, what the message must say, error on 2.0)
 DRIFTS = {
@@ -98,47 +97,39 @@ def _host_line(version: Path, rel: str, needle: str) -> int:
     return next(i for i, text in enumerate(lines, start=1) if needle in text)
 
 
-@contextmanager
-def _rules_at(mp: pytest.MonkeyPatch, root: Path) -> Iterator[None]:
-    """Point driftcheck at another rules directory (rules are cached per directory)."""
-    _cached_rules.cache_clear()
-    mp.setenv("DRIFTCHECK_RULES_DIR", str(root))
-    try:
-        yield
-    finally:
-        _cached_rules.cache_clear()
-
-
-@pytest.fixture
-def fixture_rules(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    with _rules_at(monkeypatch, RULES):
-        yield
-
-
-def _scan(client: Path, against: Path = HOST_V2, baseline: Path | None = HOST_V1) -> ScanResult:
+def _scan(
+    client: Path,
+    against: Path = HOST_V2,
+    baseline: Path | None = HOST_V1,
+    rules: RuleSet = FIXTURE_RULES,
+) -> ScanResult:
     return scan(
         str(client),
         against=str(against),
         baseline=str(baseline) if baseline else None,
         host="protohost",
+        rules=rules,
     )
 
 
-def _rules_without(tmp_path: Path, *rule_ids: str, extra: dict[str, str] | None = None) -> Path:
-    """A copy of the fixture rules without ``rule_ids``, plus ``extra`` rule files."""
-    root = tmp_path / "rules"
-    shutil.copytree(RULES, root)
-    for rule_id in rule_ids:
-        (root / "protohost" / f"{rule_id}.toml").unlink()
-    for rule_id, text in (extra or {}).items():
-        (root / "protohost" / f"{rule_id}.toml").write_text(text)
-    return root
+def _rules_without(tmp_path: Path, *rule_ids: str, extra: dict[str, str] | None = None) -> RuleSet:
+    """The fixture rules without ``rule_ids``, plus ``extra`` rule files (written under
+    ``tmp_path``)."""
+    folders: list[Path] = [RULES]
+    if extra:
+        root = tmp_path / "extra-rules"
+        (root / "protohost").mkdir(parents=True)
+        for rule_id, text in extra.items():
+            (root / "protohost" / f"{rule_id}.toml").write_text(text)
+        folders.append(root)
+    rules = load_rules(*folders, builtin=False).without(set(rule_ids))
+    assert not rules.ids & set(rule_ids)
+    return rules
 
 
 @pytest.fixture(scope="module")
 def drift() -> ScanResult:
-    with pytest.MonkeyPatch.context() as mp, _rules_at(mp, RULES):
-        return _scan(CLIENT)
+    return _scan(CLIENT)
 
 
 def _one(result: ScanResult, case: str) -> Finding:
@@ -260,7 +251,7 @@ def test_exactly_the_drifts_are_reported(drift: ScanResult):
 
 
 @pytest.mark.parametrize("version", [HOST_V1, HOST_V2], ids=["1.0", "2.0"])
-def test_scanning_against_the_baseline_itself_is_clean(fixture_rules, version: Path):
+def test_scanning_against_the_baseline_itself_is_clean(version: Path):
     assert _scan(CLIENT, version, version).findings == []
 
 
@@ -280,12 +271,13 @@ def test_call_protocol_cites_the_guard_and_the_follow_up(drift: ScanResult):
     assert finding.fix is not None and finding.fix.safety == "manual"
 
 
-def test_call_protocol_needs_no_rule(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def test_call_protocol_needs_no_rule(tmp_path: Path):
     """With no rules at all, only the mined drifts remain (the protocol among them)."""
     empty = tmp_path / "no-rules"
     empty.mkdir()
-    with _rules_at(monkeypatch, empty):
-        result = _scan(CLIENT)
+    no_rules = load_rules(empty, builtin=False)
+    assert len(no_rules) == 0
+    result = _scan(CLIENT, rules=no_rules)
     needs_rules = FROM_DRIFT_RULES.union(*REVEALED_BY.values())
     assert {_key(f) for f in result.findings} == _expected(set(DRIFTS) - needs_rules)
 
@@ -293,8 +285,7 @@ def test_call_protocol_needs_no_rule(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 @pytest.fixture(scope="module")
 def no_baseline() -> ScanResult:
     """The package alone (no dist-info, so no pin) against 2.0, without a baseline."""
-    with pytest.MonkeyPatch.context() as mp, _rules_at(mp, RULES):
-        return _scan(PACKAGE, HOST_V2, None)
+    return _scan(PACKAGE, HOST_V2, None)
 
 
 def test_without_baseline_what_cannot_work_is_still_reported(no_baseline: ScanResult):
@@ -314,12 +305,9 @@ def test_without_baseline_a_protocol_the_receiver_never_reaches_is_quiet(
 
 
 @pytest.mark.parametrize("rule_id", sorted(REVEALED_BY))
-def test_binding_rule_reveals_its_drifts(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rule_id: str
-):
+def test_binding_rule_reveals_its_drifts(tmp_path: Path, rule_id: str):
     """Without one binding rule exactly the drifts only it reveals go unseen (and nothing new)."""
-    with _rules_at(monkeypatch, _rules_without(tmp_path, rule_id)):
-        result = _scan(CLIENT)
+    result = _scan(CLIENT, rules=_rules_without(tmp_path, rule_id))
     assert {_key(f) for f in result.findings} == _expected(set(DRIFTS) - REVEALED_BY[rule_id])
 
 
@@ -377,17 +365,16 @@ default_changed = "{changed}"
 """
 
 
-def test_a_default_that_did_not_change_is_not_reported(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-):
+def test_a_default_that_did_not_change_is_not_reported(tmp_path: Path):
     """``batch_size``'s default is the same in both versions: a rule on it stays quiet, while a
     control rule with the same match on the flipped ``fast_mode`` fires at the same call."""
     extra = {
         "batch-size-default": _default_rule("batch-size-default", "batch_size", "batch_size"),
         "control-default": _default_rule("control-default", "batch_size", "fast_mode"),
     }
-    with _rules_at(monkeypatch, _rules_without(tmp_path, extra=extra)):
-        result = _scan(CLIENT)
+    rules = _rules_without(tmp_path, extra=extra)
+    assert {"batch-size-default", "control-default"} <= rules.ids
+    result = _scan(CLIENT, rules=rules)
     assert [f for f in result.findings if f.rule == "batch-size-default"] == []
     control = [(f.file, f.line) for f in result.findings if f.rule == "control-default"]
     assert control == [_at("batch_size_default_unchanged")]
@@ -406,8 +393,6 @@ def test_override_signature_cites_the_host_method_in_both_versions(drift: ScanRe
 
 # -- the fixture rules: structure and their own cases against the fixture host ------------------
 
-FIXTURE_RULES = load_rules(RULES)
-
 
 def test_fixture_rules_load():
     assert {r.id for r in FIXTURE_RULES} == {"fast-mode-default", *REVEALED_BY}
@@ -424,12 +409,12 @@ def test_fixture_rule_structure(rule: Rule):
 _HOSTS = {"1.0": HOST_V1, "2.0": HOST_V2}
 
 
-def _scan_case(rule: Rule, code: str, root: Path) -> ScanResult:
+def _scan_case(rule: Rule, code: str, root: Path, rules: RuleSet = FIXTURE_RULES) -> ScanResult:
     pkg = root / "case"
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "mod.py").write_text(code)
-    return _scan(pkg, _HOSTS[rule.test["target"]], _HOSTS[rule.test["baseline"]])
+    return _scan(pkg, _HOSTS[rule.test["target"]], _HOSTS[rule.test["baseline"]], rules)
 
 
 CASES = [
@@ -440,7 +425,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("rule", "index", "case"), CASES)
-def test_fixture_rule_case(fixture_rules, rule: Rule, index: int, case, tmp_path: Path):
+def test_fixture_rule_case(rule: Rule, index: int, case, tmp_path: Path):
     result = _scan_case(rule, case.code, tmp_path)
     if rule.kind == "binding":
         relevant = result.findings  # a binding reveals drifts; it reports nothing itself
@@ -467,8 +452,6 @@ BINDING_INVALID = [
 
 
 @pytest.mark.parametrize(("rule", "case"), BINDING_INVALID)
-def test_binding_rule_invalid_case_is_quiet_without_it(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rule: Rule, case
-):
-    with _rules_at(monkeypatch, _rules_without(tmp_path, rule.id)):
-        assert _scan_case(rule, case.code, tmp_path / "scan").findings == []
+def test_binding_rule_invalid_case_is_quiet_without_it(tmp_path: Path, rule: Rule, case):
+    without = _rules_without(tmp_path, rule.id)
+    assert _scan_case(rule, case.code, tmp_path / "scan", without).findings == []

@@ -1,4 +1,6 @@
-"""Checks: one module per kind of drift; each is ``check(use, ctx) -> list[Finding]``.
+"""Checks: one module per kind of drift; each is ``check(use, ctx) -> list[Finding]``, or, for
+checks that look at the whole client at once, ``check(ctx) -> list[Finding]``. The ids and kinds
+they report are registered in :mod:`driftcheck.registry`.
 
 A check compares what a client use meets in the baseline host with what it meets in the target,
 and reports only what changed (with no baseline, only what cannot work on the target).
@@ -15,6 +17,7 @@ from driftcheck.checks import (
     implementation_swap,
     missing_symbol,
     override_signature,
+    protocol,
     return_semantics,
     string_ref,
 )
@@ -23,17 +26,20 @@ from driftcheck.client.uses import Use
 from driftcheck.findings import Finding
 
 Check = Callable[[Use, CheckContext], list[Finding]]
+ClientCheck = Callable[[CheckContext], list[Finding]]
 
-#: Every registered check, by the kind of drift it reports.
-CHECKS: dict[str, Check] = {
-    "missing-symbol": missing_symbol.check,
-    "attribute-missing": attribute_missing.check,
-    "call-signature": call_signature.check,
-    "return-semantics": return_semantics.check,
-    "string-ref": string_ref.check,
-    "override-signature": override_signature.check,
-    "deprecated": deprecated.check,
-    "implementation-swap": implementation_swap.check,
-}
+#: The checks run on every use.
+PER_USE: tuple[Check, ...] = (
+    missing_symbol.check,
+    attribute_missing.check,
+    call_signature.check,
+    return_semantics.check,
+    string_ref.check,
+    override_signature.check,
+    deprecated.check,
+    implementation_swap.check,
+)
+#: The checks run once on all of the client's uses.
+WHOLE_CLIENT: tuple[ClientCheck, ...] = (protocol.protocol_findings,)
 
-__all__ = ["CHECKS", "Check", "CheckContext"]
+__all__ = ["PER_USE", "WHOLE_CLIENT", "Check", "CheckContext", "ClientCheck"]

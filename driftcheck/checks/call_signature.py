@@ -48,6 +48,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             message=f"{name}(...) no longer binds in {ctx.target.name} {ctx.target.version}: {details}",
             evidence=tuple(evidence),
             fix=fix,
+            at=use.shape.span_of(problems[0]),
         )
     ]
 

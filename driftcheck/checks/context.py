@@ -79,7 +79,7 @@ def finding(
     """A built-in check's finding at a use (or at the argument ``at`` names): kind and default
     severity from the registry, evidence without gaps."""
     spec = CHECKS[check_id]
-    line, column, end_line, end_column = at or (use.line, use.column, use.end_line, 0)
+    line, column, end_line, end_column = at or (use.line, use.column, use.end_line, use.end_column)
     return Finding(
         rule=check_id,
         kind=spec.kind,
@@ -93,4 +93,5 @@ def finding(
         message=message,
         evidence=tuple(e for e in evidence if e is not None),
         fix=fix,
+        anchor=(use.line, use.column) if at else None,
     )

@@ -88,9 +88,9 @@ def probe(
     """
     from pathlib import Path
 
-    from driftcheck.probe.harness import ProbeOptions, make_plan
-    from driftcheck.probe.harness import probe as run_probe
-    from driftcheck.probe.report import render_json, render_plan, render_plan_json, render_text
+    from driftcheck.probes.harness import ProbeOptions, make_plan
+    from driftcheck.probes.harness import probe as run_probe
+    from driftcheck.probes.report import render_json, render_plan, render_plan_json, render_text
 
     options = ProbeOptions(
         client=client,

@@ -43,7 +43,7 @@ def timeline_cmd(
     import json
 
     from driftcheck.report.timeline import render_timeline
-    from driftcheck.timeline import timeline
+    from driftcheck.timelines import timeline
 
     progress = None if quiet or not sys.stderr.isatty() else (lambda m: click.echo(m, err=True))
     result = timeline(client, host, first, last, baseline=baseline, progress=progress)

@@ -55,9 +55,19 @@ class Source:
         line = getattr(node, "lineno", 1)
         return line, self.column(line, getattr(node, "col_offset", 0))
 
-    def end_line(self, node: ast.AST) -> int:
-        """The 1-based line where ``node`` ends."""
-        return getattr(node, "end_lineno", None) or getattr(node, "lineno", 1)
+    def end(self, node: ast.AST) -> tuple[int, int]:
+        """(1-based line, 0-based character column) just past the end of ``node``."""
+        line = getattr(node, "end_lineno", None) or getattr(node, "lineno", 1)
+        offset = getattr(node, "end_col_offset", None)
+        if offset is None:
+            return line, 0
+        return line, self.column(line, offset)
+
+    def span(self, node: ast.AST) -> tuple[int, int, int, int]:
+        """(line, column, end line, end column) of ``node``: 1-based, end exclusive."""
+        line, column = self.start(node)
+        end_line, end = self.end(node)
+        return line, column + 1, end_line, end + 1
 
     def segment(self, node: ast.AST) -> str:
         """The source text of ``node`` (as written, formatting kept)."""

@@ -53,6 +53,8 @@ class Use:
     scope: str = ""
     order: int = 0
     end_line: int = 0
+    #: 1-based column just past the use on ``end_line`` (0: not known).
+    end_column: int = 0
     params: list | None = None
     via: str | None = None
     in_guard: bool = False
@@ -97,6 +99,7 @@ class UseCollector(Walker):
         **kw: object,
     ) -> Use:
         line, column = at if at is not None else self.source.start(node)
+        end_line, end_column = self.source.end(node) if at is None else (line, 0)
         guarded = self.guard_depth > 0
         if kind == "import" and guarded:
             self.guarded_symbols.add(symbol)
@@ -107,7 +110,8 @@ class UseCollector(Walker):
             file=self.module.file,
             line=line,
             column=column + 1,
-            end_line=self.source.end_line(node) if at is None else line,
+            end_line=end_line,
+            end_column=end_column + 1 if end_column else 0,
             symbol=symbol,
             scope=self.func_stack[-1].qualname if self.func_stack else self.module.name,
             order=len(self.uses),
@@ -281,11 +285,17 @@ class UseCollector(Walker):
         return f"{owner.path}.{receiver.attr}" if owner is not None else None
 
     def visit_Call(self, node: ast.Call) -> None:
+        positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+        named = [k for k in node.keywords if k.arg is not None]
+        end_line, end = self.source.end(node)
         shape = CallShape(
-            positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
-            keywords=tuple(k.arg for k in node.keywords if k.arg is not None),
-            star=any(isinstance(a, ast.Starred) for a in node.args),
-            double_star=any(k.arg is None for k in node.keywords),
+            positional=len(positional),
+            keywords=tuple(k.arg for k in named),  # type: ignore[misc]
+            star=len(positional) < len(node.args),
+            double_star=len(named) < len(node.keywords),
+            positional_spans=tuple(self.source.span(a) for a in positional),
+            keyword_spans=tuple(self.source.span(k) for k in named),
+            close_span=(end_line, end, end_line, end + 1),
         )
         result = _result_usage(node, self.parents)
         indexed = result == "subscripted" or (

@@ -31,7 +31,7 @@ class Located(cst.CSTTransformer):
 
     def __init__(self, findings: list[Finding]) -> None:
         super().__init__()
-        self.targets = {(f.line, f.column - 1): f for f in findings}
+        self.targets = {(f.fix_at[0], f.fix_at[1] - 1): f for f in findings}
         self.done: set[tuple[int, int]] = set()
 
     def target_of(self, node: cst.CSTNode) -> Finding | None:

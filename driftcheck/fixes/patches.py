@@ -79,12 +79,13 @@ def fix_code(
     for f in findings:
         if not f.fix:
             continue
-        key: tuple = (f.line, f.column, id(f))
+        key: tuple = (*f.fix_at, id(f))
         if f.fix.codemod == "rename-import":
-            start = next((a for a, b in spans if a <= f.line <= b), f.line)
+            line = f.fix_at[0]
+            start = next((a for a, b in spans if a <= line <= b), line)
             key = ("import", start)
         groups.setdefault(key, []).append(f)
-    steps = sorted(groups.values(), key=lambda g: max((f.line, f.column) for f in g), reverse=True)
+    steps = sorted(groups.values(), key=lambda g: max(f.fix_at for f in g), reverse=True)
     for group in steps:
         codemod = CODEMODS.get(group[0].fix.codemod or "")  # type: ignore[union-attr]
         if codemod is None:

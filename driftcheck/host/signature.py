@@ -66,6 +66,23 @@ class CallShape:
     keywords: tuple[str, ...]
     star: bool = False
     double_star: bool = False
+    #: Where each positional argument and each keyword argument is, and the call's closing
+    #: parenthesis: (line, column, end line, end column), 1-based, end exclusive.
+    positional_spans: tuple[tuple[int, int, int, int], ...] = field(default=(), compare=False)
+    keyword_spans: tuple[tuple[int, int, int, int], ...] = field(default=(), compare=False)
+    close_span: tuple[int, int, int, int] | None = field(default=None, compare=False)
+
+    def span_of(self, problem: BindProblem) -> tuple[int, int, int, int] | None:
+        """The argument a binding problem is about: the keyword passed, the first positional
+        too many, or (for a missing parameter) the closing parenthesis."""
+        if problem.code in ("unexpected-keyword", "multiple-values", "renamed-keyword"):
+            if problem.param in self.keywords and len(self.keyword_spans) == len(self.keywords):
+                return self.keyword_spans[self.keywords.index(problem.param)]
+        if problem.code == "too-many-positional" and problem.index < len(self.positional_spans):
+            return self.positional_spans[problem.index]
+        if problem.code == "missing-required":
+            return self.close_span
+        return None
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,8 @@ class BindProblem:
     code: str
     param: str
     detail: str = field(default="", compare=False)
+    #: For ``too-many-positional``: the index of the first positional argument too many.
+    index: int = field(default=0, compare=False)
 
 
 def signature_of_function(func: griffe.Function, *, bound: bool, file: str = "") -> Signature:
@@ -111,6 +130,7 @@ def bind(sig: Signature, call: CallShape) -> list[BindProblem]:
                 "too-many-positional",
                 str(call.positional),
                 f"takes {len(positional_slots)} positional arguments but {call.positional} were given",
+                index=len(positional_slots),
             )
         )
     filled = {p.name for p in positional_slots[: call.positional]}

@@ -40,6 +40,8 @@ def annotation(result: ScanResult, f: Finding) -> str:
     if f.end_line > f.line:
         props["endLine"] = str(f.end_line)
     props["col"] = str(f.column)
+    if f.end_column:
+        props["endColumn"] = str(f.end_column)
     props["title"] = f"driftcheck {f.rule}: {f.symbol}"
     lines = [f.message]
     for ev in f.evidence:

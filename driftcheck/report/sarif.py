@@ -140,8 +140,12 @@ def _client_artifact(result: ScanResult, file: str) -> dict:
 
 def _result(result: ScanResult, f: Finding, index: dict[str, int]) -> dict:
     region: dict = {"startLine": max(f.line, 1), "startColumn": max(f.column, 1)}
-    if f.end_line > f.line:
-        region["endLine"] = f.end_line
+    end_line = max(f.end_line, f.line, 1)
+    if end_line > f.line:
+        region["endLine"] = end_line
+    if f.end_column and (end_line > f.line or f.end_column > f.column):
+        region["endLine"] = end_line
+        region["endColumn"] = f.end_column
     if f.context:
         region["snippet"] = {"text": f.context}
     artifact = _client_artifact(result, f.file)

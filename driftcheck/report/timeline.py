@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from driftcheck.timeline import TimelineResult
+from driftcheck.timelines import TimelineResult
 
 
 def render_timeline(result: TimelineResult, out: TextIO, *, svg: str | None = None) -> None:

@@ -125,6 +125,7 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
                 base = ctx.lookup(ctx.baseline, use)
                 if isinstance(base, Found):
                     evidence.insert(0, Evidence(ctx.baseline.version, base.file, base.line))
+            span = _span(rule, use)
             message = rule.message.format(
                 receiver=use.receiver_expr or "",
                 member=use.member or "",
@@ -136,9 +137,11 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
                     kind=rule.kind,
                     severity=rule.severity,
                     file=use.file,
-                    line=use.line,
-                    column=use.column,
-                    end_line=use.end_line,
+                    line=span[0],
+                    column=span[1],
+                    end_line=span[2],
+                    end_column=span[3],
+                    anchor=(use.line, use.column) if span[:2] != (use.line, use.column) else None,
                     symbol=rule.match["symbol"],
                     message=message,
                     evidence=tuple(_unique(evidence)),
@@ -147,6 +150,16 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
                 )
             )
     return out
+
+
+def _span(rule: Rule, use: Use) -> tuple[int, int, int, int]:
+    """Where a rule's finding points: at the keyword its ``keyword_present`` condition names,
+    else at the use."""
+    shape = use.shape
+    for kw in _as_list(rule.conditions.get("keyword_present")):
+        if shape and kw in shape.keywords and len(shape.keyword_spans) == len(shape.keywords):
+            return shape.keyword_spans[shape.keywords.index(kw)]
+    return use.line, use.column, use.end_line, use.end_column
 
 
 def _unique(items: list[Evidence]) -> list[Evidence]:
@@ -162,10 +175,10 @@ def _unique(items: list[Evidence]) -> list[Evidence]:
 def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
     """Add rule findings; a mined finding at the same place and kind merges into the rule's."""
     ruled = rule_findings(ctx)
-    index = {(f.file, f.line, f.kind): i for i, f in enumerate(ruled)}
+    index = {(f.file, f.fix_at[0], f.kind): i for i, f in enumerate(ruled)}
     kept: list[Finding] = []
     for f in findings:
-        i = index.get((f.file, f.line, f.kind))
+        i = index.get((f.file, f.fix_at[0], f.kind))
         if i is None:
             kept.append(f)
         else:

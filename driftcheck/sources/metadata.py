@@ -89,10 +89,7 @@ def version_key(text: str) -> Version:
 
 def metadata_from_pyproject(text: str) -> DistMetadata | None:
     """The metadata a ``pyproject.toml`` declares (``[project]``), or None."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        return None
+    from driftcheck.compat import tomllib
 
     try:
         project = tomllib.loads(text).get("project", {})

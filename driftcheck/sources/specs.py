@@ -4,7 +4,9 @@ Accepted forms:
 
 * ``name==1.2.3``: a release, fetched from the user's package index;
 * ``name`` or ``installed`` / ``name@installed``: the distribution installed in this environment;
-* a path (``./src/pkg``, ``/abs/dir``, an unpacked wheel): a source directory;
+* a path (``./src/pkg``, ``/abs/dir``, an unpacked wheel): a source directory. A bare name is
+  never taken as a folder: when a folder of that name is here, the spec is ambiguous and must be
+  written ``./name`` (the folder) or ``name@installed`` (the distribution);
 * a path to an archive (``dist/pkg-1.0-py3-none-any.whl``, ``pkg-1.0.tar.gz``): read in memory.
 """
 
@@ -57,11 +59,13 @@ def looks_like_path(text: str) -> bool:
     """True when ``text`` names a filesystem location rather than a package."""
     if text.startswith((".", "/", "~")) or "/" in text or "\\" in text:
         return True
-    if text.lower().endswith(ARCHIVE_SUFFIXES) and "==" not in text:
-        return True
+    return text.lower().endswith(ARCHIVE_SUFFIXES) and "==" not in text
+
+
+def _is_folder_here(name: str) -> bool:
     try:
-        return Path(text).expanduser().is_dir()
-    except (OSError, ValueError, RuntimeError):
+        return Path(name).is_dir()
+    except (OSError, ValueError):
         return False
 
 
@@ -122,7 +126,13 @@ def parse_spec(text: str, *, default_name: str | None = None) -> PackageSpec:
             f"unsupported package spec {text!r}: use NAME==VERSION (one exact version), "
             "NAME (installed), or a path"
         )
-    return PackageSpec(kind="installed", name=_check_name(text))
+    name = _check_name(text)
+    if _is_folder_here(text):
+        raise UsageError(
+            f"{text!r} is both a package name and a folder here: write ./{text} for the folder, "
+            f"or {text}@installed for the installed distribution ({text}==VERSION for a release)"
+        )
+    return PackageSpec(kind="installed", name=name)
 
 
 def _check_name(name: str) -> str:

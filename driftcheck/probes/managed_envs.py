@@ -35,7 +35,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from driftcheck.cache import cache_root, locked
-from driftcheck.probe.envs import (
+from driftcheck.probes.envs import (
     EnvError,
     ProbeEnv,
     Progress,
@@ -342,7 +342,7 @@ def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, 
         return {v: f.result() for v, f in futures.items()}
 
 
-if __name__ == "__main__":  # python -m driftcheck.probe.managed_envs 0.11.0 0.16.0
+if __name__ == "__main__":  # python -m driftcheck.probes.managed_envs 0.11.0 0.16.0
 
     def _say(message: str) -> None:
         print(time.strftime("%H:%M:%S"), message, flush=True)

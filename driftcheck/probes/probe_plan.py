@@ -2,7 +2,7 @@
 run (environment, variants and their patches, the driver's command and environment variables,
 shims, model, checks, and the static model check) without running, importing or building
 anything. It is kept apart from the harness, which runs; the static model check itself is
-:mod:`driftcheck.probe.plan`.
+:mod:`driftcheck.probes.plan`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftcheck.errors import UsageError
-from driftcheck.probe.driver_env import driver_command, run_environment, shown_env
-from driftcheck.probe.env_selection import select_env
-from driftcheck.probe.envs import ProbeEnv
-from driftcheck.probe.managed_envs import build_plan
-from driftcheck.probe.options import ProbeOptions, host_spec
-from driftcheck.probe.patches import apply_patches, copy_tree, fix_patches, patch_files
-from driftcheck.probe.workloads import CHECKS, Workload, workload_for
+from driftcheck.probes.driver_env import driver_command, run_environment, shown_env
+from driftcheck.probes.env_selection import select_env
+from driftcheck.probes.envs import ProbeEnv
+from driftcheck.probes.managed_envs import build_plan
+from driftcheck.probes.options import ProbeOptions, host_spec
+from driftcheck.probes.patches import apply_patches, copy_tree, fix_patches, patch_files
+from driftcheck.probes.workloads import CHECKS, Workload, workload_for
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.trees import open_tree
 
@@ -70,9 +70,9 @@ class ProbePlan:
 def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     """Describe the probe run without running, importing or building anything."""
     from driftcheck.host.load import load_host
-    from driftcheck.probe.envs import EnvError, has_gpu
-    from driftcheck.probe.model import HIDDEN, NUM_LAYERS, VOCAB, config_dict, tiny_model_dir
-    from driftcheck.probe.plan import check_model, client_needs
+    from driftcheck.probes.envs import EnvError, has_gpu
+    from driftcheck.probes.model import HIDDEN, NUM_LAYERS, VOCAB, config_dict, tiny_model_dir
+    from driftcheck.probes.plan import check_model, client_needs
 
     if options.patches is not None and options.fix:
         raise UsageError("--patches and --fix exclude each other")
@@ -123,7 +123,7 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     patch_desc: list[str] = []
     patch_paths: list[Path] = []
     if options.patches is not None:
-        from driftcheck.probe.patches import patch_targets
+        from driftcheck.probes.patches import patch_targets
 
         patch_paths = patch_files(options.patches)
         for p in patch_paths:
@@ -131,7 +131,7 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
                 f"{p.name}: {', '.join(patch_targets(p.read_text(errors='replace')))}"
             )
     elif options.fix:
-        from driftcheck.probe.patches import patch_targets
+        from driftcheck.probes.patches import patch_targets
 
         against = str(host) if host.kind == "release" else "installed"
         fix_dir = Path(tempfile.mkdtemp(prefix="driftcheck-plan-fix-"))

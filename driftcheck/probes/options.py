@@ -1,7 +1,7 @@
 """What ``driftcheck probe`` was asked to do: :class:`ProbeOptions` (the command line's
 options, with the run timeout they imply) and :func:`host_spec` (the ``--host`` option read as
-a package spec). Both the run (:mod:`driftcheck.probe.harness`) and the plan
-(:mod:`driftcheck.probe.probe_plan`) start from these.
+a package spec). Both the run (:mod:`driftcheck.probes.harness`) and the plan
+(:mod:`driftcheck.probes.probe_plan`) start from these.
 """
 
 from __future__ import annotations

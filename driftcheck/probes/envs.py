@@ -2,9 +2,9 @@
 :class:`ProbeEnv` (the current environment, a given one, or a managed one), :class:`EnvError`,
 what an interpreter has installed (read from metadata, nothing imported), whether this machine
 has a GPU, and the clean environment variables for helper interpreters. Choosing an environment
-is :mod:`driftcheck.probe.env_selection`, building a managed one
-:mod:`driftcheck.probe.managed_envs`, and installing the client's own dependencies
-:mod:`driftcheck.probe.client_deps`; all of them build on this module. Run as a module, it builds
+is :mod:`driftcheck.probes.env_selection`, building a managed one
+:mod:`driftcheck.probes.managed_envs`, and installing the client's own dependencies
+:mod:`driftcheck.probes.client_deps`; all of them build on this module. Run as a module, it builds
 managed environments ahead of time (the CI's environment builder).
 """
 

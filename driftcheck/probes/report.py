@@ -6,9 +6,9 @@ import json
 import shlex
 from typing import TextIO
 
-from driftcheck.probe.outcome import ProbeReport, RunOutcome
-from driftcheck.probe.probe_plan import ProbePlan
-from driftcheck.probe.workloads import CHECKS
+from driftcheck.probes.outcome import ProbeReport, RunOutcome
+from driftcheck.probes.probe_plan import ProbePlan
+from driftcheck.probes.workloads import CHECKS
 
 
 def _cell(run: RunOutcome, stage: str) -> str:

@@ -1,7 +1,7 @@
 """Choosing the environment to probe in (:func:`select_env`): the current one when it has the
 wanted vLLM, one the user names (a folder or an interpreter), or a managed one. The choice is
 the one place where the ``--env`` and ``--host`` options meet the environments, so it sits above
-both :mod:`driftcheck.probe.envs` and :mod:`driftcheck.probe.managed_envs`.
+both :mod:`driftcheck.probes.envs` and :mod:`driftcheck.probes.managed_envs`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from driftcheck.errors import UsageError
-from driftcheck.probe.envs import HOST_DISTS, ProbeEnv, Progress, _same_version, host_in
-from driftcheck.probe.managed_envs import managed_env
+from driftcheck.probes.envs import HOST_DISTS, ProbeEnv, Progress, _same_version, host_in
+from driftcheck.probes.managed_envs import managed_env
 
 # -- choosing an environment --------------------------------------------------------------------
 

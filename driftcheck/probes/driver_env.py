@@ -11,8 +11,8 @@ import json
 import os
 from pathlib import Path
 
-from driftcheck.probe.envs import ProbeEnv, _clean_env
-from driftcheck.probe.workloads import Workload
+from driftcheck.probes.envs import ProbeEnv, _clean_env
+from driftcheck.probes.workloads import Workload
 
 KV_CACHE_GIB = "1"
 

@@ -1,7 +1,7 @@
 """The client's own runtime dependencies: before a run, whatever the client's workload module
 imports and a *managed* environment lacks is installed there (:func:`ensure_client_deps`), one
 missing module at a time and only when the client's ``Requires-Dist`` names it. It is kept
-apart from building the host (:mod:`driftcheck.probe.managed_envs`) because it depends on the
+apart from building the host (:mod:`driftcheck.probes.managed_envs`) because it depends on the
 client, not on vLLM, and runs once per client version.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from driftcheck.cache import locked
-from driftcheck.probe.envs import ProbeEnv, Progress, _clean_env, applicable
-from driftcheck.probe.managed_envs import _pip
+from driftcheck.probes.envs import ProbeEnv, Progress, _clean_env, applicable
+from driftcheck.probes.managed_envs import _pip
 
 # -- the client's own runtime dependencies -------------------------------------------------------
 

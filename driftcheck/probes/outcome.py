@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from driftcheck.probe import runner
-from driftcheck.probe.envs import ProbeEnv
-from driftcheck.probe.patches import AppliedPatch
-from driftcheck.probe.workloads import CHECKS, Workload
+from driftcheck.probes import runner
+from driftcheck.probes.envs import ProbeEnv
+from driftcheck.probes.patches import AppliedPatch
+from driftcheck.probes.workloads import CHECKS, Workload
 
 
 @dataclass

@@ -98,7 +98,7 @@ def ensure_tiny_model(python: Path | str, *, timeout: float = 600) -> Path:
         EnvError: When the generation script fails.
     """
     from driftcheck.cache import locked
-    from driftcheck.probe.envs import EnvError, _clean_env
+    from driftcheck.probes.envs import EnvError, _clean_env
 
     out = tiny_model_dir()
     if (out / "ready.json").exists():

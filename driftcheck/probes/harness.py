@@ -2,15 +2,15 @@
 
 For each variant (``unpatched``, and ``patched`` when patches are given or made with ``--fix``)
 the harness writes a fresh copy of the client, applies the patches to it, and runs
-:mod:`driftcheck.probe.driver` with the target environment's interpreter, in its own process
+:mod:`driftcheck.probes.driver` with the target environment's interpreter, in its own process
 group, with the copy first on ``PYTHONPATH`` (so vLLM's spawned workers load the worker
 extension from the copy too). Whatever the harness must provide because the machine has no GPU
 is a *shim*, and every shim is listed in the report.
 
-The pieces it runs with have their own modules: the options (:mod:`~driftcheck.probe.options`),
-workloads and checks (:mod:`~driftcheck.probe.workloads`), the driver's command, environment and
-shims (:mod:`~driftcheck.probe.driver_env`), outcomes and their interpretation
-(:mod:`~driftcheck.probe.outcome`) and ``--plan`` (:mod:`~driftcheck.probe.probe_plan`).
+The pieces it runs with have their own modules: the options (:mod:`~driftcheck.probes.options`),
+workloads and checks (:mod:`~driftcheck.probes.workloads`), the driver's command, environment and
+shims (:mod:`~driftcheck.probes.driver_env`), outcomes and their interpretation
+(:mod:`~driftcheck.probes.outcome`) and ``--plan`` (:mod:`~driftcheck.probes.probe_plan`).
 """
 
 from __future__ import annotations
@@ -24,29 +24,29 @@ from pathlib import Path
 
 from driftcheck.cache import cache_root
 from driftcheck.errors import UsageError
-from driftcheck.probe import driver as driver_module
-from driftcheck.probe import runner
-from driftcheck.probe.client_deps import ensure_client_deps
-from driftcheck.probe.driver_env import (
+from driftcheck.probes import driver as driver_module
+from driftcheck.probes import runner
+from driftcheck.probes.client_deps import ensure_client_deps
+from driftcheck.probes.driver_env import (
     driver_command,
     needs_platform_shim,
     platform_plugin_dir,
     run_environment,
     shown_env,
 )
-from driftcheck.probe.env_selection import select_env
-from driftcheck.probe.envs import ProbeEnv
-from driftcheck.probe.options import ProbeOptions, host_spec
-from driftcheck.probe.outcome import ProbeReport, RunOutcome, interpret
-from driftcheck.probe.patches import (
+from driftcheck.probes.env_selection import select_env
+from driftcheck.probes.envs import ProbeEnv
+from driftcheck.probes.options import ProbeOptions, host_spec
+from driftcheck.probes.outcome import ProbeReport, RunOutcome, interpret
+from driftcheck.probes.patches import (
     apply_patches,
     copy_tree,
     ensure_dist_info,
     fix_patches,
     patch_files,
 )
-from driftcheck.probe.probe_plan import make_plan
-from driftcheck.probe.workloads import COSINE_MIN, Workload, workload_for
+from driftcheck.probes.probe_plan import make_plan
+from driftcheck.probes.workloads import COSINE_MIN, Workload, workload_for
 from driftcheck.sources.specs import parse_spec
 from driftcheck.sources.trees import SourceTree, open_tree
 
@@ -101,7 +101,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
 
         tiny = options.model is None
         if tiny:
-            from driftcheck.probe.model import ensure_tiny_model
+            from driftcheck.probes.model import ensure_tiny_model
 
             say("preparing the tiny local model")
             model = str(ensure_tiny_model(env.python))
