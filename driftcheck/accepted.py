@@ -79,10 +79,12 @@ def triage(
     path: Path | None = None,
     *,
     disabled: set[str] | frozenset[str] = frozenset(),
+    kinds: dict[str, str] | None = None,
 ) -> Triage:
     """Split findings into reported and accepted, and find the stale entries.
 
-    An entry of a disabled rule is not stale: the scan could not see its finding.
+    An entry of a disabled id, or of an id whose kind is disabled (``kinds``: id -> kind), is
+    not stale: the scan could not see its finding.
     """
     by_print = {e.fingerprint: e for e in entries}
     result = Triage(path=path, reported=[])
@@ -94,7 +96,14 @@ def triage(
         else:
             result.accepted.append((f, entry))
             seen.add(f.fingerprint)
-    result.stale = [e for e in entries if e.fingerprint not in seen and e.rule not in disabled]
+    kinds = kinds or {}
+    result.stale = [
+        e
+        for e in entries
+        if e.fingerprint not in seen
+        and e.rule not in disabled
+        and kinds.get(e.rule) not in disabled
+    ]
     return result
 
 

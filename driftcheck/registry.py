@@ -21,6 +21,13 @@ class _HasId(Protocol):
     id: str
 
 
+class _HasKind(Protocol):
+    """A rule, as far as kinds go."""
+
+    id: str
+    kind: str
+
+
 class _Reported(Protocol):
     """A finding, as far as ids go."""
 
@@ -114,6 +121,13 @@ def check_ids(ids: Iterable[str], rules: Iterable[_HasId], *, where: str) -> Non
         close = difflib.get_close_matches(given, known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UsageError(f"{where}: unknown id {given!r}{hint}; valid ids: {', '.join(known)}")
+
+
+def kinds_of(rules: Iterable[_HasKind]) -> dict[str, str]:
+    """Every check and rule id -> its kind."""
+    out = {c.id: c.kind for c in CHECKS.values()}
+    out.update({r.id: r.kind for r in rules})
+    return out
 
 
 def is_disabled(finding: _Reported, disabled: set[str] | frozenset[str]) -> bool:

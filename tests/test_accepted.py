@@ -173,11 +173,6 @@ def test_a_disabled_user_rule_does_not_make_its_entry_stale(client: Path):
     assert (rule, file, line) == ("return-semantics", "miniclient/returns.py", 16)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="triage() only compares an entry's rule id with the disabled ids, so an entry of a "
-    "rule whose kind is disabled is reported stale",
-)
 def test_a_disabled_kind_does_not_make_entries_of_its_rules_stale(client: Path):
     _record_with_rules(client)
     code, data, stderr = _scan(client, *FIX_RULES, "--disable", "return-semantics")

@@ -45,6 +45,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         change = "became-none"  # the body says so even where the annotation does not
     if change is None:
         return []
+    if change == "container-to-item" and use.result == "attribute" and not use.result_indexed:
+        return []  # an attribute read off the bare item: what the target wants (fixed code)
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     return [
         finding(

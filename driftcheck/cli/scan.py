@@ -9,7 +9,7 @@ import click
 
 from driftcheck.cli.options import REPORT_FORMATS, run_settings, scan_options, status
 from driftcheck.findings import severity_rank
-from driftcheck.registry import SEVERITIES
+from driftcheck.registry import SEVERITIES, kinds_of
 
 
 @click.command()
@@ -97,7 +97,9 @@ def scan(
     if path is None and cfg.root is not None and (cfg.root / DEFAULT_NAME).is_file():
         path = cfg.root / DEFAULT_NAME
     entries = load_accepted(path) if path is not None else []
-    split = triage(result.findings, entries, path, disabled=disabled)
+    split = triage(
+        result.findings, entries, path, disabled=disabled, kinds=kinds_of(settings["rules"])
+    )
     for e in split.stale:
         click.echo(
             f"driftcheck: warning: stale accepted drift in {path}: {e.rule} {e.file} "

@@ -96,10 +96,11 @@ class UseCollector(Walker):
         symbol: str,
         *,
         at: tuple[int, int] | None = None,
+        width: int = 0,
         **kw: object,
     ) -> Use:
         line, column = at if at is not None else self.source.start(node)
-        end_line, end_column = self.source.end(node) if at is None else (line, 0)
+        end_line, end_column = self.source.end(node) if at is None else (line, column + width)
         guarded = self.guard_depth > 0
         if kind == "import" and guarded:
             self.guarded_symbols.add(symbol)
@@ -149,6 +150,7 @@ class UseCollector(Walker):
                         method.node,
                         f"{base_path}.{mname}",
                         at=self.source.def_name(method.node),
+                        width=len(mname),
                         receiver=base_path,
                         member=mname,
                         params=_client_params(method.node),
@@ -179,6 +181,7 @@ class UseCollector(Walker):
                             node,
                             f"{cls.path}.{name}",
                             at=self.source.def_name(node),
+                            width=len(node.name),
                             receiver=cls.path,
                             member=name,
                             params=_client_params(node),
@@ -231,7 +234,7 @@ class UseCollector(Walker):
         if not self._host(base):
             return
         if any(alias.name == "*" for alias in node.names):
-            self._add("import", node, base, at=self.source.from_module(node))
+            self._add("import", node, base, at=self.source.from_module(node), width=len(base))
             return
         for alias in node.names:
             self._add("import", alias, f"{base}.{alias.name}")

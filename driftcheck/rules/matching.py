@@ -184,4 +184,13 @@ def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
         else:
             r = ruled[i]
             ruled[i] = replace(r, evidence=tuple(_unique([*r.evidence, *f.evidence])))
+            if f.anchor is not None and r.anchor is None:  # the mined one names the token
+                ruled[i] = replace(
+                    ruled[i],
+                    line=f.line,
+                    column=f.column,
+                    end_line=f.end_line,
+                    end_column=f.end_column,
+                    anchor=f.anchor,
+                )
     return kept + ruled

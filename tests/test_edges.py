@@ -1,0 +1,170 @@
+"""Sharp edges new users found: bare names that are also folders, ``fix`` and what it leaves,
+``fix`` reading the project's settings as ``scan`` does, ids for ``--disable``, and the
+benchmarks on an empty cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import assert_one_error_line, run_cli
+
+from driftcheck.errors import UsageError
+from driftcheck.pipeline import scan
+from driftcheck.registry import KINDS
+from driftcheck.sources.specs import parse_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+CLIENT = FIXTURES / "clients" / "miniclient"
+HOST = FIXTURES / "hosts" / "minihost"
+HOST_ARGS = ["--against", str(HOST / "2.0"), "--baseline", str(HOST / "1.0"), "--host", "minihost"]
+
+
+# -- a bare name is never a folder --------------------------------------------------------------
+
+
+def test_bare_name_that_is_also_a_folder_must_be_explicit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    (tmp_path / "speculators").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"\./speculators.*speculators@installed"):
+        parse_spec("speculators")
+    assert parse_spec("./speculators").kind == "directory"
+    assert parse_spec("speculators@installed").kind == "installed"
+    assert parse_spec("speculators==0.3.0").kind == "release"
+
+
+def test_bare_name_without_such_folder_is_the_installed_distribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.chdir(tmp_path)
+    spec = parse_spec("speculators")
+    assert (spec.kind, spec.name) == ("installed", "speculators")
+
+
+def test_cli_names_the_ambiguity_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    shutil.copytree(CLIENT, tmp_path / "miniclient")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("scan", "miniclient", *HOST_ARGS)
+    assert_one_error_line(result, "./miniclient")
+    assert run_cli("scan", "./miniclient", *HOST_ARGS).exit_code == 1  # drifts found
+
+
+# -- fix: what is left, and the project's settings ---------------------------------------------
+
+
+def _copy(tmp_path: Path, settings: str | None = None) -> Path:
+    copy = tmp_path / "client"
+    shutil.copytree(CLIENT, copy)
+    if settings is not None:
+        (copy / "pyproject.toml").write_text(settings)
+    return copy
+
+
+def test_fix_says_what_is_left_and_exits_1(tmp_path: Path):
+    client = _copy(tmp_path)
+    result = run_cli("fix", str(client), *HOST_ARGS, "--apply")
+    after = scan(str(client), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="minihost")
+    left = [f for f in after.findings if f.severity == "error"]
+    assert left, "the fixture keeps drifts no safe fix addresses"
+    assert result.exit_code == 1
+    assert f"{len(left)} error finding(s) left without a fix applied" in result.stdout
+    again = run_cli("fix", str(client), *HOST_ARGS, "--apply")
+    assert again.exit_code == 1 and "rewrote" not in again.stdout  # nothing more to do
+
+
+SETTINGS = f"""
+[tool.driftcheck]
+host = "minihost"
+against = "{HOST / "2.0"}"
+baseline = "{HOST / "1.0"}"
+disable = ["deprecated"]
+"""
+
+
+def test_fix_reads_the_project_settings_as_scan_does(tmp_path: Path):
+    client = _copy(tmp_path, SETTINGS)
+    scanned = run_cli("scan", str(client), "--format", "json")
+    assert scanned.exit_code == 1, scanned.stderr
+    ids = {f["rule"] for f in json.loads(scanned.stdout)["findings"]}
+    assert ids and "deprecated" not in ids
+    fixed = run_cli("fix", str(client), "--out", str(tmp_path / "patches"))
+    assert fixed.exit_code == 1, fixed.stderr
+    assert "error:" not in fixed.stderr
+    assert (tmp_path / "patches" / "all.patch").is_file()
+
+
+def test_fix_rejects_a_bad_setting_as_scan_does(tmp_path: Path):
+    client = _copy(tmp_path, SETTINGS.replace('"deprecated"', '"deprecatd"'))
+    for command in ("scan", "fix"):
+        result = run_cli(command, str(client))
+        line = assert_one_error_line(result, "deprecatd", "did you mean 'deprecated'")
+        assert "valid ids:" in line
+
+
+# -- ids -----------------------------------------------------------------------------------------
+
+
+def test_unknown_disable_id_lists_the_valid_ones():
+    result = run_cli("scan", str(CLIENT), *HOST_ARGS, "--disable", "no-such-id")
+    line = assert_one_error_line(result, "--disable", "no-such-id", "valid ids:")
+    for kind in KINDS:
+        assert kind in line
+    assert "execute-model-sample-tokens" in line  # rule ids too
+
+
+def test_disabling_a_kind_drops_every_finding_of_that_kind():
+    base = scan(str(CLIENT), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="minihost")
+    kinds = {f.kind for f in base.findings}
+    assert "call-signature" in kinds
+    less = scan(
+        str(CLIENT),
+        str(HOST / "2.0"),
+        baseline=str(HOST / "1.0"),
+        host="minihost",
+        disable={"call-signature"},
+    )
+    assert {f.kind for f in less.findings} == kinds - {"call-signature"}
+    assert len(less.findings) == len([f for f in base.findings if f.kind != "call-signature"])
+
+
+def test_rules_list_shows_checks_and_rules():
+    result = run_cli("rules", "list")
+    assert result.exit_code == 0
+    for needle in ("missing-symbol", "implementation-swap", "execute-model-sample-tokens"):
+        assert needle in result.stdout
+    shown = run_cli("rules", "show", "call-signature")
+    assert shown.exit_code == 0 and "built-in check" in shown.stdout
+
+
+# -- benchmarks on an empty cache ---------------------------------------------------------------
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("scan.py", ["--repeat", "1"]),
+        ("timeline.py", ["--from", "0.15.0", "--to", "0.15.1"]),
+    ],
+)
+def test_bench_runs_on_an_empty_cache(tmp_path: Path, script: str, args: list[str]):
+    env = {**os.environ, "DRIFTCHECK_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "griffe full static load" in proc.stdout
+    assert "ratio" in proc.stdout
