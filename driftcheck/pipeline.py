@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.client.bindings import apply_bindings
+from driftcheck.client.gate_reader import GateReader
+from driftcheck.client.gates import Gate, Side
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, load_client, parse_client
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
-from driftcheck.host.api import HostAPI
+from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
@@ -88,9 +90,11 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
             del client.modules[name]
     types = TypeInferrer(index, types_api, rules.bindings(types_api.name))
     apply_bindings(index, types)
+    dists = {types_api.name, types_api.name.removesuffix("-cpu")}
+    gates = GateReader(index, roots, dists)
     uses: list[Use] = []
     for info in client.modules.values():
-        collector = UseCollector(info, index, types, roots)
+        collector = UseCollector(info, index, types, roots, gates)
         try:
             uses.extend(collector.run())
         except RecursionError:
@@ -125,18 +129,22 @@ def _run_checks(
     from driftcheck.rules.matching import apply_rules
 
     lines = client.lines
+    running, fresh, conditional = _gated(uses, target, baseline)
     ctx = CheckContext(
         target=target,
         baseline=baseline,
-        uses=uses,
+        uses=running,
         mixed_methods=client.mixed_methods(),
         client_names=client.names(),
         rules=rules,
+        fresh=fresh,
     )
+    unbased = replace(ctx, baseline=None)  # shares ``reported``: each drift is reported once
     findings: list[Finding] = []
-    for use in uses:
+    for use in running:
+        use_ctx = unbased if id(use) in fresh else ctx
         for check in PER_USE:
-            findings.extend(check(use, ctx))
+            findings.extend(check(use, use_ctx))
     for whole in WHOLE_CLIENT:
         findings.extend(whole(ctx))
     findings = apply_rules(findings, ctx)
@@ -144,14 +152,52 @@ def _run_checks(
     for f in findings:
         src = lines.get(f.file, [])
         context = src[f.line - 1] if 0 < f.line <= len(src) else ""
+        gate = conditional.get((f.file, *f.fix_at))
+        if gate is not None:
+            f = replace(f, message=f"{f.message} (conditional: runs only if {gate.text()})")
         out.append(_with_context(f, context))
     return sorted(_dedupe(out), key=lambda f: (f.file, f.line, f.column, f.kind))
 
 
 def _with_context(f: Finding, context: str) -> Finding:
-    from dataclasses import replace
-
     return replace(f, context=context)
+
+
+def _gated(
+    uses: list[Use], target: HostAPI, baseline: HostAPI | None
+) -> tuple[list[Use], set[int], dict[tuple[str, int, int], Gate]]:
+    """The uses that run on the target; those the baseline never runs; and where a use's gate
+    cannot be decided on the target (its findings say so)."""
+    on_target, on_base = _side(target), _side(baseline) if baseline is not None else None
+    running: list[Use] = []
+    fresh: set[int] = set()
+    conditional: dict[tuple[str, int, int], Gate] = {}
+    for use in uses:
+        gate = use.gate
+        if gate is None:
+            running.append(use)
+            continue
+        holds = gate.holds(on_target)
+        if holds is False:
+            continue
+        running.append(use)
+        if holds is None:
+            conditional[(use.file, use.line, use.column)] = gate
+        if on_base is not None and gate.holds(on_base) is False:
+            fresh.add(id(use))
+    return running, fresh, conditional
+
+
+def _side(api: HostAPI) -> Side:
+    """What a gate asks of one host release: its version, and whether a name exists."""
+
+    def has(name: str) -> bool | None:
+        got = api.resolve(name)
+        if isinstance(got, Found):
+            return True
+        return False if got is None else None
+
+    return api.version, has
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

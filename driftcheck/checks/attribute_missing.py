@@ -10,7 +10,7 @@ from driftcheck.host.api import Found
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report ``recv.member`` where ``member`` existed on the receiver's class at baseline only."""
-    if not (use.receiver and use.member) or use.kind not in ("attribute", "call") or use.in_guard:
+    if not (use.receiver and use.member) or use.kind not in ("attribute", "call"):
         return []
     if ctx.lookup(ctx.target, use) is not None:
         return []

@@ -29,6 +29,8 @@ class CheckContext:
     client_names: set[str] = field(default_factory=set)
     #: The rules of this run (drift rules and binding rules).
     rules: RuleSet = field(default_factory=RuleSet)
+    #: ``id()`` of the uses gated away from the baseline: code only newer releases run.
+    fresh: set[int] = field(default_factory=set)
 
     @property
     def bindings(self) -> Bindings:

@@ -15,7 +15,7 @@ from driftcheck.host.facts import deprecations
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a use of a host function that became deprecated."""
-    if use.kind not in ("call", "attribute") or use.in_guard:
+    if use.kind not in ("call", "attribute"):
         return []
     target = ctx.lookup(ctx.target, use)
     if not isinstance(target, Found) or target.kind != "function":

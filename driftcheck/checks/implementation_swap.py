@@ -30,7 +30,7 @@ def alternatives(api: HostAPI, holder: str) -> list[tuple[str, str, int]]:
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a member read off an attribute whose new alternative class lacks it."""
-    if not (use.holder and use.member and use.receiver) or use.in_guard:
+    if not (use.holder and use.member and use.receiver):
         return []
     alts = alternatives(ctx.target, use.holder)
     if len(alts) < 2:

@@ -27,7 +27,7 @@ def _first_missing_prefix(api: HostAPI, symbol: str) -> str:
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a host symbol that resolved at baseline and does not exist on the target."""
-    if use.kind not in KINDS or use.receiver or use.in_guard:
+    if use.kind not in KINDS or use.receiver:
         return []
     target_found = ctx.target.resolve(use.symbol)
     if target_found is not None:

@@ -12,8 +12,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from driftcheck.client.gate_reader import GateReader
+from driftcheck.client.gates import Gate
+from driftcheck.client.gating import GatedWalker
 from driftcheck.client.index import ClassInfo, ClientIndex, FunctionInfo, ModuleInfo, first_param
-from driftcheck.client.names import FUNCTIONS, Walker, place
+from driftcheck.client.names import FUNCTIONS, place
 from driftcheck.client.types import TypeInferrer
 from driftcheck.host.signature import CallShape
 
@@ -57,18 +60,24 @@ class Use:
     end_column: int = 0
     params: list | None = None
     via: str | None = None
-    in_guard: bool = False
+    #: The condition on the host under which the use runs (None: always).
+    gate: Gate | None = None
     result_indexed: bool = False
     holder: str | None = None
 
 
-class UseCollector(Walker):
+class UseCollector(GatedWalker):
     """Collects the uses of one client module."""
 
     def __init__(
-        self, module: ModuleInfo, index: ClientIndex, types: TypeInferrer, roots: set[str]
+        self,
+        module: ModuleInfo,
+        index: ClientIndex,
+        types: TypeInferrer,
+        roots: set[str],
+        gates: GateReader | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(gates)
         self.module = module
         self.source = module.source
         self.index = index
@@ -77,8 +86,6 @@ class UseCollector(Walker):
         self.uses: list[Use] = []
         self.func_stack: list[FunctionInfo] = []
         self.class_stack: list[ClassInfo] = []
-        self.guard_depth = 0
-        self.guarded_symbols: set[str] = set()
 
     def run(self) -> list[Use]:
         """Walk the module; its uses in source order."""
@@ -101,11 +108,6 @@ class UseCollector(Walker):
     ) -> Use:
         line, column = at if at is not None else self.source.start(node)
         end_line, end_column = self.source.end(node) if at is None else (line, column + width)
-        guarded = self.guard_depth > 0
-        if kind == "import" and guarded:
-            self.guarded_symbols.add(symbol)
-        elif any(symbol == g or symbol.startswith(g + ".") for g in self.guarded_symbols):
-            guarded = True  # a name the client imports behind try/except ImportError
         use = Use(
             kind=kind,
             file=self.module.file,
@@ -116,7 +118,7 @@ class UseCollector(Walker):
             symbol=symbol,
             scope=self.func_stack[-1].qualname if self.func_stack else self.module.name,
             order=len(self.uses),
-            in_guard=guarded,
+            gate=self.gate_for(symbol, member=kw.get("receiver") is not None, kind=kind),
             **kw,  # type: ignore[arg-type]
         )
         self.uses.append(use)
@@ -165,6 +167,7 @@ class UseCollector(Walker):
         )
 
     def leave_ClassDef(self, node: ast.ClassDef) -> None:
+        self.pop_tails(node)
         if self.class_stack and self.class_stack[-1].node is node:
             self.class_stack.pop()
 
@@ -189,37 +192,12 @@ class UseCollector(Walker):
                         )
 
     def leave_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.pop_tails(node)
         if self.func_stack and self.func_stack[-1].node is node:
             self.func_stack.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
     leave_AsyncFunctionDef = leave_FunctionDef
-
-    def visit_Try(self, node: ast.Try) -> None:
-        if any(self._catches_import_or_attr(h) for h in node.handlers):
-            self.guard_depth += 1
-
-    def leave_Try(self, node: ast.Try) -> None:
-        if any(self._catches_import_or_attr(h) for h in node.handlers):
-            self.guard_depth -= 1
-
-    visit_TryStar = visit_Try
-    leave_TryStar = leave_Try
-
-    def _catches_import_or_attr(self, handler: ast.ExceptHandler) -> bool:
-        if handler.type is None:
-            return True
-        text = self.source.segment(handler.type)
-        return any(
-            n in text
-            for n in (
-                "ImportError",
-                "ModuleNotFoundError",
-                "AttributeError",
-                "TypeError",
-                "Exception",
-            )
-        )
 
     # -- imports ---------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:

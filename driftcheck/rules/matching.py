@@ -106,10 +106,13 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
     for rule in ctx.rules:
         if rule.kind == "binding" or not rule.applies_to(ctx.target.name, ctx.target.version):
             continue
-        if ctx.baseline is not None and rule.applies_to(ctx.baseline.name, ctx.baseline.version):
-            continue  # the change predates the baseline: not drift
+        # A change that predates the baseline is not drift, except for code the baseline never
+        # ran (it is gated to newer releases): that code meets the change for the first time.
+        predates = ctx.baseline is not None and rule.applies_to(
+            ctx.baseline.name, ctx.baseline.version
+        )
         for use in ctx.uses:
-            if use.in_guard:
+            if predates and id(use) not in ctx.fresh:
                 continue
             found = _matches_symbol(rule, use, ctx)
             if found is None:

@@ -1,0 +1,190 @@
+"""A source-ordered walk that knows, at every node, the gates the code there runs under.
+
+``if``/``else`` arms and conditional expressions run under their test (or its negation); the
+statements after an ``if`` whose arm always leaves (``return``, ``raise``, ``continue``,
+``break``) run under the other arm's condition; a ``try`` whose handlers catch ``ImportError``
+(or ``AttributeError``, ``Exception``) runs its body only where what the body imports (or reads)
+exists, and its handlers only where it does not; a name imported behind such a ``try`` is only
+there where its import works; ``if TYPE_CHECKING:`` never runs.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from driftcheck.client.gate_reader import GateReader, Scope, host_imports
+from driftcheck.client.gates import NEVER, Gate, all_of, negate
+from driftcheck.client.index import FunctionInfo, ModuleInfo
+from driftcheck.client.names import Walker
+
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
+_ANY = {"Exception", "BaseException"}
+
+
+class GatedWalker(Walker):
+    """A :class:`Walker` that keeps the stack of gates of the code being walked."""
+
+    module: ModuleInfo
+    roots: set[str]
+
+    def __init__(self, reader: GateReader | None) -> None:
+        super().__init__()
+        self.reader = reader
+        self.gates: list[Gate] = []
+        #: Statement-list owner -> how many gates its early exits pushed for later siblings.
+        self._tails: dict[ast.AST, int] = {}
+        #: Local names bound by guarded imports -> the host name they bind.
+        self.guarded_names: dict[str, str] = {}
+        #: Host names imported under ``if TYPE_CHECKING:`` (type-only).
+        self.type_only: set[str] = set()
+        self.uses: list = []
+
+    @property
+    def func(self) -> FunctionInfo | None:  # overridden by the collector
+        return None
+
+    def gate_for(self, symbol: str, *, member: bool, kind: str) -> Gate | None:
+        """The gate of a use of ``symbol`` at the current node. A name bound by a guarded
+        import is only there where that import works (an import statement is no use of it:
+        its own ``try`` gates it)."""
+        extra: list[Gate] = []
+        for bound in self.guarded_names.values() if kind != "import" else ():
+            if symbol == bound or symbol.startswith(bound + "."):
+                extra.append(Gate("has", name=bound))
+                break
+        if not member and any(symbol == t or symbol.startswith(t + ".") for t in self.type_only):
+            extra.append(NEVER)
+        return all_of([*self.gates, *extra])
+
+    # -- conditions ------------------------------------------------------------------------
+    def _read(self, test: ast.expr) -> Gate | None:
+        if self.reader is None:
+            return None
+        return self.reader.gate(test, Scope(self.module, self.func))
+
+    def _under(self, gate: Gate, nodes: list[ast.AST], parent: ast.AST) -> None:
+        self.gates.append(gate)
+        try:
+            self._walk_all(nodes, parent)
+        finally:
+            self.gates.pop()
+
+    def _walk_all(self, nodes: list[ast.AST], parent: ast.AST) -> None:
+        for child in nodes:
+            self.parents[child] = parent
+            self._walk(child)
+        self.pop_tails(parent)
+
+    def visit_If(self, node: ast.If) -> bool | None:
+        gate = self._read(node.test)
+        if gate is None:
+            return None
+        self._walk_all([node.test], node)
+        self._under(gate, node.body, node)
+        self._under(negate(gate), node.orelse, node)
+        if gate is NEVER or gate.op == "never":
+            for stmt in node.body:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    self.type_only.update(host_imports([stmt], self.module, self.roots))
+        body_exits = bool(node.body) and isinstance(node.body[-1], _EXITS)
+        else_exits = bool(node.orelse) and isinstance(node.orelse[-1], _EXITS)
+        owner = self.parents.get(node)
+        if owner is not None and body_exits != else_exits:
+            self.gates.append(negate(gate) if body_exits else gate)
+            self._tails[owner] = self._tails.get(owner, 0) + 1
+        return False
+
+    def visit_IfExp(self, node: ast.IfExp) -> bool | None:
+        gate = self._read(node.test)
+        if gate is None:
+            return None
+        self._walk_all([node.test], node)
+        self._under(gate, [node.body], node)
+        self._under(negate(gate), [node.orelse], node)
+        return False
+
+    def pop_tails(self, owner: ast.AST) -> None:
+        """Drop the gates early exits in ``owner``'s statements pushed (its block is over)."""
+        count = self._tails.pop(owner, 0)
+        if count:
+            del self.gates[-count:]
+
+    # -- try / except ----------------------------------------------------------------------
+    def visit_Try(self, node: ast.Try) -> bool | None:
+        caught = self._caught(node)
+        if not caught:
+            return None
+        start = len(self.uses)
+        self._walk_all(node.body, node)
+        body = self.uses[start:]
+        needed: list[str] = []
+        for use in body:
+            if use.kind == "import" and caught & (_IMPORT_ERRORS | _ANY):
+                needed.append(use.symbol)
+            elif use.kind in ("attribute", "call") and caught & ({"AttributeError"} | _ANY):
+                needed.append(use.symbol)
+        body_gate = all_of([Gate("has", name=s) for s in dict.fromkeys(needed)])
+        if body_gate is not None:
+            for use in body:
+                use.gate = all_of([g for g in (use.gate, body_gate) if g is not None])
+        if caught & (_IMPORT_ERRORS | _ANY):
+            local = {**_bound_names(node.body, self.roots)}
+            for handler in node.handlers:
+                local.update(_bound_names(handler.body, self.roots))
+            self.guarded_names.update(local)
+            if self.reader is not None:
+                self.reader.guarded.setdefault(self.module.name, {}).update(local)
+        if body_gate is None:
+            self._walk_all([*node.orelse], node)
+            for handler in node.handlers:
+                self._walk_all([handler], node)
+        else:
+            self._under(body_gate, list(node.orelse), node)
+            self._under(negate(body_gate), list(node.handlers), node)
+        self._walk_all(list(node.finalbody), node)
+        return False
+
+    visit_TryStar = visit_Try
+
+    # -- blocks whose early exits gate their later statements ------------------------------
+    def leave_Module(self, node: ast.Module) -> None:
+        self.pop_tails(node)
+
+    def leave_For(self, node: ast.AST) -> None:
+        self.pop_tails(node)
+
+    leave_AsyncFor = leave_While = leave_With = leave_AsyncWith = leave_For
+    leave_ExceptHandler = leave_match_case = leave_For
+
+    def _caught(self, node: ast.Try) -> set[str]:
+        """The import/attribute errors (or catch-alls) the handlers of ``node`` catch."""
+        out: set[str] = set()
+        for handler in node.handlers:
+            if handler.type is None:
+                out |= _ANY
+                continue
+            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            for t in types:
+                name = t.attr if isinstance(t, ast.Attribute) else getattr(t, "id", "")
+                if name in _IMPORT_ERRORS | _ANY | {"AttributeError"}:
+                    out.add(name)
+        return out
+
+
+def _bound_names(body: list[ast.stmt], roots: set[str]) -> dict[str, str]:
+    """Local name -> host name, for the imports directly in ``body``."""
+    out: dict[str, str] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.name.split(".")[0] in roots:
+                    out[a.asname or a.name.split(".")[0]] = (
+                        a.name if a.asname else a.name.split(".")[0]
+                    )
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+            if stmt.module.split(".")[0] in roots:
+                for a in stmt.names:
+                    if a.name != "*":
+                        out[a.asname or a.name] = f"{stmt.module}.{a.name}"
+    return out

@@ -1,0 +1,108 @@
+"""Version gates, evaluated per side: a use counts against a host release only if the code
+around it runs there (``fixtures/clients/gateclient`` supports minihost 1.0 and 2.0)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from driftcheck.client.gates import Gate, negate
+from driftcheck.pipeline import ScanResult, scan
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CLIENT = FIXTURES / "clients" / "gateclient"
+HOST = FIXTURES / "hosts" / "minihost"
+
+
+def _scan(target: str, baseline: str) -> ScanResult:
+    return scan(str(CLIENT), str(HOST / target), baseline=str(HOST / baseline), host="minihost")
+
+
+def _marked(marker: str) -> set[tuple[str, int]]:
+    out = set()
+    for path in sorted((CLIENT / "gateclient").glob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), start=1):
+            if re.search(rf"#\s*{marker}\b", line):
+                out.add((f"gateclient/{path.name}", n))
+    return out
+
+
+@pytest.fixture(scope="module")
+def forward() -> ScanResult:
+    return _scan("2.0", "1.0")
+
+
+@pytest.fixture(scope="module")
+def backward() -> ScanResult:
+    return _scan("1.0", "2.0")
+
+
+def test_only_ungated_drifts_are_reported(forward: ScanResult):
+    found = {(f.file, f.line) for f in forward.findings}
+    assert found == _marked("drift"), sorted(found ^ _marked("drift"))
+
+
+def test_no_finding_on_code_that_only_the_other_release_runs(
+    forward: ScanResult, backward: ScanResult
+):
+    for result in (forward, backward):
+        found = {(f.file, f.line) for f in result.findings}
+        assert not found & _marked("ok"), sorted(found & _marked("ok"))
+
+
+def test_mutually_exclusive_branches_are_clean_in_both_directions(backward: ScanResult):
+    assert backward.findings == []
+
+
+def test_an_undecidable_gate_is_kept_and_said(forward: ScanResult):
+    [said] = [f for f in forward.findings if "MINIHOST_CUTOFF" in f.message]
+    assert "conditional: runs only if" in said.message
+    others = [f for f in forward.findings if f is not said]
+    assert others and all("conditional" not in f.message for f in others)
+
+
+def test_no_branch_working_on_the_target_is_reported_without_baseline_history(
+    forward: ScanResult,
+):
+    [f] = [f for f in forward.findings if f.file == "gateclient/imports.py"]
+    assert f.kind == "missing-symbol" and f.symbol == "minihost.core.removed_helper"
+    assert "present in" not in f.message  # the fallback never ran on the baseline
+
+
+# -- evaluation, the way Python compares ------------------------------------------------------
+
+
+def _side(version: str, names: set[str] = frozenset()) -> tuple:
+    return version, lambda name: name in names
+
+
+@pytest.mark.parametrize(
+    ("gate", "version", "expected"),
+    [
+        (Gate("version", form="str", cmp="<", value="2"), "1.0", True),
+        (Gate("version", form="str", cmp=">=", value="0.9"), "0.10.0", False),  # as strings
+        (Gate("version", form="version", cmp=">=", value="0.9"), "0.10.0", True),
+        (Gate("version", form="tuple:2", cmp=">=", value=(0, 10)), "0.10.2", True),
+        (Gate("version", form="tuple:2", cmp="==", value=(0, 10)), "0.11.0", False),
+        (Gate("version", form="str", cmp="startswith", value="0.8"), "0.8.5", True),
+        (Gate("version", form="version", cmp="<", value="not a version"), "1.0", None),
+        (Gate("unknown", name="x"), "1.0", None),
+        (Gate("never"), "1.0", False),
+    ],
+)
+def test_version_gates(gate: Gate, version: str, expected: bool | None):
+    assert gate.holds(_side(version)) is expected
+
+
+def test_boolean_structure():
+    new = Gate("version", form="version", cmp=">=", value="2.0")
+    has = Gate("has", name="host.x")
+    unknown = Gate("unknown", name="?")
+    assert Gate("and", (new, has)).holds(_side("2.0", {"host.x"})) is True
+    assert Gate("and", (new, unknown)).holds(_side("1.0")) is False  # decided by one part
+    assert Gate("or", (new, unknown)).holds(_side("2.0")) is True
+    assert Gate("or", (new, unknown)).holds(_side("1.0")) is None
+    assert negate(negate(new)) == new
+    assert negate(new).holds(_side("1.0")) is True
