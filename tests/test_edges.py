@@ -168,3 +168,35 @@ def test_bench_runs_on_an_empty_cache(tmp_path: Path, script: str, args: list[st
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "griffe full static load" in proc.stdout
     assert "ratio" in proc.stdout
+
+
+# -- --baseline none ----------------------------------------------------------------------------
+
+
+def test_baseline_none_scans_without_the_pin(tmp_path: Path):
+    """miniclient pins minihost==1.0; ``none`` scans it against the target alone (no index
+    lookup of the pin)."""
+    client = _copy(tmp_path)
+    none = run_cli(
+        "scan",
+        str(client),
+        "--against",
+        str(HOST / "2.0"),
+        "--host",
+        "minihost",
+        "--baseline",
+        "none",
+        "--format",
+        "json",
+    )
+    assert none.exit_code == 1, none.stderr
+    data = json.loads(none.stdout)
+    assert data["host"]["baseline"] is None and data["findings"]
+    result = scan(str(client), str(HOST / "2.0"), baseline="none", host="minihost")
+    assert result.baseline is None
+    assert [f.to_dict() for f in result.findings] == data["findings"]
+
+
+def test_empty_baseline_is_an_error():
+    result = run_cli("scan", str(CLIENT), *HOST_ARGS[:2], "--host", "minihost", "--baseline", "")
+    assert_one_error_line(result, "--baseline is empty", "'none'")

@@ -47,7 +47,8 @@ def scan_options(func: Callable) -> Callable:
         click.option(
             "--baseline",
             metavar="VERSION",
-            help="Host version the client was written against. Default: the client's own pin.",
+            help="Host version the client was written against, or 'none' (no baseline: only "
+            "what cannot work on the target). Default: the client's own pin.",
         ),
         click.option(
             "--disable",
@@ -113,7 +114,7 @@ def run_settings(
         check_ids(cfg.disable, rules, where=f"{cfg.path}: 'disable'")
     return {
         "against": against or cfg.against,
-        "baseline": baseline or cfg.baseline,
+        "baseline": baseline if baseline is not None else cfg.baseline,
         "host": host or cfg.host,
         "disable": frozenset(disable or cfg.disable),
         "exclude": list(exclude or cfg.exclude),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from driftcheck.errors import DriftcheckError, SourceError
+from driftcheck.errors import DriftcheckError, SourceError, UsageError
 from driftcheck.host.api import HostAPI
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.trees import SourceTree, guess_name, open_tree
@@ -100,7 +100,15 @@ def load_baseline(
     alias: str | None = None,
 ) -> tuple[HostAPI | None, str | None]:
     """The baseline host: ``baseline`` if given, else the pin on the host in the client's
-    ``metadata``."""
+    ``metadata``; ``"none"`` scans without a baseline (only what cannot work on the target).
+
+    Raises:
+        UsageError: An empty ``baseline`` (say ``none`` for no baseline).
+    """
+    if baseline is not None and not baseline.strip():
+        raise UsageError("--baseline is empty: give a version, a spec, or 'none' for no baseline")
+    if baseline is not None and baseline.strip().lower() == "none":
+        return None, None
     base_version = baseline
     md = metadata
     if base_version is None and md:
