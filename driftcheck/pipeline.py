@@ -8,16 +8,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
+from driftcheck.checks.context import side
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
-from driftcheck.client.gates import Gate, Side
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, load_client, parse_client
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
-from driftcheck.host.api import Found, HostAPI
+from driftcheck.gates import Gate
+from driftcheck.host.api import HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
@@ -168,7 +169,7 @@ def _gated(
 ) -> tuple[list[Use], set[int], dict[tuple[str, int, int], Gate]]:
     """The uses that run on the target; those the baseline never runs; and where a use's gate
     cannot be decided on the target (its findings say so)."""
-    on_target, on_base = _side(target), _side(baseline) if baseline is not None else None
+    on_target, on_base = side(target), side(baseline) if baseline is not None else None
     running: list[Use] = []
     fresh: set[int] = set()
     conditional: dict[tuple[str, int, int], Gate] = {}
@@ -186,18 +187,6 @@ def _gated(
         if on_base is not None and gate.holds(on_base) is False:
             fresh.add(id(use))
     return running, fresh, conditional
-
-
-def _side(api: HostAPI) -> Side:
-    """What a gate asks of one host release: its version, and whether a name exists."""
-
-    def has(name: str) -> bool | None:
-        got = api.resolve(name)
-        if isinstance(got, Found):
-            return True
-        return False if got is None else None
-
-    return api.version, has
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

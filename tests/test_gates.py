@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from driftcheck.client.gates import Gate, negate
+from driftcheck.gates import Gate, negate
 from driftcheck.pipeline import ScanResult, scan
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

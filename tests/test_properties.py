@@ -31,9 +31,18 @@ from driftcheck.fixes.patches import fix_code
 from driftcheck.pipeline import ScanResult, scan
 
 HOSTS = FIXTURES / "hosts"
+
+
+def _host_of(client: Path) -> str:
+    """The fixture host a fixture client requires (its metadata's ``Requires-Dist``)."""
+    [meta] = client.glob("*.dist-info/METADATA")
+    [req] = [ln for ln in meta.read_text().splitlines() if ln.startswith("Requires-Dist:")]
+    return re.split(r"[<>=!~ ]", req.split(":", 1)[1].strip())[0]
+
+
 #: fixture client file → (code, the host it is written against)
 CORPUS = {
-    path.relative_to(FIXTURES).as_posix(): (path.read_text(), client.name.replace("client", "host"))
+    path.relative_to(FIXTURES).as_posix(): (path.read_text(), _host_of(client))
     for client in sorted((FIXTURES / "clients").iterdir())
     for path in sorted(client.rglob("*.py"))
 }

@@ -6,7 +6,7 @@ Dataclass and pydantic-dataclass constructors are checked against their synthesi
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -23,14 +23,15 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     sig_t = ctx.target.signature(target)
     if sig_t is None:
         return []
-    problems = bind(sig_t, use.shape)
+    shape = use.shape.on(side(ctx.target))
+    problems = bind(sig_t, shape)
     base_ev: Evidence | None = None
     if ctx.baseline is not None:
         base = ctx.lookup(ctx.baseline, use)
         sig_b = ctx.baseline.signature(base) if isinstance(base, Found) else None
         if sig_b is None:
             return []
-        before = set(bind(sig_b, use.shape))
+        before = set(bind(sig_b, use.shape.on(side(ctx.baseline))))
         problems = [p for p in problems if p not in before]
         base_ev = Evidence(ctx.baseline.version, sig_b.file, sig_b.line)
     if not problems:
@@ -48,7 +49,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             message=f"{name}(...) no longer binds in {ctx.target.name} {ctx.target.version}: {details}",
             evidence=tuple(evidence),
             fix=fix,
-            at=use.shape.span_of(problems[0]),
+            at=shape.span_of(problems[0]),
         )
     ]
 

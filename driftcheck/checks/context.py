@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.gates import Side
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.registry import CHECKS
 from driftcheck.rules.ruleset import Bindings, RuleSet
@@ -65,6 +66,18 @@ class CheckContext:
             return False
         self.reported.add((file, key))
         return True
+
+
+def side(api: HostAPI) -> Side:
+    """What a gate asks of one host release: its version, and whether a name exists."""
+
+    def has(name: str) -> bool | None:
+        got = api.resolve(name)
+        if isinstance(got, Found):
+            return True
+        return False if got is None else None
+
+    return api.version, has
 
 
 def finding(

@@ -16,9 +16,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from driftcheck.client.gates import NEVER, Gate, all_of, negate
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.client.names import FUNCTIONS
+from driftcheck.gates import NEVER, Gate, all_of, negate
 
 _VERSION_CTORS = {
     "packaging.version.Version",

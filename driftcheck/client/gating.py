@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 
 from driftcheck.client.gate_reader import GateReader, Scope, host_imports
-from driftcheck.client.gates import NEVER, Gate, all_of, negate
 from driftcheck.client.index import FunctionInfo, ModuleInfo
 from driftcheck.client.names import Walker
+from driftcheck.gates import NEVER, Gate, all_of, negate
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}

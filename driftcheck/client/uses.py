@@ -13,11 +13,12 @@ import ast
 from dataclasses import dataclass
 
 from driftcheck.client.gate_reader import GateReader
-from driftcheck.client.gates import Gate
 from driftcheck.client.gating import GatedWalker
 from driftcheck.client.index import ClassInfo, ClientIndex, FunctionInfo, ModuleInfo, first_param
+from driftcheck.client.kwargs import KwargsFlow
 from driftcheck.client.names import FUNCTIONS, place
 from driftcheck.client.types import TypeInferrer
+from driftcheck.gates import Gate
 from driftcheck.host.signature import CallShape
 
 
@@ -66,7 +67,7 @@ class Use:
     holder: str | None = None
 
 
-class UseCollector(GatedWalker):
+class UseCollector(KwargsFlow, GatedWalker):
     """Collects the uses of one client module."""
 
     def __init__(
@@ -265,9 +266,17 @@ class UseCollector(GatedWalker):
         owner = self.types.host_class(self.types.infer(receiver.value, self.func, self.module))
         return f"{owner.path}.{receiver.attr}" if owner is not None else None
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.track_assign(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        self.track_delete(node)
+
     def visit_Call(self, node: ast.Call) -> None:
+        self.track_method(node)
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
         named = [k for k in node.keywords if k.arg is not None]
+        spread, complete = self.spread(node) if len(named) < len(node.keywords) else ((), False)
         end_line, end = self.source.end(node)
         shape = CallShape(
             positional=len(positional),
@@ -277,6 +286,8 @@ class UseCollector(GatedWalker):
             positional_spans=tuple(self.source.span(a) for a in positional),
             keyword_spans=tuple(self.source.span(k) for k in named),
             close_span=(end_line, end, end_line, end + 1),
+            spread=spread,
+            spread_complete=complete,
         )
         result = _result_usage(node, self.parents)
         indexed = result == "subscripted" or (

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import griffe
+
+from driftcheck.gates import Gate, Side
 
 KIND_MAP = {
     "positional-only": "positional_only",
@@ -59,6 +61,16 @@ class Signature:
 
 
 @dataclass(frozen=True)
+class KeyOp:
+    """A key a ``**d`` dict gains (``+``) or loses (``-``, ``clear``), under a gate."""
+
+    op: str
+    key: str
+    gate: Gate | None = None
+    span: tuple[int, int, int, int] | None = None
+
+
+@dataclass(frozen=True)
 class CallShape:
     """What a call site passes: positional count, keyword names, and star arguments."""
 
@@ -71,6 +83,42 @@ class CallShape:
     positional_spans: tuple[tuple[int, int, int, int], ...] = field(default=(), compare=False)
     keyword_spans: tuple[tuple[int, int, int, int], ...] = field(default=(), compare=False)
     close_span: tuple[int, int, int, int] | None = field(default=None, compare=False)
+    #: The keys of the ``**d`` dicts built in the calling function, in the order written, and
+    #: whether they are all the keys those dicts can hold.
+    spread: tuple[KeyOp, ...] = field(default=(), compare=False)
+    spread_complete: bool = False
+
+    def on(self, side: Side) -> CallShape:
+        """The shape on one host release: the ``**d`` keys that are there on that side become
+        keywords; ``**`` stays open only where the dicts' keys are not all known."""
+        if not self.spread and not (self.double_star and self.spread_complete):
+            return self
+        keys: dict[str, tuple[int, int, int, int] | None] = {}
+        complete = self.spread_complete
+        for op in self.spread:
+            holds = op.gate.holds(side) if op.gate is not None else True
+            if holds is False:
+                continue
+            if op.op == "+":
+                if holds is None:
+                    complete = False  # perhaps there: not certain enough to report
+                    continue
+                keys[op.key] = op.span
+            elif op.op == "-":
+                keys.pop(op.key, None)
+            elif holds:
+                keys.clear()
+        extra = [k for k in keys if k not in self.keywords]
+        spans = self.keyword_spans
+        if len(spans) == len(self.keywords):
+            spans = spans + tuple(keys[k] or self.close_span or (0, 0, 0, 0) for k in extra)
+        return replace(
+            self,
+            keywords=self.keywords + tuple(extra),
+            keyword_spans=spans,
+            double_star=not complete,
+            spread=(),
+        )
 
     def span_of(self, problem: BindProblem) -> tuple[int, int, int, int] | None:
         """The argument a binding problem is about: the keyword passed, the first positional

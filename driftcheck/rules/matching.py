@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from driftcheck.checks.context import CheckContext
+from driftcheck.checks.context import CheckContext, side
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding
 from driftcheck.host.api import Found, HostAPI
@@ -43,12 +43,13 @@ def _canonical(api: HostAPI, symbol: str) -> str:
 def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, list[Evidence]]:
     cond = rule.conditions
     evidence: list[Evidence] = []
-    keywords = set(use.shape.keywords) if use.shape else set()
+    shape = use.shape.on(side(ctx.target)) if use.shape else None
+    keywords = set(shape.keywords) if shape else set()
     for kw in _as_list(cond.get("keyword_present")):
         if kw not in keywords:
             return False, []
     for kw in _as_list(cond.get("keyword_absent")):
-        if kw in keywords or (use.shape and use.shape.double_star):
+        if kw in keywords or (shape and shape.double_star):
             return False, []
     if cond.get("result_used") and use.result in (None, "discarded"):
         return False, []
