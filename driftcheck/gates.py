@@ -76,13 +76,16 @@ class Gate:
         if self.op == "has":
             return f"the host has {self.name}"
         if self.op == "never":
-            return "TYPE_CHECKING"
+            return self.name or "never"
         if self.op == "version":
             return f"host version {self.cmp} {self.value!r}"
         return self.name
 
 
 NEVER = Gate("never")
+ALWAYS = Gate("not", (NEVER,))
+#: ``if TYPE_CHECKING:`` — never runs, and what it imports is for type checkers only.
+TYPE_ONLY = Gate("never", name="TYPE_CHECKING")
 
 
 def all_of(gates: list[Gate]) -> Gate | None:

@@ -13,11 +13,12 @@ from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, load_client, parse_client
+from driftcheck.client.reach import module_gates
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
-from driftcheck.gates import Gate
+from driftcheck.gates import Gate, all_of
 from driftcheck.host.api import HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.registry import check_ids, is_disabled
@@ -63,7 +64,7 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Rul
     analysed against the same host release and rules before."""
     from driftcheck.client.cache import load_uses, save_uses, uses_key
 
-    key = uses_key(client.texts, types_api, roots, rules.digest)
+    key = uses_key({**client.texts, **client.unread}, types_api, roots, rules.digest)
     client.uses_key = key
     cached = load_uses(key)
     if cached is not None:
@@ -94,12 +95,19 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
     dists = {types_api.name, types_api.name.removesuffix("-cpu")}
     gates = GateReader(index, roots, dists)
     uses: list[Use] = []
+    sites: list = []
     for info in client.modules.values():
         collector = UseCollector(info, index, types, roots, gates)
         try:
             uses.extend(collector.run())
+            sites.extend(collector.import_sites)
         except RecursionError:
             client.skipped.append((info.file, "too deeply nested to analyse"))
+    reach = module_gates(sites, set(client.modules), client.unread.values())
+    for use in uses:
+        module_gate = reach.get(client.tree.module_name(use.file))
+        if module_gate is not None:
+            use.gate = all_of([g for g in (use.gate, module_gate) if g is not None])
     return uses
 
 

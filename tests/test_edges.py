@@ -152,7 +152,7 @@ def test_rules_list_shows_checks_and_rules():
 @pytest.mark.parametrize(
     "script, args",
     [
-        ("scan.py", ["--repeat", "1"]),
+        ("scan.py", ["--repeat", "1", "--large", ""]),
         ("timeline.py", ["--from", "0.15.0", "--to", "0.15.1"]),
     ],
 )

@@ -22,10 +22,10 @@ def _scan(target: str, baseline: str) -> ScanResult:
 
 def _marked(marker: str) -> set[tuple[str, int]]:
     out = set()
-    for path in sorted((CLIENT / "gateclient").glob("*.py")):
+    for path in sorted((CLIENT / "gateclient").rglob("*.py")):
         for n, line in enumerate(path.read_text().splitlines(), start=1):
             if re.search(rf"#\s*{marker}\b", line):
-                out.add((f"gateclient/{path.name}", n))
+                out.add((path.relative_to(CLIENT).as_posix(), n))
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.client.names import FUNCTIONS
-from driftcheck.gates import NEVER, Gate, all_of, negate
+from driftcheck.gates import ALWAYS, TYPE_ONLY, Gate, all_of, negate
 
 _VERSION_CTORS = {
     "packaging.version.Version",
@@ -135,9 +135,12 @@ class GateReader:
         return None
 
     def _is_none(self, left: ast.expr, right: ast.expr, scope: Scope) -> Gate | None:
-        """``X is not None`` for X a guarded import or ``getattr(host, "x", None)``."""
+        """``X is not None`` for X a guarded import, ``getattr(host, "x", None)``, or the host's
+        version (which every side scanned has: the host is installed there)."""
         if not (isinstance(right, ast.Constant) and right.value is None):
             return None
+        if self.version_form(left, scope):
+            return ALWAYS
         return self._presence(left, scope)
 
     def _presence(self, expr: ast.expr, scope: Scope) -> Gate | None:
@@ -230,9 +233,9 @@ class GateReader:
     def _name(self, expr: ast.Name | ast.Attribute, scope: Scope) -> Gate | None:
         names = scope.module.qualified(expr)
         if any(n.endswith("TYPE_CHECKING") and n.split(".")[0] == "typing" for n in names):
-            return NEVER
+            return TYPE_ONLY
         if isinstance(expr, ast.Name) and expr.id == "TYPE_CHECKING" and not names:
-            return NEVER
+            return TYPE_ONLY
         presence = self._presence(expr, scope)
         if presence is not None:
             return presence
@@ -319,6 +322,17 @@ class GateReader:
                 return "str" if self.version_form(expr.args[0], scope) else ""
             if isinstance(expr.func, ast.Name) and expr.func.id == "tuple" and expr.args:
                 return self._tuple_form(expr.args[0], scope)
+            target = self._function(expr.func, scope)
+            if target is not None:  # ``get_version("vllm")``: a client function returning it
+                env = _bind(target.node, expr, lambda e: self._constant(e, scope))
+                inner = scope.deeper(target.module, target, env)
+                forms = {
+                    self.version_form(r, inner)
+                    for r in _returns(target.node.body, lambda t: self._decide(t, inner))
+                    if not _is_false(r)
+                }
+                if len(forms) == 1:
+                    return forms.pop()
         return ""
 
     def _name_form(self, expr: ast.Name, scope: Scope) -> str:

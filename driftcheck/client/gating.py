@@ -15,7 +15,7 @@ import ast
 from driftcheck.client.gate_reader import GateReader, Scope, host_imports
 from driftcheck.client.index import FunctionInfo, ModuleInfo
 from driftcheck.client.names import Walker
-from driftcheck.gates import NEVER, Gate, all_of, negate
+from driftcheck.gates import TYPE_ONLY, Gate, all_of, negate
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
@@ -54,7 +54,7 @@ class GatedWalker(Walker):
                 extra.append(Gate("has", name=bound))
                 break
         if not member and any(symbol == t or symbol.startswith(t + ".") for t in self.type_only):
-            extra.append(NEVER)
+            extra.append(TYPE_ONLY)
         return all_of([*self.gates, *extra])
 
     # -- conditions ------------------------------------------------------------------------
@@ -83,7 +83,7 @@ class GatedWalker(Walker):
         self._walk_all([node.test], node)
         self._under(gate, node.body, node)
         self._under(negate(gate), node.orelse, node)
-        if gate is NEVER or gate.op == "never":
+        if gate == TYPE_ONLY:
             for stmt in node.body:
                 if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                     self.type_only.update(host_imports([stmt], self.module, self.roots))

@@ -239,14 +239,19 @@ class NameTable:
                 root = alias.name.split(".", 1)[0]
                 self.imports.setdefault(root, root)
 
-    def _import_from(self, node: ast.ImportFrom) -> None:
+    def from_base(self, node: ast.ImportFrom) -> str:
+        """The absolute module a ``from`` import reads (relative imports resolved; "" if none)."""
         base = node.module or ""
         if node.level:
             parts = self.module_name.split(".")
             keep = len(parts) - node.level + (1 if self.is_package else 0)
             if keep < 0:
-                return
+                return ""
             base = ".".join([*parts[:keep], *([base] if base else [])])
+        return base
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        base = self.from_base(node)
         if not base:
             return
         for alias in node.names:

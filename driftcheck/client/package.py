@@ -23,6 +23,8 @@ class Client:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     lines: dict[str, list[str]] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    #: The client's other Python files (they never name the host): only searched, not parsed.
+    unread: dict[str, str] = field(default_factory=dict)
     index: ClientIndex | None = None
     uses_key: str | None = None
 
@@ -79,6 +81,7 @@ def load_client(
             client.skipped.append((rel, str(exc)))
             continue
         if roots and not _mentions(code, roots):
+            client.unread[rel] = code
             continue
         client.lines[rel] = code.splitlines()
         client.texts[rel] = code

@@ -87,6 +87,8 @@ class UseCollector(KwargsFlow, GatedWalker):
         self.uses: list[Use] = []
         self.func_stack: list[FunctionInfo] = []
         self.class_stack: list[ClassInfo] = []
+        #: Client modules this module imports: (module, gate at the import, this module).
+        self.import_sites: list[tuple[str, Gate | None, str]] = []
 
     def run(self) -> list[Use]:
         """Walk the module; its uses in source order."""
@@ -205,8 +207,18 @@ class UseCollector(KwargsFlow, GatedWalker):
         for alias in node.names:
             if self._host(alias.name):
                 self._add("import", alias, alias.name)
+            else:
+                self.import_sites.append(
+                    (alias.name, self.gate_for("", member=True, kind="import"), self.module.name)
+                )
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = self.module.names.from_base(node)
+        if base and not self._host(base):
+            gate = self.gate_for("", member=True, kind="import")
+            self.import_sites.append((base, gate, self.module.name))
+            for alias in node.names:  # ``from pkg import submodule``
+                self.import_sites.append((f"{base}.{alias.name}", gate, self.module.name))
         if node.level or node.module is None:
             return
         base = node.module
