@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -103,6 +104,11 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
             sites.extend(collector.import_sites)
         except RecursionError:
             client.skipped.append((info.file, "too deeply nested to analyse"))
+        except Exception as exc:  # one file driftcheck trips on never stops the scan
+            if os.environ.get("DRIFTCHECK_DEBUG", "") not in ("", "0"):
+                raise
+            where = f"{type(exc).__name__}: {exc}"[:200]
+            client.skipped.append((info.file, f"driftcheck could not analyse it ({where})"))
     reach = module_gates(sites, set(client.modules), client.unread.values())
     for use in uses:
         module_gate = reach.get(client.tree.module_name(use.file))

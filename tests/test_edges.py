@@ -200,3 +200,24 @@ def test_baseline_none_scans_without_the_pin(tmp_path: Path):
 def test_empty_baseline_is_an_error():
     result = run_cli("scan", str(CLIENT), *HOST_ARGS[:2], "--host", "minihost", "--baseline", "")
     assert_one_error_line(result, "--baseline is empty", "'none'")
+
+
+def test_a_file_the_analysis_trips_on_is_skipped_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from driftcheck.client.uses import UseCollector
+
+    monkeypatch.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    run = UseCollector.run
+
+    def trips(self):  # noqa: ANN001, ANN202
+        if self.module.file.endswith("returns.py"):
+            raise AttributeError("boom")
+        return run(self)
+
+    monkeypatch.setattr(UseCollector, "run", trips)
+    result = scan(str(CLIENT), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="minihost")
+    assert ("miniclient/returns.py", "driftcheck could not analyse it (AttributeError: boom)") in [
+        tuple(s) for s in result.skipped
+    ]
+    assert result.findings and all(f.file != "miniclient/returns.py" for f in result.findings)

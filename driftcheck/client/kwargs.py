@@ -94,6 +94,9 @@ class KwargsFlow:
                     d.ops.append(KeyOp("+", kw.arg, gate, self._span(kw)))
             for arg in node.args:
                 other = self._value(arg)
+                if other is None:  # another mapping: its keys are not known
+                    d.complete = False
+                    continue
                 d.ops += [
                     KeyOp(o.op, o.key, all_of([g for g in (o.gate, gate) if g]), o.span)
                     for o in other.ops
