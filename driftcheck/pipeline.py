@@ -14,7 +14,7 @@ from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, load_client, parse_client
-from driftcheck.client.reach import module_gates
+from driftcheck.client.reach import module_gates, unread_sites
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.errors import UsageError
@@ -109,7 +109,11 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
                 raise
             where = f"{type(exc).__name__}: {exc}"[:200]
             client.skipped.append((info.file, f"driftcheck could not analyse it ({where})"))
-    reach = module_gates(sites, set(client.modules), client.unread.values())
+    unread = [
+        (client.tree.module_name(rel), rel.endswith("__init__.py"), text)
+        for rel, text in client.unread.items()
+    ]
+    reach = module_gates([*sites, *unread_sites(unread)], set(client.modules))
     for use in uses:
         module_gate = reach.get(client.tree.module_name(use.file))
         if module_gate is not None:

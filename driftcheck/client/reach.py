@@ -4,8 +4,9 @@ where one of them holds (a package that picks ``vendored/vllm_v0_5/`` for vLLM 0
 
 A module's gate is the disjunction, over the places that import it, of the gate at that place
 and the importing module's own gate. A module no client module imports (an entry point, an
-API for the client's users), one imported anywhere without a gate, one whose name appears in a
-file driftcheck did not read, or one on an import cycle, runs everywhere.
+API for the client's users), one imported anywhere without a gate (the files driftcheck does not
+parse, which never name the host, count as importing without one), or one on an import cycle,
+runs everywhere.
 """
 
 from __future__ import annotations
@@ -19,16 +20,43 @@ from driftcheck.gates import Gate
 Site = tuple[str, Gate | None, str]
 
 
-def module_gates(
-    sites: Iterable[Site], modules: set[str], unread_texts: Iterable[str] = ()
-) -> dict[str, Gate]:
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t\n]+)|import[ \t]+([\w., \t]+))",
+    re.M,
+)
+
+
+def unread_sites(unread: Iterable[tuple[str, bool, str]]) -> list[Site]:
+    """The imports of the files that are not parsed ((module, is a package, text)), as ungated
+    sites."""
+    out: list[Site] = []
+    for module, is_package, text in unread:
+        package = module if is_package else module.rpartition(".")[0]
+        for base, names, plain in _IMPORT.findall(text):
+            if plain:
+                out += [(n.split(" as ")[0].strip(), None, module) for n in plain.split(",")]
+                continue
+            dots = len(base) - len(base.lstrip("."))
+            if dots:
+                parts = package.split(".")
+                head = parts[: len(parts) - dots + 1] if dots > 1 else parts
+                base = ".".join([*head, *([base.lstrip(".")] if base.lstrip(".") else [])])
+            out.append((base, None, module))
+            out += [
+                (f"{base}.{n.split(' as ')[0].strip()}", None, module)
+                for n in names.split(",")
+                if n.strip()
+            ]
+    return out
+
+
+def module_gates(sites: Iterable[Site], modules: set[str]) -> dict[str, Gate]:
     """Module -> the gate it runs under, for the modules of ``modules`` that have one."""
     by_target: dict[str, list[tuple[Gate | None, str]]] = {}
     for target, gate, importer in sites:
         for name in _with_parents(target):
             if name in modules and name != importer:
                 by_target.setdefault(name, []).append((gate, importer))
-    unread = {word for text in unread_texts for word in re.findall(r"\w+", text)}
     memo: dict[str, Gate | None] = {}
     busy: set[str] = set()
 
@@ -36,14 +64,13 @@ def module_gates(
         if module in memo:
             return memo[module]
         found = by_target.get(module)
-        short = module.rsplit(".", 1)[-1]
-        if not found or module in busy or short in unread:
+        if not found or module in busy:
             memo[module] = None
             return None
         busy.add(module)
         alternatives: list[Gate] = []
         for gate, importer in found:
-            outer = gate_of(importer)
+            outer = gate_of(importer) if importer in modules else None
             parts = [g for g in (gate, outer) if g is not None]
             if not parts:
                 alternatives = []

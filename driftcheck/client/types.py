@@ -144,6 +144,31 @@ class TypeInferrer:
                 got = self.infer(value, None, module)
                 if got is not None:
                     return got
+            return None
+        # A client class by name (``MyEngine.method``): its members are looked up as on an
+        # instance, through the class's host bases.
+        got = self._qualified_class(expr, module)
+        return got if got is not None and got.kind == "client" else None
+
+    def inherited_host_init(self, client_class: str) -> str | None:
+        """The host class whose ``__init__`` a client class's constructor is: when neither the
+        class nor a client class between it and that host base defines ``__init__`` or
+        ``__new__`` or is decorated (a dataclass makes its own)."""
+        todo, seen = [client_class], set()
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            info = self.index.classes.get(name)
+            if info is None:
+                found = self.host.resolve(name) if self.host.owns(name) else None
+                return found.path if isinstance(found, Found) else None
+            if {"__init__", "__new__"} & set(info.methods) or info.node.decorator_list:
+                return None
+            if len(info.bases) != len(info.node.bases) or info.node.keywords:
+                return None  # a base driftcheck cannot name, or a metaclass: not certain
+            todo.extend(info.bases)
         return None
 
     def _enclosing(self, func: FunctionInfo) -> FunctionInfo | None:

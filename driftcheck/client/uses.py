@@ -319,6 +319,21 @@ class UseCollector(KwargsFlow, GatedWalker):
             )
             if use is not None:
                 self._string_args(node, use.symbol)
+                return
+        for name in self.module.qualified(node.func):  # ``MySettings(...)`` of a host class
+            if name in self.index.classes:
+                host_init = self.types.inherited_host_init(name)
+                if host_init is not None:
+                    self._add(
+                        "call",
+                        node,
+                        host_init,
+                        shape=shape,
+                        result=result,
+                        result_indexed=indexed,
+                        via=f"{name.rsplit('.', 1)[-1]} inherits its __init__",
+                    )
+                return
 
     def _via(self, receiver: ast.AST) -> str | None:
         """How the root of a receiver chain got a host type, when plain code does not show it."""
