@@ -106,3 +106,28 @@ def test_boolean_structure():
     assert Gate("or", (new, unknown)).holds(_side("1.0")) is None
     assert negate(negate(new)) == new
     assert negate(new).holds(_side("1.0")) is True
+
+
+# -- imports the import system serves, behind a lazy package ----------------------------------
+
+LAZY = FIXTURES / "clients" / "lazyclient"
+
+
+def test_a_removed_package_is_missing_even_behind_a_lazy_getattr():
+    result = scan(
+        str(LAZY),
+        str(FIXTURES / "hosts" / "lazyhost" / "2.0"),
+        baseline=str(FIXTURES / "hosts" / "lazyhost" / "1.0"),
+        host="lazyhost",
+    )
+    found = {(f.file, f.line) for f in result.findings}
+    marked = {
+        (path.relative_to(LAZY).as_posix(), n)
+        for path in (LAZY / "lazyclient").glob("*.py")
+        for n, ln in enumerate(path.read_text().splitlines(), 1)
+        if "# drift" in ln
+    }
+    assert found == marked, sorted(found ^ marked)
+    assert all(
+        f.kind == "missing-symbol" and "lazyhost.worker" in f.message for f in result.findings
+    )

@@ -158,9 +158,12 @@ class GatedWalker(Walker):
     leave_ExceptHandler = leave_match_case = leave_For
 
     def _caught(self, node: ast.Try) -> set[str]:
-        """The import/attribute errors (or catch-alls) the handlers of ``node`` catch."""
+        """The import/attribute errors (or catch-alls) the handlers of ``node`` catch and
+        recover from (a handler that raises again is no fallback: the failure still breaks)."""
         out: set[str] = set()
         for handler in node.handlers:
+            if handler.body and isinstance(handler.body[-1], ast.Raise):
+                continue
             if handler.type is None:
                 out |= _ANY
                 continue
