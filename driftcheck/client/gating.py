@@ -38,6 +38,8 @@ class GatedWalker(Walker):
         self.guarded_names: dict[str, str] = {}
         #: Host names imported under ``if TYPE_CHECKING:`` (type-only).
         self.type_only: set[str] = set()
+        #: Module-level name -> the host names imports bind it to, each under its gate.
+        self.bindings: dict[str, list[tuple[str, Gate | None]]] = {}
         self.uses: list = []
 
     @property
@@ -56,6 +58,36 @@ class GatedWalker(Walker):
         if not member and any(symbol == t or symbol.startswith(t + ".") for t in self.type_only):
             extra.append(TYPE_ONLY)
         return all_of([*self.gates, *extra])
+
+    def record_binding(self, local: str, path: str) -> None:
+        """A module-level host import binding ``local`` under the current gates."""
+        gate = all_of(list(self.gates))
+        if gate is None:
+            self.bindings[local] = [(path, None)]
+        else:
+            self.bindings.setdefault(local, []).append((path, gate))
+
+    def alternatives(self, node: ast.AST, symbol: str) -> list[tuple[str, Gate | None]]:
+        """For a use of a name that gated imports bind differently (``if new: from a import f``
+        / ``else: from b import f``): each binding's symbol, under the gate where it is the one
+        in force (a later binding wins where its gate holds)."""
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Call)):
+            root = root.value if isinstance(root, ast.Attribute) else root.func
+        if not isinstance(root, ast.Name):
+            return []
+        options = self.bindings.get(root.id)
+        if not options or len({p for p, _ in options}) < 2:
+            return []
+        current = self.module.names.imports.get(root.id, "")
+        if not current or not (symbol == current or symbol.startswith(current + ".")):
+            return []
+        rest = symbol[len(current) :]
+        out = []
+        for i, (path, gate) in enumerate(options):
+            later = [negate(g) for _, g in options[i + 1 :] if g is not None]
+            out.append((path + rest, all_of([g for g in (gate, *later) if g is not None])))
+        return out
 
     # -- conditions ------------------------------------------------------------------------
     def _read(self, test: ast.expr) -> Gate | None:

@@ -10,7 +10,7 @@ method name given as a string to the host).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import GatedWalker
@@ -18,7 +18,7 @@ from driftcheck.client.index import ClassInfo, ClientIndex, FunctionInfo, Module
 from driftcheck.client.kwargs import KwargsFlow
 from driftcheck.client.names import FUNCTIONS, place
 from driftcheck.client.types import TypeInferrer
-from driftcheck.gates import Gate
+from driftcheck.gates import Gate, all_of
 from driftcheck.host.signature import CallShape
 
 
@@ -125,6 +125,14 @@ class UseCollector(KwargsFlow, GatedWalker):
             **kw,  # type: ignore[arg-type]
         )
         self.uses.append(use)
+        if kind != "import" and kw.get("receiver") is None:
+            base = use.gate
+            for i, (alt, gate) in enumerate(self.alternatives(node, symbol)):
+                copy = use if i == 0 else replace(use, order=len(self.uses))
+                copy.symbol = alt
+                copy.gate = all_of([g for g in (base, gate) if g is not None])
+                if i:
+                    self.uses.append(copy)
         return use
 
     @property
@@ -207,6 +215,8 @@ class UseCollector(KwargsFlow, GatedWalker):
         for alias in node.names:
             if self._host(alias.name):
                 self._add("import", alias, alias.name)
+                if not self.func_stack and alias.asname:
+                    self.record_binding(alias.asname, alias.name)
             else:
                 self.import_sites.append(
                     (alias.name, self.gate_for("", member=True, kind="import"), self.module.name)
@@ -229,6 +239,8 @@ class UseCollector(KwargsFlow, GatedWalker):
             return
         for alias in node.names:
             self._add("import", alias, f"{base}.{alias.name}")
+            if not self.func_stack:
+                self.record_binding(alias.asname or alias.name, f"{base}.{alias.name}")
 
     # -- expressions -----------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
