@@ -221,3 +221,23 @@ def test_a_file_the_analysis_trips_on_is_skipped_not_fatal(
         tuple(s) for s in result.skipped
     ]
     assert result.findings and all(f.file != "miniclient/returns.py" for f in result.findings)
+
+
+def test_a_wheel_that_keeps_its_code_under_data_purelib_is_read(tmp_path: Path):
+    import zipfile
+
+    wheel = tmp_path / "purelibclient-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(
+            "purelibclient-0.1.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: purelibclient\nVersion: 0.1\n",
+        )
+        zf.writestr("purelibclient-0.1.data/purelib/purelibclient/__init__.py", "")
+        zf.writestr(
+            "purelibclient-0.1.data/purelib/purelibclient/mod.py",
+            "from minihost.core import connect\n\n\ndef f():\n    return connect('h', retries=1)\n",
+        )
+    result = scan(str(wheel), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="minihost")
+    assert [(f.file, f.kind) for f in result.findings] == [
+        ("purelibclient/mod.py", "call-signature")
+    ]

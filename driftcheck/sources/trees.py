@@ -186,6 +186,15 @@ class DirectoryTree(SourceTree):
         return None
 
 
+def _installed_path(rel: str) -> str:
+    """Where a wheel member is installed: ``pkg-1.0.data/purelib/x`` and ``.../platlib/x`` go
+    to the top of site-packages, as ``x``."""
+    parts = rel.split("/")
+    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+        return "/".join(parts[2:])
+    return rel
+
+
 class ZipTree(SourceTree):
     """A wheel (or any zip) read in memory: members are never written to disk."""
 
@@ -206,7 +215,7 @@ class ZipTree(SourceTree):
             if rel is None:
                 self.skipped.append((info.filename, "unsafe member name"))
                 continue
-            self._names[rel] = info.filename
+            self._names[_installed_path(rel)] = info.filename
 
     def files(self) -> list[str]:
         return list(self._names)
