@@ -68,6 +68,21 @@ class CheckContext:
         return True
 
 
+def missing_module(api: HostAPI, symbol: str) -> str | None:
+    """For an import of ``a.b.c``: the first of ``a.b``'s packages and modules that is no module
+    of ``api`` (the import system imports them as modules: a package's ``__getattr__`` does not
+    serve them)."""
+    module = symbol.rpartition(".")[0]
+    if "." not in module or not api.owns(module):
+        return None
+    parts = module.split(".")
+    for i in range(2, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        if api.module(prefix) is None:
+            return prefix
+    return None
+
+
 def side(api: HostAPI) -> Side:
     """What a gate asks of one host release: its version, and whether a name exists."""
 
@@ -75,7 +90,11 @@ def side(api: HostAPI) -> Side:
         got = api.resolve(name)
         if isinstance(got, Found):
             return True
-        return False if got is None else None
+        if got is None:
+            return False
+        # Undecidable as an attribute (a package ``__getattr__``), but the modules an import
+        # of ``name`` needs are decidable: the import system does not ask ``__getattr__``.
+        return False if missing_module(api, name) is not None else None
 
     return api.version, has
 

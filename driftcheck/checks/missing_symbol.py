@@ -7,7 +7,7 @@ module or class is reported once per file, at its first use.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.context import CheckContext, finding, missing_module
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -25,32 +25,17 @@ def _first_missing_prefix(api: HostAPI, symbol: str) -> str:
     return symbol
 
 
-def _missing_module(api: HostAPI, symbol: str) -> str | None:
-    """For an import of ``a.b.c``: the first of ``a.b``'s packages and modules that is no module
-    of ``api`` (the import system imports them as modules: a package's ``__getattr__`` does not
-    serve them)."""
-    module = symbol.rpartition(".")[0]
-    if "." not in module or not api.owns(module):
-        return None
-    parts = module.split(".")
-    for i in range(2, len(parts) + 1):
-        prefix = ".".join(parts[:i])
-        if api.module(prefix) is None:
-            return prefix
-    return None
-
-
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a host symbol that resolved at baseline and does not exist on the target."""
     if use.kind not in KINDS or use.receiver:
         return []
     target_found = ctx.target.resolve(use.symbol)
-    gone_module = _missing_module(ctx.target, use.symbol) if use.kind == "import" else None
+    gone_module = missing_module(ctx.target, use.symbol) if use.kind == "import" else None
     if target_found is not None and gone_module is None:
         return []
     base_found = ctx.baseline.resolve(use.symbol) if ctx.baseline else None
     if ctx.baseline is not None and not isinstance(base_found, Found):
-        if gone_module is None or _missing_module(ctx.baseline, use.symbol) is not None:
+        if gone_module is None or missing_module(ctx.baseline, use.symbol) is not None:
             return []  # already broken (or undecidable) at baseline: not drift
     gone = gone_module or _first_missing_prefix(ctx.target, use.symbol)
     if not ctx.once(use.file, gone):

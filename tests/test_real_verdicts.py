@@ -1,0 +1,56 @@
+"""Replays the scans of real vLLM clients whose findings were reviewed by hand.
+
+``tests/real/verdicts/<client>.toml`` holds, per scan, every error and warning driftcheck
+reported, each judged against vLLM's source on both sides: ``real`` findings must still be
+reported, ``false`` ones that were fixed (``open = false``) must never come back, and every error
+or warning reported must have a verdict (a new one is reviewed before it lands).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from driftcheck.compat import tomllib
+from driftcheck.pipeline import scan
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+VERDICTS = Path(__file__).resolve().parent / "real" / "verdicts"
+SCANS = [
+    pytest.param(s, id=f"{s['client']}-{s['against'].split('==')[1]}")
+    for path in sorted(VERDICTS.glob("*.toml"))
+    for s in tomllib.loads(path.read_text())["scan"]
+]
+
+
+def test_verdict_files_are_well_formed():
+    assert SCANS, "no verdicts"
+    for param in SCANS:
+        s = param.values[0]
+        for f in s.get("finding", []):
+            assert f["verdict"] in ("real", "false"), f
+            assert f["evidence"].strip(), f
+            assert ("open" in f) == (f["verdict"] == "false"), f
+
+
+@pytest.mark.parametrize("recorded", SCANS)
+def test_replayed_scan_matches_the_verdicts(recorded: dict):
+    result = scan(recorded["client"], recorded["against"], baseline=recorded.get("baseline"))
+    reported = {f.fingerprint: f for f in result.findings if f.severity in ("error", "warning")}
+    verdicts = {f["fingerprint"]: f for f in recorded.get("finding", [])}
+    lost = [
+        f["where"]
+        for f in verdicts.values()
+        if f["verdict"] == "real" and f["fingerprint"] not in reported
+    ]
+    back = [
+        f["where"]
+        for f in verdicts.values()
+        if f["verdict"] == "false" and not f["open"] and f["fingerprint"] in reported
+    ]
+    unreviewed = [f"{f.file}:{f.line} {f.rule}" for fp, f in reported.items() if fp not in verdicts]
+    assert not lost, f"real drifts no longer reported: {lost}"
+    assert not back, f"false findings reported again: {back}"
+    assert not unreviewed, f"findings without a verdict (review them): {unreviewed}"
