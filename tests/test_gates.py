@@ -131,3 +131,26 @@ def test_a_removed_package_is_missing_even_behind_a_lazy_getattr():
     assert all(
         f.kind == "missing-symbol" and "lazyhost.worker" in f.message for f in result.findings
     )
+
+
+# -- module reach ------------------------------------------------------------------------------
+
+
+def test_module_gates_follow_cycles_and_entries():
+    from driftcheck.client.reach import module_gates
+
+    g, h = Gate("has", name="host.g"), Gate("has", name="host.h")
+    mods = {"p", "p.a", "p.b", "p.c", "p.d", "p.e"}
+    sites = [
+        ("p.a", g, "p"),  # p imports a under g
+        ("p.b", None, "p.a"),  # a and b import each other: one cycle, entered under g
+        ("p.a", None, "p.b"),
+        ("p.c", h, "p.b"),  # c only through b, under h
+        ("p", None, "p.a"),  # a submodule importing its own package adds nothing
+        ("p.d", None, "p.e"),  # d and e: a cycle nothing outside enters
+        ("p.e", None, "p.d"),
+    ]
+    gates = module_gates(sites, mods)
+    assert gates["p.a"] == g and gates["p.b"] == g
+    assert gates["p.c"] == Gate("and", (h, g))
+    assert "p" not in gates and "p.d" not in gates and "p.e" not in gates

@@ -51,44 +51,96 @@ def unread_sites(unread: Iterable[tuple[str, bool, str]]) -> list[Site]:
 
 
 def module_gates(sites: Iterable[Site], modules: set[str]) -> dict[str, Gate]:
-    """Module -> the gate it runs under, for the modules of ``modules`` that have one."""
-    by_target: dict[str, list[tuple[Gate | None, str]]] = {}
+    """Module -> the gate it runs under, for the modules of ``modules`` that have one.
+
+    Modules that import each other (an import cycle) run under the gates of the ways into the
+    cycle from outside it; a cycle nothing outside imports runs everywhere. An import of a
+    module's own parent package adds nothing: the parent always runs first.
+    """
+    into: dict[str, list[tuple[Gate | None, str]]] = {}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
     for target, gate, importer in sites:
         for name in _with_parents(target):
-            if name in modules and name != importer:
-                by_target.setdefault(name, []).append((gate, importer))
-    memo: dict[str, Gate | None] = {}
-    busy: set[str] = set()
-
-    def gate_of(module: str) -> Gate | None:
-        if module in memo:
-            return memo[module]
-        found = by_target.get(module)
-        if not found or module in busy:
-            memo[module] = None
-            return None
-        busy.add(module)
+            if name not in modules or name == importer or importer.startswith(name + "."):
+                continue
+            into.setdefault(name, []).append((gate, importer))
+            if importer in modules:
+                graph[importer].add(name)
+    component = _components(graph)
+    members: dict[int, list[str]] = {}
+    for module, c in component.items():
+        members.setdefault(c, []).append(module)
+    gate_of: dict[int, Gate | None] = {}
+    for c in sorted(members, reverse=True):  # importers' components before their targets'
         alternatives: list[Gate] = []
-        for gate, importer in found:
-            outer = gate_of(importer) if importer in modules else None
+        entries = [
+            (gate, importer)
+            for module in members[c]
+            for gate, importer in into.get(module, [])
+            if component.get(importer) != c
+        ]
+        result: Gate | None = None
+        for gate, importer in entries:
+            outer = gate_of.get(component[importer]) if importer in component else None
             parts = [g for g in (gate, outer) if g is not None]
             if not parts:
                 alternatives = []
                 break
             alternatives.append(parts[0] if len(parts) == 1 else Gate("and", tuple(parts)))
-        busy.discard(module)
-        result = None
         if alternatives:
             unique = tuple(dict.fromkeys(alternatives))
             result = unique[0] if len(unique) == 1 else Gate("or", unique)
-        memo[module] = result
-        return result
+        gate_of[c] = result
+    return {m: g for m, c in component.items() if (g := gate_of[c]) is not None}
 
-    out = {}
-    for module in modules:
-        got = gate_of(module)
-        if got is not None:
-            out[module] = got
+
+def _components(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Strongly connected components (Tarjan's, without recursion), numbered in the order
+    Tarjan's finds them: a component's number is higher than those of the components its
+    modules import."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: dict[str, int] = {}
+    counter = 0
+    found = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    out[member] = found
+                    if member == node:
+                        break
+                found += 1
     return out
 
 

@@ -221,6 +221,15 @@ class HostAPI:
             if not self.owns(target):
                 return UNKNOWN
             return self.resolve(target, seen)
+        if isinstance(member, griffe.Attribute):
+            # ``AsyncLLMEngine = AsyncLLM``: a module-level name bound to another host object is
+            # that object (a class alias, a function alias), not an attribute of its own.
+            aliased = _canonical(member.value) if member.value is not None else None
+            if aliased and aliased != path and self.owns(aliased) and member.parent is not None:
+                if isinstance(member.parent, griffe.Module) and _is_plain_name(member.value):
+                    got = self.resolve(aliased, seen)
+                    if isinstance(got, Found) and got.kind in ("class", "function"):
+                        return got
         return Found(member, path)
 
     def mro(self, cls: Found, _depth: int = 0) -> tuple[list[Found], bool]:
@@ -464,3 +473,8 @@ def _annotation_paths(annotation: object) -> list[str]:
         path = _canonical(annotation)
         return [path] if path else []
     return []
+
+
+def _is_plain_name(value: object) -> bool:
+    """True for an expression that only names something (``A`` or ``a.b.C``), no call."""
+    return type(value).__name__ in ("ExprName", "ExprAttribute")
