@@ -17,6 +17,7 @@ from pathlib import Path
 import griffe
 
 from driftcheck.host.attributes import InferredType, add_instance_attributes
+from driftcheck.host.records import record_init, record_kind
 from driftcheck.host.signature import Param, Signature, dataclass_fields, signature_of_function
 from driftcheck.sources.trees import SourceTree
 
@@ -315,6 +316,11 @@ class HostAPI:
 
     def _constructor(self, cls: Found) -> Signature | None:
         chain, complete = self.mro(cls)
+        kind = record_kind(chain)
+        if kind is not None and not any(
+            s in k.obj.members for k in chain for s in ("__init__", "__new__")
+        ):
+            return record_init(cls, chain, kind, self.class_node)
         for klass in chain:
             members = klass.obj.members
             if self.is_dataclass(klass) and "__init__" not in members:
