@@ -14,7 +14,7 @@ from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, load_client, parse_client
-from driftcheck.client.reach import module_gates, unread_sites
+from driftcheck.client.reach import function_gates, module_gates, unread_sites
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.errors import UsageError
@@ -97,11 +97,13 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
     gates = GateReader(index, roots, dists)
     uses: list[Use] = []
     sites: list = []
+    refs: list = []
     for info in client.modules.values():
         collector = UseCollector(info, index, types, roots, gates)
         try:
             uses.extend(collector.run())
             sites.extend(collector.import_sites)
+            refs.extend(collector.function_refs)
         except RecursionError:
             client.skipped.append((info.file, "too deeply nested to analyse"))
         except Exception as exc:  # one file driftcheck trips on never stops the scan
@@ -113,12 +115,30 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
         (client.tree.module_name(rel), rel.endswith("__init__.py"), text)
         for rel, text in client.unread.items()
     ]
-    reach = module_gates([*sites, *unread_sites(unread)], set(client.modules))
+    imported = [*sites, *unread_sites(unread)]
+    reach = module_gates(imported, set(client.modules))
+    plain = {
+        name
+        for name, info in index.functions.items()
+        if info.class_name is None
+        and not info.node.decorator_list
+        and "." not in name[len(info.module.name) + 1 :]
+    }
+    called = function_gates(refs, {target for target, _, _ in imported}, plain)
     for use in uses:
-        module_gate = reach.get(client.tree.module_name(use.file))
-        if module_gate is not None:
-            use.gate = all_of([g for g in (use.gate, module_gate) if g is not None])
+        extra = [reach.get(client.tree.module_name(use.file)), _function_gate(called, use.scope)]
+        if any(g is not None for g in extra):
+            use.gate = all_of([g for g in (use.gate, *extra) if g is not None])
     return uses
+
+
+def _function_gate(gates: dict[str, Gate], scope: str) -> Gate | None:
+    """The gate of the module-level function a scope lies in (None: none)."""
+    while scope:
+        if scope in gates:
+            return gates[scope]
+        scope = scope.rpartition(".")[0]
+    return None
 
 
 def run_checks(

@@ -37,20 +37,24 @@ def test_verdict_files_are_well_formed():
 
 @pytest.mark.parametrize("recorded", SCANS)
 def test_replayed_scan_matches_the_verdicts(recorded: dict):
+    """Findings are matched by fingerprint and place: the releases are pinned, so their lines
+    do not move, and two identical lines in one file share a fingerprint."""
     result = scan(recorded["client"], recorded["against"], baseline=recorded.get("baseline"))
-    reported = {f.fingerprint: f for f in result.findings if f.severity in ("error", "warning")}
-    verdicts = {f["fingerprint"]: f for f in recorded.get("finding", [])}
+    reported = {
+        (f.fingerprint, f"{f.file}:{f.line}"): f
+        for f in result.findings
+        if f.severity in ("error", "warning")
+    }
+    verdicts = {(f["fingerprint"], f["where"]): f for f in recorded.get("finding", [])}
     lost = [
-        f["where"]
-        for f in verdicts.values()
-        if f["verdict"] == "real" and f["fingerprint"] not in reported
+        w for (fp, w), f in verdicts.items() if f["verdict"] == "real" and (fp, w) not in reported
     ]
     back = [
-        f["where"]
-        for f in verdicts.values()
-        if f["verdict"] == "false" and not f["open"] and f["fingerprint"] in reported
+        w
+        for (fp, w), f in verdicts.items()
+        if f["verdict"] == "false" and not f["open"] and (fp, w) in reported
     ]
-    unreviewed = [f"{f.file}:{f.line} {f.rule}" for fp, f in reported.items() if fp not in verdicts]
+    unreviewed = [f"{w} {f.rule}" for (fp, w), f in reported.items() if (fp, w) not in verdicts]
     assert not lost, f"real drifts no longer reported: {lost}"
     assert not back, f"false findings reported again: {back}"
     assert not unreviewed, f"findings without a verdict (review them): {unreviewed}"

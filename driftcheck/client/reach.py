@@ -144,6 +144,30 @@ def _components(graph: dict[str, set[str]]) -> dict[str, int]:
     return out
 
 
+#: (function's qualified name, gate at the reference, qualified scope of the reference)
+Reference = tuple[str, Gate | None, str]
+
+
+def function_gates(
+    references: Iterable[Reference], ungated: set[str], functions: set[str]
+) -> dict[str, Gate]:
+    """Function -> the gate it runs under: for a module-level function that the client names
+    only under gates (``new if version >= X else old``), the disjunction of those gates. A
+    function named anywhere without a gate, imported from another module (``ungated``), or
+    never named in the client (it may be called from outside) runs everywhere."""
+    by_function: dict[str, list[Gate | None]] = {}
+    for name, gate, scope in references:
+        if name in functions and not (scope == name or scope.startswith(name + ".")):
+            by_function.setdefault(name, []).append(gate)
+    out: dict[str, Gate] = {}
+    for name, gates in by_function.items():
+        if name in ungated or any(g is None for g in gates):
+            continue
+        unique = tuple(dict.fromkeys(g for g in gates if g is not None))
+        out[name] = unique[0] if len(unique) == 1 else Gate("or", unique)
+    return out
+
+
 def _with_parents(module: str) -> list[str]:
     """``a.b.c`` -> ``a.b.c``, ``a.b``, ``a`` (importing a module imports its packages)."""
     parts = module.split(".")

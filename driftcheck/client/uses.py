@@ -89,6 +89,8 @@ class UseCollector(KwargsFlow, GatedWalker):
         self.class_stack: list[ClassInfo] = []
         #: Client modules this module imports: (module, gate at the import, this module).
         self.import_sites: list[tuple[str, Gate | None, str]] = []
+        #: Where the module's own functions are named: (function, gate there, scope there).
+        self.function_refs: list[tuple[str, Gate | None, str]] = []
 
     def run(self) -> list[Use]:
         """Walk the module; its uses in source order."""
@@ -289,6 +291,13 @@ class UseCollector(KwargsFlow, GatedWalker):
             return None
         owner = self.types.host_class(self.types.infer(receiver.value, self.func, self.module))
         return f"{owner.path}.{receiver.attr}" if owner is not None else None
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and node.id in self.module.names.defined:
+            qualname = f"{self.module.name}.{node.id}"
+            if qualname in self.index.functions:
+                scope = self.func_stack[-1].qualname if self.func_stack else self.module.name
+                self.function_refs.append((qualname, all_of(list(self.gates)), scope))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.track_assign(node)
