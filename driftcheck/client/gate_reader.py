@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.client.names import FUNCTIONS
+from driftcheck.client.predicates import predicate_gate
 from driftcheck.gates import ALWAYS, TYPE_ONLY, Gate, all_of, negate
 
 _VERSION_CTORS = {
@@ -199,16 +200,11 @@ class GateReader:
         """The gate a client predicate returns, its parameters bound to the call's constants."""
         env = _bind(func.node, call, lambda e: self._constant(e, scope))
         inner = scope.deeper(func.module, func, env)
-        returns = list(_returns(func.node.body, lambda t: self._decide(t, inner)))
-        results = [r for r in returns if not _is_false(r)]
-        if not results or all(_is_true(r) for r in results):
-            return None
-        if len(results) > 1:
-            gates = [self.gate(r, inner) for r in results if not _is_true(r)]
-            if any(g is not None for g in gates):
-                return Gate("unknown", name=f"{func.qualname}(...)")
-            return None
-        return self.gate(results[0], inner)
+        return predicate_gate(self, func.node.body, inner, func.qualname)
+
+    def decide(self, test: ast.expr, scope: Scope) -> bool | None:
+        """A condition on constants only (a predicate's own arguments), decided."""
+        return self._decide(test, scope)
 
     def _decide(self, test: ast.expr, scope: Scope) -> bool | None:
         """A predicate's own ``if`` on its arguments (``min_version is None``), when constant."""
@@ -310,6 +306,13 @@ class GateReader:
             return ""
         if isinstance(expr, ast.Name):
             return self._name_form(expr, scope)
+        if (
+            isinstance(expr, ast.Subscript)
+            and isinstance(expr.value, ast.Call)
+            and isinstance(expr.slice, ast.Constant)
+            and isinstance(expr.slice.value, int)
+        ):  # ``exists, version = _is_package_available("vllm", return_version=True)``
+            return self._returned_form(expr.value, scope, expr.slice.value)
         if isinstance(expr, ast.Call):
             names = scope.module.qualified(expr.func)
             if not names and isinstance(expr.func, ast.Name):
@@ -322,17 +325,15 @@ class GateReader:
                 return "str" if self.version_form(expr.args[0], scope) else ""
             if isinstance(expr.func, ast.Name) and expr.func.id == "tuple" and expr.args:
                 return self._tuple_form(expr.args[0], scope)
-            target = self._function(expr.func, scope)
-            if target is not None:  # ``get_version("vllm")``: a client function returning it
-                env = _bind(target.node, expr, lambda e: self._constant(e, scope))
-                inner = scope.deeper(target.module, target, env)
-                forms = {
-                    self.version_form(r, inner)
-                    for r in _returns(target.node.body, lambda t: self._decide(t, inner))
-                    if not _is_false(r)
-                }
-                if len(forms) == 1:
-                    return forms.pop()
+            if (
+                isinstance(expr.func, ast.Name)
+                and expr.func.id == "getattr"
+                and len(expr.args) >= 2
+                and self._constant(expr.args[1], scope) == "__version__"
+                and self._is_host_module(expr.args[0], scope)
+            ):
+                return "str"
+            return self._returned_form(expr, scope, None)
         return ""
 
     def _name_form(self, expr: ast.Name, scope: Scope) -> str:
@@ -355,10 +356,47 @@ class GateReader:
                 )
             else:
                 values = module.globals.get(expr.id, [])
-        if len(values) == 1:
-            func = scope.func if module is scope.module else None
-            return self.version_form(values[0], scope.deeper(module, func, {}))
-        return ""
+        func = scope.func if module is scope.module else None
+        inner = scope.deeper(module, func, scope.env if func is scope.func else {})
+        forms = {
+            self.version_form(v, inner)
+            for v in values
+            if not isinstance(v, ast.Constant)  # "N/A", None: placeholders where it is absent
+        }
+        return forms.pop() if len(forms) == 1 else ""
+
+    def _returned_form(self, call: ast.Call, scope: Scope, index: int | None) -> str:
+        """The version form a client function's result has (or item ``index`` of it)."""
+        target = self._function(call.func, scope)
+        if target is None:
+            return ""
+        env = _bind(target.node, call, lambda e: self._constant(e, scope))
+        inner = scope.deeper(target.module, target, env)
+        forms = set()
+        for value in _returns(target.node.body, lambda t: self._decide(t, inner)):
+            if _is_false(value):
+                continue
+            if index is not None:
+                if not (isinstance(value, ast.Tuple) and len(value.elts) > index):
+                    continue
+                value = value.elts[index]
+            forms.add(self.version_form(value, inner))
+        return forms.pop() if len(forms) == 1 else ""
+
+    def _is_host_module(self, expr: ast.expr, scope: Scope) -> bool:
+        """A host module: named (``vllm``), or ``importlib.import_module("vllm")`` (also
+        through a local name)."""
+        if any(n.split(".")[0] in self.roots for n in scope.module.qualified(expr)):
+            return True
+        if isinstance(expr, ast.Name) and scope.func is not None:
+            values = scope.func.locals.get(expr.id, [])
+            return len(values) == 1 and self._is_host_module(values[0], scope)
+        if isinstance(expr, ast.Call) and expr.args:
+            names = scope.module.qualified(expr.func)
+            if any(n in ("importlib.import_module", "builtins.__import__") for n in names):
+                value = self._constant(expr.args[0], scope)
+                return isinstance(value, str) and value.split(".")[0] in self.roots
+        return False
 
     def _tuple_form(self, expr: ast.expr, scope: Scope) -> str:
         """``tuple(int(x) for x in V.split(".")[:N])`` / ``tuple(map(int, V.split(".")[:N]))``."""
@@ -385,8 +423,18 @@ class GateReader:
         return ""
 
     def _is_host_dist(self, expr: ast.expr | None, scope: Scope) -> bool:
-        value = self._constant(expr, scope) if expr is not None else _NOT_CONSTANT
-        return isinstance(value, str) and value.lower().replace("_", "-") in self.dists
+        """Names the host's distribution: a constant, or a local whose values that are constant
+        all name it (``name = pkg.replace("_", "-")`` / ``name = pkg`` / ``name = found[0]``)."""
+        if expr is None:
+            return False
+        candidates = [expr]
+        if isinstance(expr, ast.Name) and expr.id not in scope.env and scope.func is not None:
+            candidates = scope.func.locals.get(expr.id, []) or candidates
+        values = [self._constant(c, scope) for c in candidates]
+        known = [v for v in values if v is not _NOT_CONSTANT]
+        return bool(known) and all(
+            isinstance(v, str) and v.lower().replace("_", "-") in self.dists for v in known
+        )
 
     def _constant(self, expr: ast.expr, scope: Scope) -> object:
         """A literal's value (strings, numbers, tuples, ``Version("x")``), or _NOT_CONSTANT."""
@@ -398,10 +446,34 @@ class GateReader:
         if isinstance(expr, ast.Name):
             if expr.id in scope.env:
                 return scope.env[expr.id]
+            local = scope.func.locals.get(expr.id, []) if scope.func is not None else []
+            if len(local) == 1 and scope.depth < _DEPTH:
+                return self._constant(local[0], scope.deeper(scope.module, scope.func, scope.env))
             values = scope.module.globals.get(expr.id, [])
-            if len(values) == 1 and isinstance(values[0], (ast.Constant, ast.Tuple)):
+            if not local and len(values) == 1 and isinstance(values[0], (ast.Constant, ast.Tuple)):
                 return self._constant(values[0], scope)
             return _NOT_CONSTANT
+        if isinstance(expr, ast.BoolOp):  # ``min_version or "0"``, as Python evaluates it
+            value: object = _NOT_CONSTANT
+            for part in expr.values:
+                value = self._constant(part, scope)
+                if value is _NOT_CONSTANT:
+                    return _NOT_CONSTANT
+                if bool(value) == isinstance(expr.op, ast.Or):
+                    return value
+            return value
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in ("replace", "lower", "strip")
+        ):  # ``pkg_name.replace("_", "-")``
+            base = self._constant(expr.func.value, scope)
+            args = [self._constant(a, scope) for a in expr.args]
+            if isinstance(base, str) and all(isinstance(a, str) for a in args):
+                try:
+                    return getattr(base, expr.func.attr)(*args)
+                except TypeError:
+                    return _NOT_CONSTANT
         if isinstance(expr, ast.Call) and len(expr.args) == 1:
             names = scope.module.qualified(expr.func)
             if any(n in _VERSION_CTORS for n in names):

@@ -152,8 +152,13 @@ class _Indexer(Walker):
             cls = self.index.classes[func.class_name]
             cls.attrs.setdefault(target.attr, []).append((value, func))
         elif isinstance(target, ast.Tuple | ast.List):
-            for el in target.elts:
-                self._record(el.value if isinstance(el, ast.Starred) else el, UNKNOWN_VALUE)
+            starred = any(isinstance(el, ast.Starred) for el in target.elts)
+            for i, el in enumerate(target.elts):
+                if starred or value is UNKNOWN_VALUE or isinstance(el, ast.Starred):
+                    self._record(el.value if isinstance(el, ast.Starred) else el, UNKNOWN_VALUE)
+                else:  # ``a, b = f()``: ``a`` is ``f()[0]``
+                    item = ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load())
+                    self._record(el, ast.copy_location(item, value))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
