@@ -241,3 +241,16 @@ def test_a_wheel_that_keeps_its_code_under_data_purelib_is_read(tmp_path: Path):
     assert [(f.file, f.kind) for f in result.findings] == [
         ("purelibclient/mod.py", "call-signature")
     ]
+
+
+def test_an_internal_error_is_one_line_and_exit_code_3(monkeypatch: pytest.MonkeyPatch):
+    import driftcheck.pipeline
+
+    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(driftcheck.pipeline, "scan", broken)
+    result = run_cli("scan", str(CLIENT), *HOST_ARGS)
+    assert result.exit_code == 3
+    [line] = result.stderr_lines
+    assert line.startswith("driftcheck: error: internal error: ZeroDivisionError: a bug")

@@ -22,7 +22,8 @@ from driftcheck.errors import DriftcheckError
 
 class _Group(click.Group):
     """Turns driftcheck errors, bad usage and environment errors into one line on stderr and
-    exit code 2 (``DRIFTCHECK_DEBUG=1`` shows the traceback instead)."""
+    exit code 2, and driftcheck's own bugs into one line and exit code 3 (``DRIFTCHECK_DEBUG=1``
+    shows the traceback instead)."""
 
     def make_context(
         self,
@@ -63,6 +64,14 @@ class _Group(click.Group):
                 raise
             where = f" ({exc.filename})" if exc.filename else ""
             _fail(f"{exc.strerror or exc}{where}", 2)
+        except Exception as exc:  # a bug in driftcheck: its own exit code, never 1 (findings)
+            if _debug():
+                raise
+            _fail(
+                f"internal error: {type(exc).__name__}: {exc} "
+                "(DRIFTCHECK_DEBUG=1 shows the traceback; please report it)",
+                3,
+            )
 
 
 def _debug() -> bool:
