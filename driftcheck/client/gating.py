@@ -11,9 +11,10 @@ there where its import works; ``if TYPE_CHECKING:`` never runs.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from driftcheck.client.gate_reader import GateReader, Scope, host_imports
-from driftcheck.client.index import FunctionInfo, ModuleInfo
+from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.client.names import Walker
 from driftcheck.gates import TYPE_ONLY, Gate, all_of, negate
 
@@ -27,6 +28,7 @@ class GatedWalker(Walker):
 
     module: ModuleInfo
     roots: set[str]
+    index: ClientIndex
 
     def __init__(self, reader: GateReader | None) -> None:
         super().__init__()
@@ -40,6 +42,10 @@ class GatedWalker(Walker):
         self.type_only: set[str] = set()
         #: Module-level name -> the host names imports bind it to, each under its gate.
         self.bindings: dict[str, list[tuple[str, Gate | None]]] = {}
+        #: Client modules this module imports: (module, gate at the import, this module).
+        self.import_sites: list[tuple[str, Gate | None, str]] = []
+        #: Where the module's own functions are named: (function, gate there, scope there).
+        self.function_refs: list[tuple[str, Gate | None, str]] = []
         self.uses: list = []
 
     @property
@@ -58,6 +64,21 @@ class GatedWalker(Walker):
         if not member and any(symbol == t or symbol.startswith(t + ".") for t in self.type_only):
             extra.append(TYPE_ONLY)
         return all_of([*self.gates, *extra])
+
+    def record_import_site(self, base: str, names: Iterable[str] = ()) -> None:
+        """An import of client module ``base`` (and of ``base.name``, which may be a submodule)
+        under the current gates: what module reach is made of."""
+        gate = all_of(list(self.gates))
+        self.import_sites.append((base, gate, self.module.name))
+        self.import_sites += [(f"{base}.{name}", gate, self.module.name) for name in names]
+
+    def visit_Name(self, node: ast.Name) -> None:
+        """A load of one of the module's own functions, under the current gates."""
+        if isinstance(node.ctx, ast.Load) and node.id in self.module.names.defined:
+            qualname = f"{self.module.name}.{node.id}"
+            if qualname in self.index.functions:
+                scope = self.func.qualname if self.func is not None else self.module.name
+                self.function_refs.append((qualname, all_of(list(self.gates)), scope))
 
     def record_binding(self, local: str, path: str) -> None:
         """A module-level host import binding ``local`` under the current gates."""

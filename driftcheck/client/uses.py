@@ -87,10 +87,6 @@ class UseCollector(KwargsFlow, GatedWalker):
         self.uses: list[Use] = []
         self.func_stack: list[FunctionInfo] = []
         self.class_stack: list[ClassInfo] = []
-        #: Client modules this module imports: (module, gate at the import, this module).
-        self.import_sites: list[tuple[str, Gate | None, str]] = []
-        #: Where the module's own functions are named: (function, gate there, scope there).
-        self.function_refs: list[tuple[str, Gate | None, str]] = []
 
     def run(self) -> list[Use]:
         """Walk the module; its uses in source order."""
@@ -220,17 +216,12 @@ class UseCollector(KwargsFlow, GatedWalker):
                 if not self.func_stack and alias.asname:
                     self.record_binding(alias.asname, alias.name)
             else:
-                self.import_sites.append(
-                    (alias.name, self.gate_for("", member=True, kind="import"), self.module.name)
-                )
+                self.record_import_site(alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         base = self.module.names.from_base(node)
         if base and not self._host(base):
-            gate = self.gate_for("", member=True, kind="import")
-            self.import_sites.append((base, gate, self.module.name))
-            for alias in node.names:  # ``from pkg import submodule``
-                self.import_sites.append((f"{base}.{alias.name}", gate, self.module.name))
+            self.record_import_site(base, [alias.name for alias in node.names])
         if node.level or node.module is None:
             return
         base = node.module
@@ -291,13 +282,6 @@ class UseCollector(KwargsFlow, GatedWalker):
             return None
         owner = self.types.host_class(self.types.infer(receiver.value, self.func, self.module))
         return f"{owner.path}.{receiver.attr}" if owner is not None else None
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Load) and node.id in self.module.names.defined:
-            qualname = f"{self.module.name}.{node.id}"
-            if qualname in self.index.functions:
-                scope = self.func_stack[-1].qualname if self.func_stack else self.module.name
-                self.function_refs.append((qualname, all_of(list(self.gates)), scope))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.track_assign(node)
