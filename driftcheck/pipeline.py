@@ -12,6 +12,7 @@ from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
+from driftcheck.client.gating import assignment_gates
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, load_client, parse_client
 from driftcheck.client.reach import function_gates, module_gates, unread_sites
@@ -95,6 +96,8 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
     apply_bindings(index, types)
     dists = {types_api.name, types_api.name.removesuffix("-cpu")}
     gates = GateReader(index, roots, dists)
+    for info in client.modules.values():
+        types.value_gates.update(assignment_gates(info, gates))
     uses: list[Use] = []
     sites: list = []
     refs: list = []

@@ -244,3 +244,44 @@ def _bound_names(body: list[ast.stmt], roots: set[str]) -> dict[str, str]:
                     if a.name != "*":
                         out[a.asname or a.name] = f"{stmt.module}.{a.name}"
     return out
+
+
+def assignment_gates(module: ModuleInfo, reader: GateReader) -> dict[int, Gate]:
+    r"""``id()`` of each assigned value -> the gate its assignment runs under, for assignments in
+    the arms of ``if``\ s on the host (a statement walk: no expression is visited)."""
+    out: dict[int, Gate] = {}
+
+    def block(body: list[ast.stmt], gates: list[Gate], func: FunctionInfo | None) -> None:
+        gates = list(gates)
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                block(stmt.body, gates, reader.index.function_of_node.get(stmt, func))
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                block(stmt.body, gates, func)
+                continue
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and gates and stmt.value is not None:
+                out[id(stmt.value)] = all_of(gates)  # type: ignore[assignment]
+                continue
+            if isinstance(stmt, ast.If):
+                gate = reader.gate(stmt.test, Scope(module, func))
+                if gate is None:
+                    block(stmt.body, gates, func)
+                    block(stmt.orelse, gates, func)
+                    continue
+                block(stmt.body, [*gates, gate], func)
+                block(stmt.orelse, [*gates, negate(gate)], func)
+                body_exits = bool(stmt.body) and isinstance(stmt.body[-1], _EXITS)
+                else_exits = bool(stmt.orelse) and isinstance(stmt.orelse[-1], _EXITS)
+                if body_exits != else_exits:
+                    gates.append(negate(gate) if body_exits else gate)
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, name, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    block(inner, gates, func)
+            for handler in getattr(stmt, "handlers", None) or []:
+                block(handler.body, gates, func)
+
+    block(module.tree.body, [], None)
+    return out

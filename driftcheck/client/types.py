@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, TypeRef, first_param
+from driftcheck.gates import Gate
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.rules.ruleset import Bindings
 
@@ -27,6 +28,8 @@ class TypeInferrer:
         self.bindings = bindings or Bindings()
         #: Host attribute path -> runtime class, from binding rules.
         self.attribute_overrides = self.bindings.attributes
+        #: ``id()`` of values assigned in the arms of ``if``\ s on the host -> the arm's gate.
+        self.value_gates: dict[int, Gate] = {}
 
     # -- entry points ----------------------------------------------------------------------
     def infer(self, expr: ast.AST, func: FunctionInfo | None, module: ModuleInfo) -> TypeRef | None:
@@ -250,6 +253,27 @@ class TypeInferrer:
             found = self.host.class_member(cls, name)
             return found if isinstance(found, Found) else None
         return None
+
+    def alternatives(
+        self, expr: ast.AST, func: FunctionInfo | None, module: ModuleInfo
+    ) -> list[tuple[TypeRef, Gate]]:
+        r"""The types a name or ``self.x`` has in the arms of ``if``\ s on the host, each under
+        its arm's gate, when every value it is assigned runs under one and they differ."""
+        values: list[tuple[ast.expr, FunctionInfo | None, ModuleInfo]] = []
+        if isinstance(expr, ast.Name) and func is not None and expr.id in func.locals:
+            values = [(v, func, module) for v in func.locals[expr.id]]
+        elif isinstance(expr, ast.Attribute):
+            owner = self.infer(expr.value, func, module)
+            info = self.index.classes.get(owner.path) if owner and owner.kind == "client" else None
+            if info is not None:
+                values = [(v, f, info.module) for v, f in info.attrs.get(expr.attr, [])]
+        if len(values) < 2 or not all(id(v) in self.value_gates for v, _, _ in values):
+            return []
+        typed = [(self.infer(v, s, m), self.value_gates[id(v)]) for v, s, m in values]
+        known = [(ref, gate) for ref, gate in typed if ref is not None]
+        if not known or (len(known) == len(typed) and len({ref for ref, _ in known}) == 1):
+            return []
+        return known  # an arm whose type is unknown adds no use: its gate keeps the others apart
 
     def attribute_type(self, owner: TypeRef, name: str) -> TypeRef | None:
         """The class of attribute ``name`` read off an instance of ``owner``."""

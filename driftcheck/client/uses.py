@@ -14,7 +14,14 @@ from dataclasses import dataclass, replace
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import GatedWalker
-from driftcheck.client.index import ClassInfo, ClientIndex, FunctionInfo, ModuleInfo, first_param
+from driftcheck.client.index import (
+    ClassInfo,
+    ClientIndex,
+    FunctionInfo,
+    ModuleInfo,
+    TypeRef,
+    first_param,
+)
 from driftcheck.client.kwargs import KwargsFlow
 from driftcheck.client.names import FUNCTIONS, place
 from driftcheck.client.types import TypeInferrer
@@ -253,7 +260,23 @@ class UseCollector(KwargsFlow, GatedWalker):
         self._member_use("attribute", node, node)
 
     def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: object) -> Use | None:
-        owner = self.types.infer(attr.value, self.func, self.module)
+        arms = self.types.alternatives(attr.value, self.func, self.module)
+        if arms:  # a receiver bound differently in the arms of an ``if`` on the host
+            made = [self._member_of(kind, attr, at, owner, gate, **kw) for owner, gate in arms]
+            return next((u for u in made if u is not None), None)
+        return self._member_of(kind, attr, at, None, None, **kw)
+
+    def _member_of(
+        self,
+        kind: str,
+        attr: ast.Attribute,
+        at: ast.AST,
+        owner: TypeRef | None,
+        gate: Gate | None,
+        **kw: object,
+    ) -> Use | None:
+        if owner is None:
+            owner = self.types.infer(attr.value, self.func, self.module)
         if owner is None:
             return None
         cls = self.types.host_class(owner)
@@ -264,7 +287,7 @@ class UseCollector(KwargsFlow, GatedWalker):
             info = self.index.classes.get(owner.path)
             if info is not None and _client_defines(self.index, info, member):
                 return None
-        return self._add(
+        use = self._add(
             kind,
             at,
             f"{cls.path}.{member}",
@@ -275,6 +298,9 @@ class UseCollector(KwargsFlow, GatedWalker):
             holder=self._holder(attr.value),
             **kw,
         )
+        if gate is not None:
+            use.gate = all_of([g for g in (use.gate, gate) if g is not None])
+        return use
 
     def _holder(self, receiver: ast.AST) -> str | None:
         """For ``a.b.member``: the host attribute ``A.b`` the receiver was read from."""
