@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from driftcheck.client.uses import Use
@@ -75,12 +75,14 @@ def missing_module(api: HostAPI, symbol: str) -> str | None:
     module = symbol.rpartition(".")[0]
     if "." not in module or not api.owns(module):
         return None
-    parts = module.split(".")
-    for i in range(2, len(parts) + 1):
-        prefix = ".".join(parts[:i])
-        if api.module(prefix) is None:
-            return prefix
-    return None
+    return next((p for p in prefixes(module, start=2) if api.module(p) is None), None)
+
+
+def prefixes(dotted: str, *, start: int = 1) -> Iterator[str]:
+    """``a.b.c`` -> ``a``, ``a.b``, ``a.b.c`` (from ``start`` parts on)."""
+    parts = dotted.split(".")
+    for i in range(start, len(parts) + 1):
+        yield ".".join(parts[:i])
 
 
 def side(api: HostAPI) -> Side:

@@ -7,7 +7,7 @@ module or class is reported once per file, at its first use.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding, missing_module
+from driftcheck.checks.context import CheckContext, finding, missing_module, prefixes
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -17,12 +17,7 @@ KINDS = ("import", "attribute", "call", "subclass")
 
 
 def _first_missing_prefix(api: HostAPI, symbol: str) -> str:
-    parts = symbol.split(".")
-    for i in range(1, len(parts) + 1):
-        prefix = ".".join(parts[:i])
-        if api.resolve(prefix) is None:
-            return prefix
-    return symbol
+    return next((p for p in prefixes(symbol) if api.resolve(p) is None), symbol)
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:

@@ -48,16 +48,7 @@ def fix(
     """
     from driftcheck.fixes.run import fix as run_fix
 
-    settings = run_settings(
-        client,
-        config_path=config_path,
-        against=against,
-        host=host,
-        baseline=baseline,
-        disable=disable,
-        exclude=exclude,
-        rule_dirs=rule_dirs,
-    )
+    settings = run_settings(click.get_current_context().params)
     settings.pop("config")
     done = run_fix(
         client, out=None if apply_ else out, apply=apply_, unsafe=unsafe_fixes, **settings

@@ -87,21 +87,15 @@ def scan_options(func: Callable) -> Callable:
     return func
 
 
-def run_settings(
-    client: str,
-    *,
-    config_path: str | None,
-    against: str | None,
-    host: str | None,
-    baseline: str | None,
-    disable: list[str],
-    exclude: tuple[str, ...],
-    rule_dirs: tuple[str, ...],
-) -> dict:
-    """The library's keyword arguments for one run: flags win over ``[tool.driftcheck]``.
+def run_settings(params: dict) -> dict:
+    """The library's keyword arguments for one run, from a command's parameters (the options of
+    :func:`scan_options`): flags win over ``[tool.driftcheck]``.
 
     ``scan`` and ``fix`` read the settings the same way, through here.
     """
+    client, config_path = params["client"], params["config_path"]
+    against, host, baseline = params["against"], params["host"], params["baseline"]
+    disable, exclude, rule_dirs = params["disable"], params["exclude"], params["rule_dirs"]
     from driftcheck.config import config_for
     from driftcheck.registry import check_ids
     from driftcheck.rules import load_rules

@@ -70,16 +70,7 @@ def scan(
     from driftcheck.pipeline import scan as run_scan
     from driftcheck.report import FORMATS
 
-    settings = run_settings(
-        client,
-        config_path=config_path,
-        against=against,
-        host=host,
-        baseline=baseline,
-        disable=disable,
-        exclude=exclude,
-        rule_dirs=rule_dirs,
-    )
+    settings = run_settings(click.get_current_context().params)
     cfg = settings.pop("config")
     disabled = settings["disable"]
     with status(quiet) as progress:

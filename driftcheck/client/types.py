@@ -9,8 +9,16 @@ A first pass over the whole client (:class:`ClientIndex`) records every class, i
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
-from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, TypeRef, first_param
+from driftcheck.client.index import (
+    ClassInfo,
+    ClientIndex,
+    FunctionInfo,
+    ModuleInfo,
+    TypeRef,
+    first_param,
+)
 from driftcheck.gates import Gate
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.rules.ruleset import Bindings
@@ -65,23 +73,27 @@ class TypeInferrer:
                 return found
         return None
 
-    def host_bases(self, client_class: str) -> list[str]:
-        """Host classes a client class derives from, directly or through client classes."""
-        out: list[str] = []
-        seen: set[str] = set()
-        todo = [client_class]
+    def _bases(self, client_class: str, *, mixed: bool) -> Iterator[tuple[str, ClassInfo | None]]:
+        """A client class and its bases, breadth first, each once: (name, its client class or
+        None for a class outside the client); ``mixed``: with the host classes it is mixed into."""
+        todo, seen = [client_class], set()
         while todo:
             name = todo.pop(0)
             if name in seen:
                 continue
             seen.add(name)
             info = self.index.classes.get(name)
-            if info is None:
-                if self.host.owns(name):
-                    out.append(name)
-                continue
-            todo.extend(info.bases + info.extra_bases)
-        return out
+            yield name, info
+            if info is not None:
+                todo.extend(info.bases + (info.extra_bases if mixed else []))
+
+    def host_bases(self, client_class: str) -> list[str]:
+        """Host classes a client class derives from, directly or through client classes."""
+        return [
+            name
+            for name, info in self._bases(client_class, mixed=True)
+            if info is None and self.host.owns(name)
+        ]
 
     # -- internals -------------------------------------------------------------------------
     def _infer(
@@ -157,13 +169,7 @@ class TypeInferrer:
         """The host class whose ``__init__`` a client class's constructor is: when neither the
         class nor a client class between it and that host base defines ``__init__`` or
         ``__new__`` or is decorated (a dataclass makes its own)."""
-        todo, seen = [client_class], set()
-        while todo:
-            name = todo.pop(0)
-            if name in seen:
-                continue
-            seen.add(name)
-            info = self.index.classes.get(name)
+        for name, info in self._bases(client_class, mixed=False):
             if info is None:
                 found = self.host.resolve(name) if self.host.owns(name) else None
                 return found.path if isinstance(found, Found) else None
@@ -171,7 +177,6 @@ class TypeInferrer:
                 return None
             if len(info.bases) != len(info.node.bases) or info.node.keywords:
                 return None  # a base driftcheck cannot name, or a metaclass: not certain
-            todo.extend(info.bases)
         return None
 
     def _enclosing(self, func: FunctionInfo) -> FunctionInfo | None:
