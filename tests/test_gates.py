@@ -128,11 +128,15 @@ def test_lazy_packages_aliases_and_record_constructors():
         if "# drift" in ln
     }
     assert found == marked, sorted(found ^ marked)
-    imports = [f for f in result.findings if f.file != "lazyclient/records.py"]
-    assert imports
-    assert all(f.kind == "missing-symbol" and "lazyhost.worker" in f.message for f in imports)
-    records = [f for f in result.findings if f.file == "lazyclient/records.py"]
-    assert {f.kind for f in records} == {"call-signature"}  # msgspec, NamedTuple, pydantic
+    kinds = {}
+    for f in result.findings:
+        kinds.setdefault(f.file, set()).add(f.kind)
+    assert kinds == {
+        "lazyclient/workers.py": {"missing-symbol"},  # a removed package, behind __getattr__
+        "lazyclient/strict.py": {"missing-symbol"},  # a handler that raises again
+        "lazyclient/records.py": {"call-signature"},  # msgspec, NamedTuple, pydantic
+        "lazyclient/engines.py": {"call-signature"},  # a keyword forwarded to a dataclass
+    }
 
 
 # -- module reach ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 import griffe
 
 from driftcheck.host.attributes import InferredType, add_instance_attributes
+from driftcheck.host.forwarding import forwarded
 from driftcheck.host.records import record_init, record_kind
 from driftcheck.host.signature import Param, Signature, dataclass_fields, signature_of_function
 from driftcheck.sources.trees import SourceTree
@@ -307,12 +308,32 @@ class HostAPI:
             return self._sig_cache[found.path]
         sig: Signature | None = None
         obj = found.obj
+        self._sig_cache[found.path] = None  # a forwarding cycle reads as unknown
         if isinstance(obj, griffe.Function):
             sig = signature_of_function(obj, bound=_is_bound_method(obj), file=found.file)
+            sig = self._forwarded(found, sig)
         elif isinstance(obj, griffe.Class):
             sig = self._constructor(found)
         self._sig_cache[found.path] = sig
         return sig
+
+    def _forwarded(self, found: Found, sig: Signature) -> Signature:
+        """``sig`` with ``**kwargs`` replaced by the callee they are forwarded to."""
+        if not sig.accepts_var_keyword:
+            return sig
+        module = found.obj.module.path
+
+        def callee(func: ast.expr) -> Signature | None:
+            dotted = ast.unparse(func)
+            if dotted.startswith("self.") or "(" in dotted:
+                return None
+            for path in (f"{module}.{dotted}", dotted):
+                got = self.resolve(path) if self.owns(path) else None
+                if isinstance(got, Found) and got.kind in ("class", "function"):
+                    return self.signature(got)
+            return None
+
+        return forwarded(sig, self.def_node(found), callee)
 
     def _constructor(self, cls: Found) -> Signature | None:
         chain, complete = self.mro(cls)
@@ -330,7 +351,7 @@ class HostAPI:
                     got = self._follow(members[special], f"{klass.path}.{special}", frozenset())
                     if isinstance(got, Found) and isinstance(got.obj, griffe.Function):
                         sig = signature_of_function(got.obj, bound=True, file=got.file)
-                        return sig
+                        return self._forwarded(got, sig)
                     return None
         if complete:
             return Signature(params=[], returns=None, file=cls.file, line=cls.line)
