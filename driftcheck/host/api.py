@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import griffe
@@ -24,12 +24,22 @@ from driftcheck.sources.trees import SourceTree
 
 logging.getLogger("griffe").setLevel(logging.ERROR)
 
+#: attrs' class decorators: its ``__init__`` takes a private field ``_x`` as ``x``.
+ATTRS_DECORATORS = {
+    "attr.s",
+    "attr.attrs",
+    "attr.define",
+    "attr.frozen",
+    "attr.mutable",
+    "attr.dataclass",
+    "attrs.define",
+    "attrs.frozen",
+    "attrs.mutable",
+}
 DATACLASS_DECORATORS = {
     "dataclasses.dataclass",
     "pydantic.dataclasses.dataclass",
-    "attr.s",
-    "attrs.define",
-    "attrs.frozen",
+    *ATTRS_DECORATORS,
 }
 TRANSFORM_MARKERS = {"typing.dataclass_transform", "typing_extensions.dataclass_transform"}
 
@@ -385,7 +395,13 @@ class HostAPI:
             node = self.class_node(klass)
             if node is None:
                 continue
+            attrs = any(
+                _canonical(getattr(d.value, "function", d.value)) in ATTRS_DECORATORS
+                for d in klass.obj.decorators
+            )
             for param in dataclass_fields(node, kw_only=_decorator_kw_only(klass)):
+                if attrs and param.name.startswith("_"):
+                    param = replace(param, name=param.name.lstrip("_"))
                 params.pop(param.name, None)
                 params[param.name] = param
         ordered = [p for p in params.values() if p.kind != "keyword_only"]
