@@ -966,7 +966,7 @@ def test_fix_rules_load():
     )
 
 
-@pytest.mark.parametrize("rule", FIXTURE_FIX_RULES, ids=lambda r: r.id)
+@pytest.mark.parametrize("rule", list(FIXTURE_FIX_RULES), ids=lambda r: r.id)
 def test_fix_rule_structure(rule: Rule):
     assert rule.path.stem == rule.id
     assert rule.path.parent.name == rule.host

@@ -398,7 +398,7 @@ def test_fixture_rules_load():
     assert {r.id for r in FIXTURE_RULES} == {"fast-mode-default", *REVEALED_BY}
 
 
-@pytest.mark.parametrize("rule", FIXTURE_RULES, ids=lambda r: r.id)
+@pytest.mark.parametrize("rule", list(FIXTURE_RULES), ids=lambda r: r.id)
 def test_fixture_rule_structure(rule: Rule):
     assert rule.path.stem == rule.id
     assert rule.path.parent.name == rule.host == "protohost"
