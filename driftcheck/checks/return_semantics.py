@@ -10,7 +10,7 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.uses import Use
 from driftcheck.findings import Evidence, Finding, Fix
-from driftcheck.host.api import Found
+from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.facts import always_returns_none
 from driftcheck.host.signature import return_change
 
@@ -69,10 +69,16 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
 
 def _now_always_none(ctx: CheckContext, base: Found, target: Found) -> bool:
     """The body now returns only None (whatever the annotation says) and did not before."""
-    t_node, b_node = ctx.target.def_node(target), ctx.baseline.def_node(base)  # type: ignore[union-attr]
-    return (
-        t_node is not None
-        and b_node is not None
-        and always_returns_none(t_node)
-        and not always_returns_none(b_node)
-    )
+    return _always_none(ctx.target, target) is True and _always_none(ctx.baseline, base) is False
+
+
+def _always_none(api: HostAPI | None, found: Found) -> bool | None:
+    """Whether a host function only ever returns None (kept in the snapshot; None: unknown)."""
+    if api is None:
+        return None
+
+    def compute() -> bool | None:
+        node = api.def_node(found)
+        return None if node is None else always_returns_none(node)
+
+    return api.fact(f"always-none:{found.path}:{found.line}", compute)  # type: ignore[return-value]

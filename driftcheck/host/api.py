@@ -319,11 +319,19 @@ class HostAPI:
         sig: Signature | None = None
         obj = found.obj
         self._sig_cache[found.path] = None  # a forwarding cycle reads as unknown
-        if isinstance(obj, griffe.Function):
-            sig = signature_of_function(obj, bound=_is_bound_method(obj), file=found.file)
-            sig = self._forwarded(found, sig)
-        elif isinstance(obj, griffe.Class):
-            sig = self._constructor(found)
+
+        def compute() -> dict | None:
+            made: Signature | None = None
+            if isinstance(obj, griffe.Function):
+                made = signature_of_function(obj, bound=_is_bound_method(obj), file=found.file)
+                made = self._forwarded(found, made)
+            elif isinstance(obj, griffe.Class):
+                made = self._constructor(found)
+            return made.to_json() if made is not None else None
+
+        # Kept in the snapshot: synthesising one can mean parsing a large host module.
+        raw = self.fact(f"signature:{found.path}:{found.line}", compute)
+        sig = Signature.from_json(raw) if isinstance(raw, dict) else None
         self._sig_cache[found.path] = sig
         return sig
 

@@ -218,11 +218,8 @@ def _member_names(api: HostAPI, cls: Found) -> set[str]:
 
 def deprecations(api: HostAPI, func: Found) -> list[str]:
     """Deprecation messages a function or property emits (warnings.warn / @deprecated)."""
-    memo = api.__dict__.setdefault("_deprecations", {})
-    key = (func.file, func.line, func.obj.name)
-    if key not in memo:
-        memo[key] = _deprecations(api, func)
-    return list(memo[key])
+    key = f"deprecations:{func.file}:{func.line}:{func.obj.name}"
+    return list(api.fact(key, lambda: _deprecations(api, func)))  # type: ignore[arg-type]
 
 
 def _deprecations(api: HostAPI, func: Found) -> list[str]:

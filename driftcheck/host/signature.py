@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import griffe
 
@@ -48,6 +48,25 @@ class Signature:
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``."""
         return next((p for p in self.params if p.name == name), None)
+
+    def to_json(self) -> dict:
+        """A JSON form (kept in host snapshots)."""
+        return {
+            "params": [asdict(p) for p in self.params],
+            "returns": self.returns,
+            "file": self.file,
+            "line": self.line,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Signature:
+        """The signature :meth:`to_json` wrote."""
+        return cls(
+            params=[Param(**p) for p in data["params"]],
+            returns=data["returns"],
+            file=data["file"],
+            line=data["line"],
+        )
 
     @property
     def accepts_var_keyword(self) -> bool:

@@ -46,6 +46,11 @@ class SnapshotTree(SourceTree):
                     self.data = data
             except (OSError, ValueError):
                 self.data = {}
+        if self.data and self.data.get("facts_code") != code_digest():
+            # Facts are mined by driftcheck's code: another version of it mines them afresh.
+            self.data["facts"] = {}
+            self.data["facts_code"] = code_digest()
+            self.dirty = True
         if not self.data:
             real = self.real
             md = real.metadata
@@ -56,6 +61,7 @@ class SnapshotTree(SourceTree):
                 "metadata": None if md is None else [md.name, md.version, md.requires],
                 "texts": {},
                 "facts": {},
+                "facts_code": code_digest(),
             }
             self.skipped = list(real.skipped)
             self.dirty = True
