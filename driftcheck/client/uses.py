@@ -294,13 +294,17 @@ class UseCollector(KwargsFlow, GatedWalker):
             receiver=cls.path,
             member=member,
             receiver_expr=self.source.segment(attr.value),
-            via=self._via(attr.value),
+            via=self._via(attr.value) if gate is None else self._arm(attr.value, cls.path, gate),
             holder=self._holder(attr.value),
             **kw,
         )
         if gate is not None:
             use.gate = all_of([g for g in (use.gate, gate) if g is not None])
         return use
+
+    def _arm(self, receiver: ast.AST, cls: str, gate: Gate) -> str:
+        """Which branch bound the receiver: ``self.engine is a TurboEngine when ...``."""
+        return f"{self.source.segment(receiver)} is a {cls.rsplit('.', 1)[-1]} when {gate.text()}"
 
     def _holder(self, receiver: ast.AST) -> str | None:
         """For ``a.b.member``: the host attribute ``A.b`` the receiver was read from."""
