@@ -22,7 +22,7 @@ from driftcheck.checks import (
     string_ref,
 )
 from driftcheck.checks.context import CheckContext
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Finding
 
 Check = Callable[[Use, CheckContext], list[Finding]]

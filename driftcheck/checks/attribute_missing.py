@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found
 

@@ -7,7 +7,7 @@ Dataclass and pydantic-dataclass constructors are checked against their synthesi
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
 from driftcheck.host.signature import bind

@@ -10,7 +10,7 @@ releases where the default flips.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 

@@ -8,7 +8,7 @@ module or class is reported once per file, at its first use.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, missing_module, prefixes
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.relocation import find_new_home

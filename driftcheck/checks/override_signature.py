@@ -5,7 +5,7 @@ what the host passes it on the target."""
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
 from driftcheck.host.signature import Signature

@@ -11,7 +11,7 @@ text is the evidence.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
 from driftcheck.host.facts import Guard, all_guards, follow_up, new_members

@@ -8,7 +8,7 @@ changed from a container to an item (or back).
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.facts import always_returns_none

@@ -14,7 +14,7 @@ import pickle
 from importlib import metadata
 
 from driftcheck.cache import cache_root, code_digest
-from driftcheck.client.uses import Use
+from driftcheck.client.use import Use
 from driftcheck.host.api import HostAPI
 
 

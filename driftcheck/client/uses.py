@@ -10,7 +10,7 @@ method name given as a string to the host).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import GatedWalker
@@ -19,62 +19,17 @@ from driftcheck.client.index import (
     ClientIndex,
     FunctionInfo,
     ModuleInfo,
-    TypeRef,
-    first_param,
 )
 from driftcheck.client.kwargs import KwargsFlow
+from driftcheck.client.members import MemberUses
 from driftcheck.client.names import FUNCTIONS, place
 from driftcheck.client.types import TypeInferrer
-from driftcheck.gates import Gate, all_of
+from driftcheck.client.use import Use
+from driftcheck.gates import all_of
 from driftcheck.host.signature import CallShape
 
 
-@dataclass
-class Use:
-    """One place where the client touches the host.
-
-    Attributes:
-        kind: import / attribute / call / subclass / override / string-ref.
-        file: Client file, relative to the client's root.
-        line: 1-based line.
-        column: 1-based column.
-        symbol: Host dotted path as the client reaches it (``Class.member`` for members).
-        receiver: Host class path for a member of a typed receiver.
-        member: The member name for receiver uses and overrides.
-        shape: Arguments of a call.
-        result: How a call's result is used (discarded, assigned, returned, subscripted,
-            attribute, truth-tested, passed, iterated, used).
-        receiver_expr: Source of the receiver expression (``self.executor``).
-        scope: Qualified name of the enclosing client function.
-        order: Position of the use within the file (for "followed by" conditions).
-        params: For overrides: the client function's parameters as a signature-like list.
-        via: How the receiver type was found, when not from plain code (worker extension, …).
-    """
-
-    kind: str
-    file: str
-    line: int
-    column: int
-    symbol: str
-    receiver: str | None = None
-    member: str | None = None
-    shape: CallShape | None = None
-    result: str | None = None
-    receiver_expr: str | None = None
-    scope: str = ""
-    order: int = 0
-    end_line: int = 0
-    #: 1-based column just past the use on ``end_line`` (0: not known).
-    end_column: int = 0
-    params: list | None = None
-    via: str | None = None
-    #: The condition on the host under which the use runs (None: always).
-    gate: Gate | None = None
-    result_indexed: bool = False
-    holder: str | None = None
-
-
-class UseCollector(KwargsFlow, GatedWalker):
+class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     """Collects the uses of one client module."""
 
     def __init__(
@@ -259,60 +214,6 @@ class UseCollector(KwargsFlow, GatedWalker):
             return
         self._member_use("attribute", node, node)
 
-    def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: object) -> Use | None:
-        arms = self.types.alternatives(attr.value, self.func, self.module)
-        if arms:  # a receiver bound differently in the arms of an ``if`` on the host
-            made = [self._member_of(kind, attr, at, owner, gate, **kw) for owner, gate in arms]
-            return next((u for u in made if u is not None), None)
-        return self._member_of(kind, attr, at, None, None, **kw)
-
-    def _member_of(
-        self,
-        kind: str,
-        attr: ast.Attribute,
-        at: ast.AST,
-        owner: TypeRef | None,
-        gate: Gate | None,
-        **kw: object,
-    ) -> Use | None:
-        if owner is None:
-            owner = self.types.infer(attr.value, self.func, self.module)
-        if owner is None:
-            return None
-        cls = self.types.host_class(owner)
-        if cls is None:
-            return None
-        member = attr.attr
-        if owner.kind == "client":
-            info = self.index.classes.get(owner.path)
-            if info is not None and _client_defines(self.index, info, member):
-                return None
-        use = self._add(
-            kind,
-            at,
-            f"{cls.path}.{member}",
-            receiver=cls.path,
-            member=member,
-            receiver_expr=self.source.segment(attr.value),
-            via=self._via(attr.value) if gate is None else self._arm(attr.value, cls.path, gate),
-            holder=self._holder(attr.value),
-            **kw,
-        )
-        if gate is not None:
-            use.gate = all_of([g for g in (use.gate, gate) if g is not None])
-        return use
-
-    def _arm(self, receiver: ast.AST, cls: str, gate: Gate) -> str:
-        """Which branch bound the receiver: ``self.engine is a TurboEngine when ...``."""
-        return f"{self.source.segment(receiver)} is a {cls.rsplit('.', 1)[-1]} when {gate.text()}"
-
-    def _holder(self, receiver: ast.AST) -> str | None:
-        """For ``a.b.member``: the host attribute ``A.b`` the receiver was read from."""
-        if not isinstance(receiver, ast.Attribute):
-            return None
-        owner = self.types.host_class(self.types.infer(receiver.value, self.func, self.module))
-        return f"{owner.path}.{receiver.attr}" if owner is not None else None
-
     def visit_Assign(self, node: ast.Assign) -> None:
         self.track_assign(node)
 
@@ -370,24 +271,6 @@ class UseCollector(KwargsFlow, GatedWalker):
                     )
                 return
 
-    def _via(self, receiver: ast.AST) -> str | None:
-        """How the root of a receiver chain got a host type, when plain code does not show it."""
-        root = receiver
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        func = self.func
-        if not isinstance(root, ast.Name) or func is None:
-            return None
-        if first_param(func.node) != root.id:
-            return None
-        bound = [b for b in func.bound_self if b.kind != "unknown"]
-        if bound:
-            return f"{root.id} is bound with types.MethodType to {bound[0].path.rsplit('.', 1)[-1]}"
-        info = self.index.classes.get(func.class_name or "")
-        if info is not None and info.extra_bases:
-            return f"{info.qualname} is mixed into {info.extra_bases[0]}"
-        return None
-
     def _assigned_name_indexed(self, node: ast.Call) -> bool:
         """For ``x = call(...)``: is ``x`` subscripted in the same function?"""
         parent = self.parents.get(node)
@@ -416,32 +299,6 @@ class UseCollector(KwargsFlow, GatedWalker):
 def _dotted(text: str) -> bool:
     parts = text.split(".")
     return len(parts) > 1 and all(p.isidentifier() for p in parts)
-
-
-def _client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
-    todo, seen = [info], set()
-    while todo:
-        cur = todo.pop()
-        if cur.qualname in seen:
-            continue
-        seen.add(cur.qualname)
-        if member in cur.methods or member in cur.attrs:
-            return True
-        if _assigns_class_attr(cur.node, member):
-            return True
-        todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
-    return False
-
-
-def _assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
-    for stmt in node.body:
-        if isinstance(stmt, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-                return True
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            if stmt.target.id == name:
-                return True
-    return False
 
 
 def _result_usage(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:

@@ -11,37 +11,20 @@ from __future__ import annotations
 import ast
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import griffe
 
 from driftcheck.host.attributes import InferredType, add_instance_attributes
-from driftcheck.host.forwarding import forwarded
-from driftcheck.host.records import record_init, record_kind
-from driftcheck.host.signature import Param, Signature, dataclass_fields, signature_of_function
+from driftcheck.host.constructors import Signatures
+from driftcheck.host.objects import UNKNOWN, Found, Lookup, canonical
+
+__all__ = ["UNKNOWN", "Found", "HostAPI", "Lookup"]
+from driftcheck.host.signature import Signature
 from driftcheck.sources.trees import SourceTree
 
 logging.getLogger("griffe").setLevel(logging.ERROR)
-
-#: attrs' class decorators: its ``__init__`` takes a private field ``_x`` as ``x``.
-ATTRS_DECORATORS = {
-    "attr.s",
-    "attr.attrs",
-    "attr.define",
-    "attr.frozen",
-    "attr.mutable",
-    "attr.dataclass",
-    "attrs.define",
-    "attrs.frozen",
-    "attrs.mutable",
-}
-DATACLASS_DECORATORS = {
-    "dataclasses.dataclass",
-    "pydantic.dataclasses.dataclass",
-    *ATTRS_DECORATORS,
-}
-TRANSFORM_MARKERS = {"typing.dataclass_transform", "typing_extensions.dataclass_transform"}
 
 
 class _KeepModuleNode(griffe.Extension):
@@ -56,45 +39,8 @@ class _KeepModuleNode(griffe.Extension):
             self.node = node
 
 
-class Unknown:
-    """A lookup that cannot be decided statically (dynamic ``__getattr__``, external base)."""
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN = Unknown()
-
-
 @dataclass
-class Found:
-    """A resolved host object and its canonical path."""
-
-    obj: griffe.Object
-    path: str
-
-    @property
-    def kind(self) -> str:
-        """``module``, ``class``, ``function`` or ``attribute``."""
-        return self.obj.kind.value
-
-    @property
-    def file(self) -> str:
-        """Path of the defining file, relative to the host's root."""
-        fp = self.obj.filepath
-        return Path(fp).as_posix() if not isinstance(fp, list) else Path(fp[0]).as_posix()
-
-    @property
-    def line(self) -> int:
-        """Line of the definition (1 for a module)."""
-        return int(self.obj.lineno or 1)
-
-
-Lookup = Found | Unknown | None
-
-
-@dataclass
-class HostAPI:
+class HostAPI(Signatures):
     """One version of a host library, read from its source tree."""
 
     tree: SourceTree
@@ -311,111 +257,6 @@ class HostAPI:
             return None
         return self.annotation_class(func.obj.returns, func.obj)
 
-    # -- signatures ------------------------------------------------------------------------
-    def signature(self, found: Found) -> Signature | None:
-        """Call signature of a function or of a class's constructor; None when unknowable."""
-        if found.path in self._sig_cache:
-            return self._sig_cache[found.path]
-        sig: Signature | None = None
-        obj = found.obj
-        self._sig_cache[found.path] = None  # a forwarding cycle reads as unknown
-
-        def compute() -> dict | None:
-            made: Signature | None = None
-            if isinstance(obj, griffe.Function):
-                made = signature_of_function(obj, bound=_is_bound_method(obj), file=found.file)
-                made = self._forwarded(found, made)
-            elif isinstance(obj, griffe.Class):
-                made = self._constructor(found)
-            return made.to_json() if made is not None else None
-
-        # Kept in the snapshot: synthesising one can mean parsing a large host module.
-        raw = self.fact(f"signature:{found.path}:{found.line}", compute)
-        sig = Signature.from_json(raw) if isinstance(raw, dict) else None
-        self._sig_cache[found.path] = sig
-        return sig
-
-    def _forwarded(self, found: Found, sig: Signature) -> Signature:
-        """``sig`` with ``**kwargs`` replaced by the callee they are forwarded to."""
-        if not sig.accepts_var_keyword:
-            return sig
-        module = found.obj.module.path
-
-        def callee(func: ast.expr) -> Signature | None:
-            dotted = ast.unparse(func)
-            if dotted.startswith("self.") or "(" in dotted:
-                return None
-            for path in (f"{module}.{dotted}", dotted):
-                got = self.resolve(path) if self.owns(path) else None
-                if isinstance(got, Found) and got.kind in ("class", "function"):
-                    return self.signature(got)
-            return None
-
-        return forwarded(sig, self.def_node(found), callee)
-
-    def _constructor(self, cls: Found) -> Signature | None:
-        chain, complete = self.mro(cls)
-        kind = record_kind(chain)
-        if kind is not None and not any(
-            s in k.obj.members for k in chain for s in ("__init__", "__new__")
-        ):
-            return record_init(cls, chain, kind, self.class_node)
-        for klass in chain:
-            members = klass.obj.members
-            if self.is_dataclass(klass) and "__init__" not in members:
-                return self._dataclass_init(klass)
-            for special in ("__init__", "__new__"):
-                if special in members:
-                    got = self._follow(members[special], f"{klass.path}.{special}", frozenset())
-                    if isinstance(got, Found) and isinstance(got.obj, griffe.Function):
-                        sig = signature_of_function(got.obj, bound=True, file=got.file)
-                        return self._forwarded(got, sig)
-                    return None
-        if complete:
-            return Signature(params=[], returns=None, file=cls.file, line=cls.line)
-        return None
-
-    def is_dataclass(self, cls: Found) -> bool:
-        """True when a class's decorators make it a dataclass (stdlib, pydantic, PEP 681)."""
-        for deco in cls.obj.decorators:
-            value = deco.value
-            func = getattr(value, "function", value)
-            path = _canonical(func)
-            if path is None:
-                continue
-            if path in DATACLASS_DECORATORS:
-                return True
-            if self.owns(path):
-                target = self.resolve(path)
-                if isinstance(target, Found) and isinstance(target.obj, griffe.Function):
-                    for inner in target.obj.decorators:
-                        inner_path = _canonical(getattr(inner.value, "function", inner.value))
-                        if inner_path in TRANSFORM_MARKERS:
-                            return True
-        return False
-
-    def _dataclass_init(self, cls: Found) -> Signature:
-        chain, _ = self.mro(cls)
-        params: dict[str, Param] = {}
-        for klass in reversed(chain):
-            if not self.is_dataclass(klass):
-                continue
-            node = self.class_node(klass)
-            if node is None:
-                continue
-            attrs = any(
-                _canonical(getattr(d.value, "function", d.value)) in ATTRS_DECORATORS
-                for d in klass.obj.decorators
-            )
-            for param in dataclass_fields(node, kw_only=_decorator_kw_only(klass)):
-                if attrs and param.name.startswith("_"):
-                    param = replace(param, name=param.name.lstrip("_"))
-                params.pop(param.name, None)
-                params[param.name] = param
-        ordered = [p for p in params.values() if p.kind != "keyword_only"]
-        ordered += [p for p in params.values() if p.kind == "keyword_only"]
-        return Signature(params=ordered, returns=None, file=cls.file, line=cls.line)
-
     def class_node(self, cls: Found) -> ast.ClassDef | None:
         """The ``ast`` node of a host class (for facts the API model does not carry)."""
         return self.def_node(cls)  # type: ignore[return-value]
@@ -467,36 +308,7 @@ def _definitions(
     return out
 
 
-def _decorator_kw_only(cls: Found) -> bool:
-    for deco in cls.obj.decorators:
-        for arg in getattr(deco.value, "arguments", []) or []:
-            if getattr(arg, "name", None) == "kw_only" and str(getattr(arg, "value", "")) == "True":
-                return True
-    return False
-
-
-def _is_bound_method(func: griffe.Function) -> bool:
-    if not isinstance(func.parent, griffe.Class):
-        return False
-    labels = func.labels
-    if "staticmethod" in labels:
-        return False
-    return (
-        bool(func.parameters)
-        and func.parameters[0].name in ("self", "cls")
-        or ("classmethod" in labels)
-    )
-
-
-def _canonical(expr: object) -> str | None:
-    if expr is None:
-        return None
-    path = getattr(expr, "canonical_path", None)
-    if isinstance(path, str):
-        return path
-    if isinstance(expr, str):
-        return expr
-    return None
+_canonical = canonical
 
 
 def _annotation_paths(annotation: object) -> list[str]:

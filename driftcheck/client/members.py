@@ -1,0 +1,113 @@
+"""Uses of members read off typed receivers (``self.engine.step()``): which host class the
+receiver is, through which binding or branch, and whether the client's own class defines the
+member first."""
+
+from __future__ import annotations
+
+import ast
+
+from driftcheck.client.index import ClassInfo, ClientIndex, TypeRef, first_param
+from driftcheck.client.use import Use
+from driftcheck.gates import Gate, all_of
+
+
+class MemberUses:
+    """The member-use part of the use collector (a base class of it)."""
+
+    def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: object) -> Use | None:
+        arms = self.types.alternatives(attr.value, self.func, self.module)
+        if arms:  # a receiver bound differently in the arms of an ``if`` on the host
+            made = [self._member_of(kind, attr, at, owner, gate, **kw) for owner, gate in arms]
+            return next((u for u in made if u is not None), None)
+        return self._member_of(kind, attr, at, None, None, **kw)
+
+    def _member_of(
+        self,
+        kind: str,
+        attr: ast.Attribute,
+        at: ast.AST,
+        owner: TypeRef | None,
+        gate: Gate | None,
+        **kw: object,
+    ) -> Use | None:
+        if owner is None:
+            owner = self.types.infer(attr.value, self.func, self.module)
+        if owner is None:
+            return None
+        cls = self.types.host_class(owner)
+        if cls is None:
+            return None
+        member = attr.attr
+        if owner.kind == "client":
+            info = self.index.classes.get(owner.path)
+            if info is not None and client_defines(self.index, info, member):
+                return None
+        use = self._add(
+            kind,
+            at,
+            f"{cls.path}.{member}",
+            receiver=cls.path,
+            member=member,
+            receiver_expr=self.source.segment(attr.value),
+            via=self._via(attr.value) if gate is None else self._arm(attr.value, cls.path, gate),
+            holder=self._holder(attr.value),
+            **kw,
+        )
+        if gate is not None:
+            use.gate = all_of([g for g in (use.gate, gate) if g is not None])
+        return use
+
+    def _arm(self, receiver: ast.AST, cls: str, gate: Gate) -> str:
+        """Which branch bound the receiver: ``self.engine is a TurboEngine when ...``."""
+        return f"{self.source.segment(receiver)} is a {cls.rsplit('.', 1)[-1]} when {gate.text()}"
+
+    def _holder(self, receiver: ast.AST) -> str | None:
+        """For ``a.b.member``: the host attribute ``A.b`` the receiver was read from."""
+        if not isinstance(receiver, ast.Attribute):
+            return None
+        owner = self.types.host_class(self.types.infer(receiver.value, self.func, self.module))
+        return f"{owner.path}.{receiver.attr}" if owner is not None else None
+
+    def _via(self, receiver: ast.AST) -> str | None:
+        """How the root of a receiver chain got a host type, when plain code does not show it."""
+        root = receiver
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        func = self.func
+        if not isinstance(root, ast.Name) or func is None:
+            return None
+        if first_param(func.node) != root.id:
+            return None
+        bound = [b for b in func.bound_self if b.kind != "unknown"]
+        if bound:
+            return f"{root.id} is bound with types.MethodType to {bound[0].path.rsplit('.', 1)[-1]}"
+        info = self.index.classes.get(func.class_name or "")
+        if info is not None and info.extra_bases:
+            return f"{info.qualname} is mixed into {info.extra_bases[0]}"
+        return None
+
+
+def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
+    todo, seen = [info], set()
+    while todo:
+        cur = todo.pop()
+        if cur.qualname in seen:
+            continue
+        seen.add(cur.qualname)
+        if member in cur.methods or member in cur.attrs:
+            return True
+        if assigns_class_attr(cur.node, member):
+            return True
+        todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
+    return False
+
+
+def assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                return True
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.target.id == name:
+                return True
+    return False

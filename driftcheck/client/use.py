@@ -1,0 +1,53 @@
+"""One place where the client touches the host, as data (cached with the client's analysis)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from driftcheck.gates import Gate
+from driftcheck.host.signature import CallShape
+
+
+@dataclass
+class Use:
+    """One place where the client touches the host.
+
+    Attributes:
+        kind: import / attribute / call / subclass / override / string-ref.
+        file: Client file, relative to the client's root.
+        line: 1-based line.
+        column: 1-based column.
+        symbol: Host dotted path as the client reaches it (``Class.member`` for members).
+        receiver: Host class path for a member of a typed receiver.
+        member: The member name for receiver uses and overrides.
+        shape: Arguments of a call.
+        result: How a call's result is used (discarded, assigned, returned, subscripted,
+            attribute, truth-tested, passed, iterated, used).
+        receiver_expr: Source of the receiver expression (``self.executor``).
+        scope: Qualified name of the enclosing client function.
+        order: Position of the use within the file (for "followed by" conditions).
+        params: For overrides: the client function's parameters as a signature-like list.
+        via: How the receiver type was found, when not from plain code (worker extension, …).
+    """
+
+    kind: str
+    file: str
+    line: int
+    column: int
+    symbol: str
+    receiver: str | None = None
+    member: str | None = None
+    shape: CallShape | None = None
+    result: str | None = None
+    receiver_expr: str | None = None
+    scope: str = ""
+    order: int = 0
+    end_line: int = 0
+    #: 1-based column just past the use on ``end_line`` (0: not known).
+    end_column: int = 0
+    params: list | None = None
+    via: str | None = None
+    #: The condition on the host under which the use runs (None: always).
+    gate: Gate | None = None
+    result_indexed: bool = False
+    holder: str | None = None
