@@ -44,6 +44,7 @@ def _host_of(client: Path) -> str:
 CORPUS = {
     path.relative_to(FIXTURES).as_posix(): (path.read_text(), _host_of(client))
     for client in sorted((FIXTURES / "clients").iterdir())
+    if any(client.glob("*.dist-info/METADATA"))  # clients of our fixture hosts
     for path in sorted(client.rglob("*.py"))
 }
 

@@ -319,7 +319,7 @@ def test_github_exact_lines(mini: ScanResult, monkeypatch: pytest.MonkeyPatch):
         "::error file=miniclient/symbols.py,line=16,col=31,endColumn=47,"
         "title=driftcheck moved-symbol%3A minihost.core.relocated_helper"
         "::minihost.core.relocated_helper is no longer there in minihost 2.0 (present in 1.0); "
-        "it now lives at minihost.utils.relocated_helper"
+        "it now lives at minihost.utils.relocated_helper (same kind and signature)"
         "%0Aminihost 1.0: minihost@1.0/minihost/core.py:21"
         "%0Aminihost 2.0: minihost@2.0/minihost/utils.py:10 (new location)"
         "%0Afix (safe): import it from minihost.utils"

@@ -9,6 +9,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.gates import Side
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
+from driftcheck.host.served import REMOVED, Served
 from driftcheck.registry import CHECKS
 from driftcheck.rules.ruleset import Bindings, RuleSet
 
@@ -55,7 +56,12 @@ class CheckContext:
         return api.resolve(use.symbol)
 
     def evidence(self, api: HostAPI, found: Lookup, note: str = "") -> Evidence | None:
-        """Evidence for a found host object in one version."""
+        """Evidence for a found host object (or a name its ``__getattr__`` serves) in one
+        version."""
+        if isinstance(found, Served) and found.file:
+            return Evidence(
+                version=api.version, file=found.file, line=found.line, note=note or found.status
+            )
         if not isinstance(found, Found):
             return None
         return Evidence(version=api.version, file=found.file, line=found.line, note=note)
@@ -92,6 +98,8 @@ def side(api: HostAPI) -> Side:
         got = api.resolve(name)
         if isinstance(got, Found):
             return True
+        if isinstance(got, Served):
+            return got.status != REMOVED
         if got is None:
             return False
         # Undecidable as an attribute (a package ``__getattr__``), but the modules an import

@@ -1,8 +1,11 @@
 """Missing and moved symbols: a host name the client imports or reaches that the target lacks.
 
-A symbol that still exists elsewhere in the target (a class or function of the same name) is
-reported as ``moved-symbol`` with its new home; otherwise as ``missing-symbol``. A removed
-module or class is reported once per file, at its first use.
+A name is missing when the target does not bind it, or when its module's ``__getattr__``
+raises for it (the host's message, with the replacement it names, is quoted). A symbol with a
+new home on the host's own evidence (:mod:`driftcheck.host.relocation`: the host's message, an
+alias chain, a same-kind definition with a compatible signature) is reported as
+``moved-symbol`` with a rename; a same-named object that is not the same thing is named in the
+message, without a fix. A removed module or class is reported once per file, at its first use.
 """
 
 from __future__ import annotations
@@ -10,14 +13,27 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding, missing_module, prefixes
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
-from driftcheck.host.api import Found, HostAPI
-from driftcheck.host.relocation import find_new_home
+from driftcheck.host.api import Found, HostAPI, Lookup
+from driftcheck.host.relocation import Lookalike, NewHome, find_new_home
+from driftcheck.host.served import REMOVED, Served
 
 KINDS = ("import", "attribute", "call", "subclass")
 
 
-def _first_missing_prefix(api: HostAPI, symbol: str) -> str:
-    return next((p for p in prefixes(symbol) if api.resolve(p) is None), symbol)
+def _gone(found: Lookup) -> bool:
+    return found is None or isinstance(found, Served) and found.status == REMOVED
+
+
+def _first_missing_prefix(api: HostAPI, symbol: str) -> tuple[str, Lookup]:
+    for p in prefixes(symbol):
+        got = api.resolve(p)
+        if _gone(got):
+            return p, got
+    return symbol, None
+
+
+def _existed(found: Lookup) -> bool:
+    return isinstance(found, Found) or isinstance(found, Served) and found.status != REMOVED
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -26,46 +42,80 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     target_found = ctx.target.resolve(use.symbol)
     gone_module = missing_module(ctx.target, use.symbol) if use.kind == "import" else None
-    if target_found is not None and gone_module is None:
+    if not _gone(target_found) and gone_module is None:
         return []
     base_found = ctx.baseline.resolve(use.symbol) if ctx.baseline else None
-    if ctx.baseline is not None and not isinstance(base_found, Found):
+    if ctx.baseline is not None and not _existed(base_found):
         if gone_module is None or missing_module(ctx.baseline, use.symbol) is not None:
             return []  # already broken (or undecidable) at baseline: not drift
-    gone = gone_module or _first_missing_prefix(ctx.target, use.symbol)
+    if gone_module:
+        gone, served = gone_module, None
+    else:
+        gone, served = _first_missing_prefix(ctx.target, use.symbol)
     if not ctx.once(use.file, gone):
         return []
-    evidence = [e for e in (ctx.evidence(ctx.baseline, base_found),) if e] if ctx.baseline else []
-    new_home = find_new_home(ctx.target, gone, baseline=ctx.baseline)
+    base_gone = ctx.baseline.resolve(gone) if ctx.baseline else None
+    evidence = [ctx.evidence(ctx.baseline, base_gone)] if ctx.baseline else []
+    said = served.message if isinstance(served, Served) else ""
+    if isinstance(served, Served):
+        evidence.append(ctx.evidence(ctx.target, served, note="raises"))
+    home = find_new_home(ctx.target, gone, baseline=ctx.baseline, message=said)
     versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
-    if new_home is not None:
+    host = f"{ctx.target.name} {ctx.target.version}"
+    if isinstance(home, NewHome):
+        new_home = home.found
         evidence.append(Evidence(ctx.target.version, new_home.file, new_home.line, "new location"))
-        new_symbol = new_home.path + use.symbol[len(gone) :]
+        new_symbol = home.name + use.symbol[len(gone) :]
+        short = gone.rsplit(".", 1)[-1]
+        why = {
+            "message": "the host's message names it",
+            "alias": f"{short} was an alias of it",
+            "definition": "same kind and signature",
+        }[home.evidence]
+        quoted = f": {said}" if said else ""
         return [
             finding(
                 use,
                 "moved-symbol",
                 symbol=gone,
                 message=(
-                    f"{gone} is no longer there in {ctx.target.name} {ctx.target.version}"
-                    f"{versions}; it now lives at {new_home.path}"
+                    f"{gone} is no longer there in {host}{versions}{quoted}; "
+                    f"it now lives at {home.name} ({why})"
                 ),
                 evidence=tuple(evidence),
                 fix=Fix(
                     "safe",
-                    f"import it from {new_home.path.rsplit('.', 1)[0]}",
+                    (
+                        f"import it from {home.name.rsplit('.', 1)[0]}"
+                        if home.name.rsplit(".", 1)[-1] == short
+                        else f"use {home.name}"
+                    ),
                     codemod="rename-import",
-                    params=(("old", gone), ("new", new_home.path), ("new_symbol", new_symbol)),
+                    params=(("old", gone), ("new", home.name), ("new_symbol", new_symbol)),
                 ),
             )
         ]
+    if said:
+        message = f"{gone} was removed in {host}{versions}: {said}"
+    else:
+        message = f"{gone} does not exist in {host}{versions}"
+    if isinstance(home, Lookalike):
+        message += (
+            f"; {home.found.path} shares the name but is not its new home (it is {home.reason})"
+        )
     return [
         finding(
             use,
             "missing-symbol",
             symbol=gone,
-            message=f"{gone} does not exist in {ctx.target.name} {ctx.target.version}{versions}",
+            message=message,
             evidence=tuple(evidence),
-            fix=Fix("manual", f"{gone} was removed; find its replacement in the host's changes"),
+            fix=Fix(
+                "manual",
+                said or f"{gone} was removed; find its replacement in the host's changes",
+            ),
         )
     ]
+
+
+

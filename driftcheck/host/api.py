@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ import griffe
 
 from driftcheck.host.attributes import InferredType, add_instance_attributes
 from driftcheck.host.constructors import Signatures
+from driftcheck.host.namespace import Exports, exports, module_getattr, star_lookup, stub_lookup
 from driftcheck.host.objects import UNKNOWN, Found, Lookup, canonical
 
 __all__ = ["UNKNOWN", "Found", "HostAPI", "Lookup"]
@@ -57,6 +59,7 @@ class HostAPI(Signatures):
         self._restore = getattr(self.tree, "load_modules", None)
         self.restored = 0
         self._sig_cache: dict[str, Signature | None] = {}
+        self.unknown_names: set[str] = set()
         self._keeper = _KeepModuleNode()
         self._extensions = griffe.load_extensions(self._keeper)
 
@@ -102,6 +105,12 @@ class HostAPI(Signatures):
                 tree = self._ast(dotted, code)
                 if tree is not None:
                     add_instance_attributes(mod, tree)
+        elif self.tree.is_compiled(dotted):
+            # An extension module without a stub: it exists, its names cannot be read.
+            mod = griffe.Module(
+                dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
+            )
+            mod.compiled = True  # type: ignore[attr-defined]
         elif self.tree.is_package(dotted):
             mod = griffe.Module(
                 dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
@@ -151,17 +160,51 @@ class HostAPI(Signatures):
             current = self.member(current, name, seen)
         return current
 
-    def member(self, owner: Found, name: str, _seen: frozenset[str] = frozenset()) -> Lookup:
-        """Look ``name`` up on a module or class (classes: through the MRO)."""
+    def member(
+        self,
+        owner: Found,
+        name: str,
+        _seen: frozenset[str] = frozenset(),
+        namespace_only: bool = False,
+    ) -> Lookup:
+        """Look ``name`` up on a module or class (classes: through the MRO).
+
+        On a module, the way ``import`` finds it: its own bindings, its submodules, its
+        ``from x import *`` statements, its ``.pyi`` stub, then its ``__getattr__`` read as data
+        (``namespace_only`` stops before the stub and ``__getattr__``: what a star import
+        without ``__all__`` copies is the namespace alone).
+        """
         obj = owner.obj
         if isinstance(obj, griffe.Module):
             sub = f"{owner.path}.{name}"
             if name in obj.members:
-                return self._follow(obj.members[name], sub, _seen)
+                got = self._follow(obj.members[name], sub, _seen)
+                if got is UNKNOWN and not namespace_only:
+                    # ``from ._core import float64``, bound at run time: the stub declares it.
+                    stubbed = stub_lookup(self, owner, name, _seen)
+                    return stubbed if stubbed is not None else got
+                return got
             if self.module(sub) is not None:
                 return Found(self.modules[sub], sub)  # type: ignore[arg-type]
+            if getattr(obj, "compiled", False):
+                return self._unknown(sub)
+            starred = star_lookup(self, owner, name, _seen)
+            if starred is not None and starred is not UNKNOWN:
+                return starred
+            if namespace_only:
+                return self._unknown(sub) if starred is None and self._open(owner) else starred
+            stubbed = stub_lookup(self, owner, name, _seen)
+            if stubbed is not None:
+                return stubbed
             if "__getattr__" in obj.members:
-                return UNKNOWN
+                served = module_getattr(self, owner, name)
+                if served is not None and served is not UNKNOWN:
+                    return served
+                if served is UNKNOWN or starred is UNKNOWN:
+                    return self._unknown(sub)
+                return None
+            if starred is UNKNOWN or self._open(owner):
+                return self._unknown(sub)
             return None
         if isinstance(obj, griffe.Class):
             return self.class_member(owner, name, _seen)
@@ -170,6 +213,50 @@ class HostAPI(Signatures):
             if cls is not None:
                 return self.class_member(cls, name, _seen)
         return UNKNOWN
+
+    def exports(self, module: str) -> Exports | None:
+        """``module.__all__`` as the module builds it (None when it defines none)."""
+        return exports(self, module)
+
+    def _open(self, module: Found) -> bool:
+        """Whether the module writes its own namespace at run time (``globals()[k] = v``)."""
+        text = self.module_text(module.path)
+        return bool(text) and _OPEN_NAMESPACE.search(text) is not None  # type: ignore[arg-type]
+
+    def _unknown(self, path: str) -> Lookup:
+        """A module attribute that cannot be decided statically (counted for the stats)."""
+        self.unknown_names.add(path)
+        return UNKNOWN
+
+    def stub(self, dotted: str) -> griffe.Module | None:
+        """The ``.pyi`` stub beside module ``dotted``'s ``.py`` file (None without one)."""
+        stubs = self.__dict__.setdefault("_stubs", {})
+        if dotted in stubs:
+            return stubs[dotted]
+        stubs[dotted] = None
+        rel = self.stub_file(dotted)
+        if rel is not None:
+            try:
+                stubs[dotted] = griffe.visit(
+                    dotted.rsplit(".", 1)[-1],
+                    filepath=Path(rel),
+                    code=self.tree.read_text(rel),
+                    parent=self.module(dotted.rsplit(".", 1)[0]) if "." in dotted else None,
+                )
+            except Exception as exc:  # an unreadable stub only narrows what is known
+                self.parse_errors.append((rel, f"{type(exc).__name__}: {exc}"))
+        return stubs[dotted]
+
+    def stub_file(self, dotted: str) -> str | None:
+        """The stub file of a module whose source is a ``.py`` file (or compiled)."""
+        rel = self.tree.module_file(dotted)
+        if rel is not None and rel.endswith(".pyi"):
+            return None  # the stub is the module itself
+        base = dotted.replace(".", "/")
+        for cand in (f"{base}.pyi", f"{base}/__init__.pyi"):
+            if self.tree.exists(cand):
+                return cand
+        return None
 
     def _follow(
         self, member: griffe.Object | griffe.Alias, path: str, seen: frozenset[str]
@@ -287,6 +374,10 @@ class HostAPI(Signatures):
         return cache[modpath]
 
 
+_OPEN_NAMESPACE = re.compile(
+    r"\b(?:globals|vars)\(\)\s*(?:\[|\.update\(|\.setdefault\()"
+    r"|setattr\(\s*sys\.modules\[__name__\]|sys\.modules\[__name__\]\.__dict__\.update"
+)
 _DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import griffe
 
+from driftcheck.host.served import Served
+
 
 class Unknown:
     """A lookup that cannot be decided statically (dynamic ``__getattr__``, external base)."""
@@ -43,7 +45,7 @@ class Found:
         return int(self.obj.lineno or 1)
 
 
-Lookup = Found | Unknown | None
+Lookup = Found | Unknown | Served | None
 
 
 def canonical(expr: object) -> str | None:

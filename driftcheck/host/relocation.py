@@ -1,12 +1,53 @@
-"""Where a symbol went: a same-named class or function elsewhere in the target host."""
+"""Where a symbol went, only on the host's own evidence.
+
+A new home is taken from, in order:
+
+1. **the host's words**: a migration table or deprecation message that names the replacement
+   (``"Use `np.float64` instead."``, ``"`pydantic:parse_obj_as` has been moved to ..."``);
+2. **an alias chain**: the old name pointed at an object (a re-export, ``X = Y``) that the
+   target still has under its canonical path;
+3. **a definition of the same kind and a compatible signature** under the same name elsewhere
+   (public modules before ``_private`` ones, the nearest to the old module first).
+
+A same-named object of another kind or with an incompatible signature (Django's template tag
+``url`` for the removed URL helper ``url``) is never a new home: :func:`find_new_home` returns
+it as a :class:`Lookalike`, which the check names in its message without offering a fix.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+import griffe
 
 from driftcheck.host.api import Found, HostAPI
 
 _DEF_RE = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*(?::[^=]+)?=", re.M)
+# A replacement a message names: ``Use `np.float64` instead``, ``moved to `pydantic.X` ``.
+_NAMED = re.compile(r"`([A-Za-z_][\w.:]*)(?:\(\))?`|\b(?:use|to|with|by|in favou?r of)\s+([A-Za-z_]\w*(?:[.:]\w+)+)(?:\(\))?")
+
+
+@dataclass(frozen=True)
+class NewHome:
+    """A new home and the evidence for it."""
+
+    found: Found
+    evidence: str  # "message", "alias", "definition"
+    path: str = ""  # the public name to write (the host's own spelling), else found.path
+
+    @property
+    def name(self) -> str:
+        """The dotted name a fix writes."""
+        return self.path or self.found.path
+
+
+@dataclass(frozen=True)
+class Lookalike:
+    """A same-named object that is not the new home, and why."""
+
+    found: Found
+    reason: str
 
 
 def definitions(api: HostAPI) -> dict[str, list[str]]:
@@ -30,31 +71,112 @@ def definitions(api: HostAPI) -> dict[str, list[str]]:
     return api.fact("definitions", compute)  # type: ignore[return-value]
 
 
-def find_new_home(api: HostAPI, gone: str, baseline: HostAPI | None = None) -> Found | None:
-    """The target's definition of ``gone``'s last name, nearest to its old module."""
+def named_in(api: HostAPI, message: str, gone: str) -> tuple[str, Found] | None:
+    """The host object a message names as the replacement of ``gone`` (None if it names none
+    the target has)."""
+    root = gone.split(".", 1)[0]
+    for m in _NAMED.finditer(message or ""):
+        text = (m.group(1) or m.group(2) or "").replace(":", ".").strip(".")
+        if not text or text == gone or "." not in text and text == gone.rsplit(".", 1)[-1]:
+            continue
+        head, _, rest = text.partition(".")
+        # The host's messages name it the way its users write it (``np.float64``).
+        for cand in (text, f"{root}.{rest}" if rest else "", f"{root}.{text}"):
+            if not cand or cand == gone or not api.owns(cand):
+                continue
+            got = api.resolve(cand)
+            if isinstance(got, Found) and got.path != gone:
+                return cand, got
+        del head
+    return None
+
+
+def find_new_home(
+    api: HostAPI, gone: str, baseline: HostAPI | None = None, message: str = ""
+) -> NewHome | Lookalike | None:
+    """The target's new home for ``gone`` on the host's evidence (see the module doc)."""
     if "." not in gone:
         return None
     old_module, name = gone.rsplit(".", 1)
-    if not name or name[0] == "_" and name.startswith("__"):
+    if not name or name.startswith("__"):
         return None
-    kind = None
-    if baseline is not None:
-        before = baseline.resolve(gone)
-        kind = before.kind if isinstance(before, Found) else None
-        if kind == "module":
+    named = named_in(api, message, gone)
+    if named is not None:
+        return NewHome(named[1], "message", named[0])
+    before = baseline.resolve(gone) if baseline is not None else None
+    if isinstance(before, Found):
+        if before.kind == "module":
             return None
+        if before.path != gone and api.owns(before.path):
+            still = api.resolve(before.path)
+            if isinstance(still, Found) and still.kind == before.kind:
+                return NewHome(still, "alias")
     candidates = definitions(api).get(name, [])
 
-    def closeness(module: str) -> int:
+    def order(module: str) -> tuple[bool, int, str]:
         a, b = module.split("."), old_module.split(".")
         n = 0
         while n < min(len(a), len(b)) and a[n] == b[n]:
             n += 1
-        return n
+        private = any(part.startswith("_") for part in a)
+        return (private, -n, module)
 
-    for module in sorted(candidates, key=lambda m: (-closeness(m), m)):
+    lookalike: Lookalike | None = None
+    for module in sorted(candidates, key=order):
         found = api.resolve(f"{module}.{name}")
-        if isinstance(found, Found) and (kind is None or found.kind == kind):
-            if found.path != gone:
-                return found
+        if not isinstance(found, Found) or found.path == gone:
+            continue
+        if not isinstance(before, Found):
+            if baseline is None:
+                return NewHome(found, "definition")
+            continue
+        why = _unlike(baseline, before, api, found)  # type: ignore[arg-type]
+        if why is None:
+            return NewHome(found, "definition")
+        lookalike = lookalike or Lookalike(found, why)
+    return lookalike
+
+
+def _unlike(baseline: HostAPI, before: Found, api: HostAPI, after: Found) -> str | None:
+    """Why ``after`` is not ``before`` moved (None when it is the same kind, compatible)."""
+    if before.kind != after.kind:
+        return f"{_a(after.kind)}, not {_a(before.kind)}"
+    if before.kind == "function":
+        old, new = baseline.signature(before), api.signature(after)
+        if old is not None and new is not None and not _compatible(old, new):
+            return "a function with other parameters"
+    if before.kind == "class":
+        old_members = _public(before.obj)
+        new_members = _public(after.obj)
+        if old_members and len(old_members & new_members) * 2 < len(old_members):
+            return "a class with other members"
+        old, new = baseline.signature(before), api.signature(after)
+        if old is not None and new is not None and not _compatible(old, new):
+            return "a class built with other arguments"
     return None
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _public(obj: griffe.Object) -> set[str]:
+    return {n for n in obj.members if not n.startswith("_")}
+
+
+def _compatible(old: object, new: object) -> bool:
+    """Every call the old signature accepted binds the same way on the new one."""
+    old_params = [p for p in old.params if p.kind not in ("var_positional", "var_keyword")]  # type: ignore[attr-defined]
+    new_params = {p.name: p for p in new.params}  # type: ignore[attr-defined]
+    positional = [p.name for p in new.params if p.kind in ("positional_only", "positional_or_keyword")]  # type: ignore[attr-defined]
+    for i, p in enumerate(old_params):
+        q = new_params.get(p.name)
+        if q is None:
+            if not new.accepts_var_keyword or p.kind == "positional_only":  # type: ignore[attr-defined]
+                return False
+            continue
+        if p.kind in ("positional_only", "positional_or_keyword"):
+            if i >= len(positional) or positional[i] != p.name:
+                return False
+    old_names = {p.name for p in old_params}
+    return not any(q.required and q.name not in old_names for q in new.params)  # type: ignore[attr-defined]

@@ -76,7 +76,7 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
             if cached is not None:
                 return cached
             _clear_entry(folder)
-            from driftcheck.sources.ranged import fetch_slim
+            from driftcheck.sources.ranged import SLIM_FORMAT, fetch_slim
 
             got_remote = fetch_slim(name, version, folder)
             if got_remote is not None and _opens(got_remote[0]):
@@ -132,6 +132,8 @@ def _sha256(path: Path) -> str:
 
 
 def _valid_cached(folder: Path) -> Path | None:
+    from driftcheck.sources.ranged import SLIM_FORMAT
+
     entry = folder / "entry.json"
     if not entry.exists():
         return None
@@ -143,6 +145,7 @@ def _valid_cached(folder: Path) -> Path | None:
             and "/" not in info["file"]
             and path.is_file()
             and path.stat().st_size > 0
+            and (info.get("mode") != "ranged" or info.get("slim_format") == SLIM_FORMAT)
             and _quick_check(path, info)
         ):
             return path

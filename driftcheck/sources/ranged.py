@@ -25,6 +25,8 @@ from pathlib import Path
 MIN_RANGED_BYTES = 8 << 20  # smaller wheels are downloaded whole
 GAP = 512 << 10  # ranges closer than this are fetched together
 KEEP = (".py", ".pyi")
+COMPILED = (".so", ".pyd")  # kept as empty entries: the module exists, its names are unread
+SLIM_FORMAT = 2  # bump when what a slim archive keeps changes: older entries are fetched again
 TIMEOUT = 30
 
 
@@ -147,7 +149,7 @@ def _content_length(url: str) -> int | None:
 
 def _wanted(info: zipfile.ZipInfo) -> bool:
     top = info.filename.split("/", 1)[0]
-    return info.filename.endswith(KEEP) or (
+    return info.filename.endswith(KEEP + COMPILED) or (
         top.endswith(".dist-info") and not info.filename.endswith("RECORD")
     )
 
@@ -183,7 +185,8 @@ def fetch_slim(name: str, version: str, folder: Path) -> tuple[Path, dict] | Non
         reader.prefetch([(size - tail, size)], workers=1)
         with zipfile.ZipFile(reader) as zf:
             members = [i for i in zf.infolist() if _wanted(i) and not i.is_dir()]
-            ranges = [(s, min(e, size)) for s, e in _coalesce(members)]
+            sources = [i for i in members if not i.filename.endswith(COMPILED)]
+            ranges = [(s, min(e, size)) for s, e in _coalesce(sources)]
             reader.prefetch(ranges)
             target = folder / (where.filename + ".slim.zip")
             tmp = folder / (target.name + ".part")
@@ -191,12 +194,16 @@ def fetch_slim(name: str, version: str, folder: Path) -> tuple[Path, dict] | Non
                 tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1
             ) as out:
                 for info in members:
-                    out.writestr(info.filename, zf.read(info))  # zipfile checks each CRC
+                    if info.filename.endswith(COMPILED):
+                        out.writestr(info.filename, b"")
+                    else:
+                        out.writestr(info.filename, zf.read(info))  # zipfile checks each CRC
             os.replace(tmp, target)
     except (OSError, zipfile.BadZipFile, ValueError, EOFError, urllib.error.URLError):
         return None
     return target, {
         "mode": "ranged",
+        "slim_format": SLIM_FORMAT,
         "wheel": where.filename,
         "wheel_sha256": where.sha256,
         "wheel_bytes": size,

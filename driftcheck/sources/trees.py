@@ -71,6 +71,19 @@ class SourceTree:
                 return cand
         return None
 
+    def is_compiled(self, dotted: str) -> bool:
+        """True when module ``dotted`` is an extension module (``.so``/``.pyd``) of the tree."""
+        compiled = getattr(self, "_compiled_cache", None)
+        if compiled is None:
+            compiled = set()
+            for p in self._file_set():
+                if p.endswith((".so", ".pyd")):
+                    head, _, leaf = p.rpartition("/")
+                    stem = leaf.split(".", 1)[0]
+                    compiled.add(f"{head}/{stem}".lstrip("/").replace("/", "."))
+            self._compiled_cache = compiled
+        return dotted in compiled
+
     def is_package(self, dotted: str) -> bool:
         """True when ``dotted`` is a package (a directory of modules)."""
         dirs = getattr(self, "_dirs_cache", None)
