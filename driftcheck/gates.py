@@ -109,6 +109,13 @@ def _compare(version: str, form: str, cmp: str, value: object) -> bool | None:
         parsed = Version(version)
     except InvalidVersion:
         return None
+    if form == "auto":  # a version attribute: a string, or a tuple when compared with one
+        if isinstance(value, tuple):
+            form = f"tuple:{len(value)}"
+        elif isinstance(value, str):
+            form = "str"
+        else:
+            return None
     if form == "str":
         left: object = version
     elif form == "version":
@@ -118,6 +125,9 @@ def _compare(version: str, form: str, cmp: str, value: object) -> bool | None:
                 value = Version(value)
             except InvalidVersion:
                 return None
+    elif form.startswith("part:"):
+        i = int(form.split(":", 1)[1])
+        left = parsed.release[i] if i < len(parsed.release) else 0
     elif form.startswith("tuple:"):
         n = int(form.split(":", 1)[1])
         left = tuple(parsed.release[:n]) + (0,) * max(0, n - len(parsed.release))

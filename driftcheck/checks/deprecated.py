@@ -1,40 +1,165 @@
-"""Deprecations: a host function or property the client uses that now warns it is deprecated.
+"""Deprecations: host names, functions and parameters the client uses that now warn.
 
-Read from the body (``warnings.warn(..., DeprecationWarning)``, ``@deprecated``): the code still
-works, so this is a warning, and only when the baseline did not already warn.
+Three sources, all read from the host's source: a name its module's ``__getattr__`` serves
+after a warning (a migration table), a function whose body warns whatever its arguments (or
+``@deprecated``), and a parameter whose use the body warns about (``if min_items is not None:
+warn(...)``). A parameter the body rejects with a message that says it is gone ("`regex` is
+removed. use `pattern` instead") is an error. Only what the baseline did not already do is
+reported; when the host names the replacement (another parameter, a new home), the fix
+renames to it.
 """
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
-from driftcheck.host.facts import deprecations
+from driftcheck.host.param_notes import EXTRA, ParamNote, function_notes, parameter_notes
+from driftcheck.host.relocation import named_in
+from driftcheck.host.served import DEPRECATED, Served
+from driftcheck.host.signature import Signature
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
-    """Report a use of a host function that became deprecated."""
-    if use.kind not in ("call", "attribute"):
+    """Report a use of a host name, function or parameter that became deprecated."""
+    if use.kind not in ("call", "attribute", "import", "subclass"):
         return []
     target = ctx.lookup(ctx.target, use)
+    if isinstance(target, Served) and target.status == DEPRECATED:
+        return _served(use, ctx, target)
     if not isinstance(target, Found) or target.kind != "function":
         return []
-    notes = deprecations(ctx.target, target)
-    if not notes:
+    base = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
+    if ctx.baseline is not None and not isinstance(base, Found):
+        return []
+    out: list[Finding] = []
+    if use.kind in ("call", "attribute"):
+        notes = function_notes(ctx.target, target)
+        if notes and not (base is not None and function_notes(ctx.baseline, base)):  # type: ignore[arg-type]
+            name = use.member or use.symbol.rsplit(".", 1)[-1]
+            out.append(
+                finding(
+                    use,
+                    "deprecated",
+                    symbol=target.path,
+                    message=(
+                        f"{name} is deprecated in {ctx.target.name} {ctx.target.version}: "
+                        f"{notes[0][:200]}"
+                    ),
+                    evidence=(
+                        Evidence(ctx.target.version, target.file, target.line, "deprecation"),
+                    ),
+                    fix=Fix("manual", "move to the replacement the deprecation message names"),
+                )
+            )
+    if use.kind == "call" and use.shape is not None:
+        out.extend(_parameters(use, ctx, target, base))
+    return out
+
+
+def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
+    """A name served after a warning by its module's ``__getattr__``."""
+    if use.receiver:
         return []
     if ctx.baseline is not None:
         base = ctx.lookup(ctx.baseline, use)
-        if not isinstance(base, Found) or deprecations(ctx.baseline, base):
+        if base is None or isinstance(base, Served) and base.status != "present":
+            return []  # absent, or already deprecated / removed at baseline
+        if not isinstance(base, Found | Served):
             return []
-    name = use.member or use.symbol.rsplit(".", 1)[-1]
+    gone = target.path
+    if not ctx.once(use.file, f"deprecated:{gone}"):
+        return []
+    named = named_in(ctx.target, target.message, gone)
+    fix = Fix("manual", target.message or "move to the replacement the host names")
+    if named is not None:
+        new = named[0] + use.symbol[len(gone) :]
+        fix = Fix(
+            "safe",
+            f"use {named[0]}",
+            codemod="rename-import",
+            params=(("old", gone), ("new", named[0]), ("new_symbol", new)),
+        )
+    evidence = [ctx.evidence(ctx.target, target, note="deprecation")]
+    if ctx.baseline is not None:
+        evidence.insert(0, ctx.evidence(ctx.baseline, ctx.baseline.resolve(gone)))
     return [
         finding(
             use,
             "deprecated",
-            symbol=target.path,
-            message=f"{name} is deprecated in {ctx.target.name} {ctx.target.version}: {notes[0][:200]}",
-            evidence=(Evidence(ctx.target.version, target.file, target.line, "deprecation"),),
-            fix=Fix("manual", "move to the replacement the deprecation message names"),
+            symbol=gone,
+            message=(
+                f"{gone} is deprecated in {ctx.target.name} {ctx.target.version}: "
+                f"{target.message[:240]}"
+            ),
+            evidence=tuple(evidence),
+            fix=fix,
         )
     ]
+
+
+def _parameters(use: Use, ctx: CheckContext, target: Found, base: Found | None) -> list[Finding]:
+    """Keywords the call passes that the host now warns about or rejects."""
+    notes = parameter_notes(ctx.target, target)
+    if not notes:
+        return []
+    shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
+    before: set[tuple[str, str]] = set()
+    if base is not None and ctx.baseline is not None:
+        before = {(n.param, n.status) for n in parameter_notes(ctx.baseline, base)}
+    sig = ctx.target.signature(target)
+    out: list[Finding] = []
+    seen: set[str] = set()
+    named = {p.name for p in sig.params} if sig is not None else set()
+    for note in notes:
+        passed = note.param
+        if note.param == EXTRA:  # any keyword that lands in ``**kwargs``
+            if sig is None:
+                continue
+            passed = next((k for k in shape.keywords if k not in named), "")
+        if passed not in shape.keywords or note.param in seen:
+            continue
+        if (note.param, note.status) in before or (note.param, "removed") in before:
+            continue
+        seen.add(note.param)
+        i = shape.keywords.index(passed)
+        at = shape.keyword_spans[i] if i < len(shape.keyword_spans) else None
+        out.append(_param_finding(use, ctx, target, note, sig, shape.keywords, at, passed))
+    return out
+
+
+def _param_finding(
+    use: Use,
+    ctx: CheckContext,
+    target: Found,
+    note: ParamNote,
+    sig: Signature | None,
+    passed: tuple[str, ...],
+    at: tuple[int, int, int, int] | None,
+    keyword: str,
+) -> Finding:
+    name = use.member or use.symbol.rsplit(".", 1)[-1]
+    removed = note.status == "removed"
+    verb = "no longer accepts" if removed else "deprecates"
+    fix = Fix("manual", note.message[:200])
+    new = note.replacement
+    if new and sig is not None and sig.param(new) is not None and new not in passed:
+        fix = Fix(
+            "safe",
+            f"rename the keyword {note.param} to {new} (the host's message names it)",
+            codemod="rename-keyword",
+            params=(("keyword", note.param), ("new", new)),
+        )
+    return finding(
+        use,
+        "call-signature" if removed else "deprecated",
+        symbol=f"{target.path}({keyword}=)",
+        message=(
+            f"{name}(...) {verb} {keyword}= in {ctx.target.name} {ctx.target.version}: "
+            f"{note.message[:240]}"
+        ),
+        evidence=(Evidence(ctx.target.version, target.file, note.line, note.status),),
+        fix=fix,
+        at=at,
+    )

@@ -116,6 +116,3 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             ),
         )
     ]
-
-
-

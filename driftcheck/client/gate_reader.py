@@ -147,7 +147,7 @@ class GateReader(HostValues):
         if isinstance(func, ast.Name) and func.id == "callable" and len(expr.args) == 1:
             return self._presence(expr.args[0], scope)
         if isinstance(func, ast.Attribute) and func.attr == "startswith" and len(expr.args) == 1:
-            if self.version_form(func.value, scope) == "str":
+            if self.version_form(func.value, scope) in ("str", "auto"):
                 value = self._constant(expr.args[0], scope)
                 if isinstance(value, str):
                     return Gate("version", form="str", cmp="startswith", value=value)

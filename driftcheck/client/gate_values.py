@@ -19,6 +19,9 @@ _VERSION_CTORS = {
     "distutils.version.StrictVersion",
     "packaging.version.LegacyVersion",
 }
+#: Module attributes that hold the host's version (``__version__``, pydantic's ``VERSION``,
+#: Django's ``VERSION`` tuple).
+_VERSION_ATTRS = ("__version__", "VERSION", "__VERSION__")
 _METADATA_VERSION = {
     "importlib.metadata.version",
     "importlib_metadata.version",
@@ -83,9 +86,11 @@ class HostValues:
         if scope.depth > DEPTH:
             return ""
         if isinstance(expr, ast.Attribute):
-            if expr.attr == "__version__":
+            if expr.attr in _VERSION_ATTRS:
                 if any(n.split(".")[0] in self.roots for n in scope.module.qualified(expr.value)):
-                    return "str"
+                    # ``pydantic.VERSION`` is a string, ``django.VERSION`` a tuple: read by
+                    # what it is compared with.
+                    return "str" if expr.attr == "__version__" else "auto"
             if expr.attr == "version" and isinstance(expr.value, ast.Call):  # pkg_resources
                 call = expr.value
                 names = scope.module.qualified(call.func)
@@ -117,6 +122,8 @@ class HostValues:
                 return "version" if self.version_form(expr.args[0], scope) else ""
             if isinstance(expr.func, ast.Name) and expr.func.id == "str" and expr.args:
                 return "str" if self.version_form(expr.args[0], scope) else ""
+            if isinstance(expr.func, ast.Name) and expr.func.id == "int" and len(expr.args) == 1:
+                return self._part_form(expr.args[0], scope)
             if isinstance(expr.func, ast.Name) and expr.func.id == "tuple" and expr.args:
                 return self._tuple_form(expr.args[0], scope)
             if (
@@ -192,6 +199,20 @@ class HostValues:
                 return isinstance(value, str) and value.split(".")[0] in self.roots
         return False
 
+    def _part_form(self, expr: ast.expr, scope: Scope) -> str:
+        """``int(V.split(".")[i])``: one part of the release number."""
+        if (
+            isinstance(expr, ast.Subscript)
+            and isinstance(expr.slice, ast.Constant)
+            and isinstance(expr.slice.value, int)
+            and isinstance(expr.value, ast.Call)
+            and isinstance(expr.value.func, ast.Attribute)
+            and expr.value.func.attr == "split"
+            and self.version_form(expr.value.func.value, scope) in ("str", "auto")
+        ):
+            return f"part:{expr.slice.value}"
+        return ""
+
     def _tuple_form(self, expr: ast.expr, scope: Scope) -> str:
         """``tuple(int(x) for x in V.split(".")[:N])`` / ``tuple(map(int, V.split(".")[:N]))``."""
         seq: ast.expr | None = None
@@ -211,7 +232,7 @@ class HostValues:
             isinstance(seq, ast.Call)
             and isinstance(seq.func, ast.Attribute)
             and seq.func.attr == "split"
-            and self.version_form(seq.func.value, scope) == "str"
+            and self.version_form(seq.func.value, scope) in ("str", "auto")
         ):
             return f"tuple:{n}"
         return ""

@@ -5,7 +5,6 @@
 * :func:`always_returns_none` — a function whose every ``return`` is ``None``.
 * :func:`new_members` — members of a class that appeared between two versions (siblings that
   arrived in the same release as a protocol change).
-* :func:`deprecations` — ``warnings.warn(..., DeprecationWarning)`` and ``@deprecated`` bodies.
 * :func:`field_default` — a dataclass / pydantic config field's default, to compare versions.
 """
 
@@ -214,29 +213,6 @@ def _member_names(api: HostAPI, cls: Found) -> set[str]:
     for klass in chain:
         names.update(klass.obj.members)
     return names
-
-
-def deprecations(api: HostAPI, func: Found) -> list[str]:
-    """Deprecation messages a function or property emits (warnings.warn / @deprecated)."""
-    key = f"deprecations:{func.file}:{func.line}:{func.obj.name}"
-    return list(api.fact(key, lambda: _deprecations(api, func)))  # type: ignore[arg-type]
-
-
-def _deprecations(api: HostAPI, func: Found) -> list[str]:
-    node = api.def_node(func)
-    if node is None:
-        return []
-    out: list[str] = []
-    for deco in getattr(node, "decorator_list", []):
-        text = ast.unparse(deco)
-        if re.search(r"\bdeprecated\b", text):
-            out.append(text)
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("warn"):
-            text = ast.unparse(n)
-            if "Deprecat" in text or "deprecat" in text:
-                out.append(text)
-    return out
 
 
 def field_default(api: HostAPI, cls: Found, name: str) -> tuple[bool, str | None, int] | None:

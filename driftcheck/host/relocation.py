@@ -25,7 +25,9 @@ from driftcheck.host.api import Found, HostAPI
 
 _DEF_RE = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*(?::[^=]+)?=", re.M)
 # A replacement a message names: ``Use `np.float64` instead``, ``moved to `pydantic.X` ``.
-_NAMED = re.compile(r"`([A-Za-z_][\w.:]*)(?:\(\))?`|\b(?:use|to|with|by|in favou?r of)\s+([A-Za-z_]\w*(?:[.:]\w+)+)(?:\(\))?")
+_NAMED = re.compile(
+    r"`([A-Za-z_][\w.:]*)(?:\(\))?`|\b(?:use|to|with|by|in favou?r of)\s+([A-Za-z_]\w*(?:[.:]\w+)+)(?:\(\))?"
+)
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,9 @@ def _compatible(old: object, new: object) -> bool:
     """Every call the old signature accepted binds the same way on the new one."""
     old_params = [p for p in old.params if p.kind not in ("var_positional", "var_keyword")]  # type: ignore[attr-defined]
     new_params = {p.name: p for p in new.params}  # type: ignore[attr-defined]
-    positional = [p.name for p in new.params if p.kind in ("positional_only", "positional_or_keyword")]  # type: ignore[attr-defined]
+    positional = [
+        p.name for p in new.params if p.kind in ("positional_only", "positional_or_keyword")
+    ]  # type: ignore[attr-defined]
     for i, p in enumerate(old_params):
         q = new_params.get(p.name)
         if q is None:

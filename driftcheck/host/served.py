@@ -17,8 +17,8 @@ levels deep: a helper that warns, a factory that returns the real ``__getattr__`
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -34,6 +34,7 @@ class HostAPI(Protocol):
     def resolve(self, path: str) -> Any: ...
     def exports(self, module: str) -> Any: ...
     def _ast(self, modpath: str, text: str) -> ast.Module | None: ...
+
 
 PRESENT, DEPRECATED, REMOVED, ABSENT, UNDECIDED = (
     "present",
@@ -216,8 +217,7 @@ class _Interpreter:
                     table = env.get(target.value.id)
                     key = self.expr(target.slice, path, module, 1)
                     env[target.value.id] = (
-                        {**table, key: value} if isinstance(table, dict) and key is not UNK
-                        else UNK
+                        {**table, key: value} if isinstance(table, dict) and key is not UNK else UNK
                     )
                 else:
                     _bind(env, target, value)
@@ -575,9 +575,7 @@ class _Interpreter:
     def call_expr(self, node: ast.Call, path: _Path, module: str, depth: int) -> Any:
         head = _dotted(node.func)
         args = [self.expr(a, path, module, depth) for a in node.args]
-        kwargs = {
-            k.arg: self.expr(k.value, path, module, depth) for k in node.keywords if k.arg
-        }
+        kwargs = {k.arg: self.expr(k.value, path, module, depth) for k in node.keywords if k.arg}
         last = head.rsplit(".", 1)[-1]
         if head in ("globals", "vars") and not args:
             return Namespace(module)
@@ -783,9 +781,7 @@ def _params(fn: Fn, args: list, kwargs: dict | None = None) -> dict[str, Any]:
 
 
 def _returns_inner(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    inner = {
-        s.name for s in node.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
-    }
+    inner = {s.name for s in node.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
     return any(
         isinstance(s, ast.Return) and isinstance(s.value, ast.Name) and s.value.id in inner
         for s in node.body

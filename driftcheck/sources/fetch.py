@@ -76,7 +76,7 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
             if cached is not None:
                 return cached
             _clear_entry(folder)
-            from driftcheck.sources.ranged import SLIM_FORMAT, fetch_slim
+            from driftcheck.sources.ranged import fetch_slim
 
             got_remote = fetch_slim(name, version, folder)
             if got_remote is not None and _opens(got_remote[0]):

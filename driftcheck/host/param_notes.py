@@ -1,0 +1,231 @@
+"""Deprecations and removals of one parameter, read from a host function's body.
+
+A ``warnings.warn(...)`` about a deprecation under a test of a parameter (``if min_items is not
+None:``, ``if "const" in kwargs:``, a local popped from ``**kwargs``) deprecates *that
+parameter*: only calls that pass it are affected. A ``raise`` under such a test whose message
+names the parameter and says it is gone ("`regex` is removed. use `pattern` instead") means
+the parameter no longer works. The replacement is the other parameter the message names, or
+the one the guarded block assigns from it (``min_length = min_items``).
+
+A warning under no parameter test deprecates the whole function (:func:`function_notes`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from driftcheck.host.api import Found, HostAPI
+
+_DEPRECATION = re.compile(r"deprecat|FutureWarning|PendingDeprecation|will be removed", re.I)
+_GONE = re.compile(
+    r"remov|no longer|not supported|unsupported|deprecat|renamed|instead|not allowed", re.I
+)
+_WORD = re.compile(r"[`'\"]?\b([A-Za-z_]\w*)\b[`'\"]?")
+
+
+#: The note of a test on ``**kwargs`` itself: any keyword the named parameters do not take.
+EXTRA = "**"
+
+
+@dataclass(frozen=True)
+class ParamNote:
+    """What happens when a caller passes ``param``."""
+
+    param: str
+    status: str  # "deprecated" or "removed"
+    message: str
+    line: int
+    replacement: str | None = None
+
+
+def parameter_notes(api: HostAPI, func: Found) -> list[ParamNote]:
+    """Per-parameter deprecations and removals of a host function (cached per release)."""
+    key = f"param-notes:{func.file}:{func.line}:{func.obj.name}"
+
+    def compute() -> list[list]:
+        notes, _ = _read(api, func)
+        return [[n.param, n.status, n.message, n.line, n.replacement] for n in notes]
+
+    rows = api.fact(key, compute)
+    return [ParamNote(*row) for row in rows]  # type: ignore[union-attr]
+
+
+def function_notes(api: HostAPI, func: Found) -> list[str]:
+    """Deprecation messages the function emits whatever its arguments (and ``@deprecated``)."""
+    key = f"deprecations:{func.file}:{func.line}:{func.obj.name}"
+    return list(api.fact(key, lambda: _read(api, func)[1]))  # type: ignore[arg-type]
+
+
+def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
+    node = api.def_node(func)
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return [], []
+    whole: list[str] = []
+    for deco in node.decorator_list:
+        text = ast.unparse(deco)
+        if re.search(r"\bdeprecated\b", text):
+            whole.append(_literal(deco) or text)
+    args = node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    params = [p for p in params if p not in ("self", "cls")]
+    kwargs = args.kwarg.arg if args.kwarg else None
+    reader = _Reader(set(params), kwargs)
+    reader.block(node.body, ())
+    for message, _line in reader.unguarded:
+        whole.append(message)
+    return reader.notes, whole
+
+
+class _Reader:
+    def __init__(self, params: set[str], kwargs: str | None) -> None:
+        self.params = params
+        self.kwargs = kwargs
+        self.aliases: dict[str, str] = {}  # local name -> keyword it was popped from
+        self.notes: list[ParamNote] = []
+        self.unguarded: list[tuple[str, int]] = []
+
+    def block(self, body: list[ast.stmt], guards: tuple[ast.expr, ...]) -> None:
+        for stmt in body:
+            self.statement(stmt, guards)
+
+    def statement(self, stmt: ast.stmt, guards: tuple[ast.expr, ...]) -> None:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            key = self.popped_key(stmt.value)
+            target = stmt.targets[0]
+            if key and isinstance(target, ast.Name):
+                self.aliases[target.id] = key
+        if isinstance(stmt, ast.If):
+            self.block(stmt.body, (*guards, stmt.test))
+            self.block(stmt.orelse, (*guards, stmt.test))
+            return
+        if isinstance(stmt, ast.Raise):
+            self.raised(stmt, guards)
+            return
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.Call):
+                self.call(child, guards)
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                if name == "handlers":
+                    for handler in inner:
+                        self.block(handler.body, guards)
+                else:
+                    self.block(inner, guards)
+
+    def popped_key(self, value: ast.expr) -> str | None:
+        """``kwargs.pop("k", ...)`` / ``kwargs.get("k")`` / ``kwargs["k"]`` -> ``k``."""
+        if self.kwargs is None:
+            return None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            owner = value.func.value
+            if (
+                isinstance(owner, ast.Name)
+                and owner.id == self.kwargs
+                and value.func.attr in ("pop", "get")
+                and value.args
+                and isinstance(value.args[0], ast.Constant)
+                and isinstance(value.args[0].value, str)
+            ):
+                return value.args[0].value
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            if value.value.id == self.kwargs and isinstance(value.slice, ast.Constant):
+                return str(value.slice.value)
+        return None
+
+    def tested(self, guards: tuple[ast.expr, ...]) -> list[str]:
+        """The parameters (keywords) the enclosing tests look at."""
+        out: list[str] = []
+        for test in guards:
+            for node in ast.walk(test):
+                if isinstance(node, ast.Name):
+                    name = self.aliases.get(node.id) or (
+                        node.id if node.id in self.params or node.id == self.kwargs else ""
+                    )
+                    if name and name not in out:
+                        out.append(name)
+                elif isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn):
+                    right = node.comparators[0]
+                    if (
+                        isinstance(right, ast.Name)
+                        and right.id == self.kwargs
+                        and isinstance(node.left, ast.Constant)
+                        and isinstance(node.left.value, str)
+                    ):
+                        out.append(node.left.value)
+                elif isinstance(node, ast.Call):
+                    key = self.popped_key(node)
+                    if key and key not in out:
+                        out.append(key)
+        if self.kwargs in out:
+            out.remove(self.kwargs)
+            if not out:
+                out.append(EXTRA)  # ``if kwargs:``: any keyword that lands in ``**kwargs``
+        return out
+
+    def call(self, call: ast.Call, guards: tuple[ast.expr, ...]) -> None:
+        head = ast.unparse(call.func)
+        if not head.endswith("warn") or not call.args:
+            return
+        if not _DEPRECATION.search(ast.unparse(call)):
+            return
+        message = _literal(call.args[0]) or ast.unparse(call.args[0])
+        params = self.tested(guards)
+        if not params:
+            self.unguarded.append((message, call.lineno))
+            return
+        named = [p for p in params if _names(message, p)]
+        for param in named or params:
+            self.notes.append(
+                ParamNote(
+                    param, "deprecated", message, call.lineno, self.replacement(message, param)
+                )
+            )
+
+    def raised(self, stmt: ast.Raise, guards: tuple[ast.expr, ...]) -> None:
+        exc = stmt.exc
+        if not (isinstance(exc, ast.Call) and exc.args):
+            return
+        message = _literal(exc.args[0])
+        if not message or not _GONE.search(message):
+            return
+        for param in self.tested(guards):
+            if _names(message, param):
+                self.notes.append(
+                    ParamNote(
+                        param, "removed", message, stmt.lineno, self.replacement(message, param)
+                    )
+                )
+
+    def replacement(self, message: str, param: str) -> str | None:
+        """Another parameter of the function that the message names (``use `pattern```)."""
+        for m in _WORD.finditer(message):
+            word = m.group(1)
+            if word != param and word in self.params:
+                return word
+        return None
+
+
+def _names(message: str, param: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(param)}(?!\w)", message) is not None
+
+
+def _literal(node: ast.expr) -> str:
+    """The text of a message (f-string holes as ``...``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            p.value if isinstance(p, ast.Constant) else "..."  # type: ignore[misc]
+            for p in node.values
+        )
+    if isinstance(node, ast.Call) and node.args:
+        return _literal(node.args[0])
+    parts = [
+        n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+    return "".join(parts)
