@@ -13,7 +13,7 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding, missing_module, prefixes
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
-from driftcheck.host.api import Found, HostAPI, Lookup
+from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.host.relocation import Lookalike, NewHome, find_new_home
 from driftcheck.host.served import REMOVED, Served
 
@@ -32,6 +32,20 @@ def _first_missing_prefix(api: HostAPI, symbol: str) -> tuple[str, Lookup]:
     return symbol, None
 
 
+def _read_off_a_module(use: Use, name: str) -> bool:
+    """Whether the use spells more than the bare name (``np.product(x)``, not ``product(x)``)."""
+    end = use.end_column if use.end_line == use.line else 0
+    if use.kind == "call" and use.shape is not None:
+        shape = use.shape
+        starts = [s[1] for s in (*shape.positional_spans, *shape.keyword_spans) if s[0] == use.line]
+        if shape.close_span and shape.close_span[0] == use.line:
+            starts.append(shape.close_span[1])
+        end = min(starts) - 1 if starts else 0  # the opening parenthesis, at the latest
+    elif use.kind != "attribute":
+        return False
+    return end - use.column > len(name)
+
+
 def _existed(found: Lookup) -> bool:
     return isinstance(found, Found) or isinstance(found, Served) and found.status != REMOVED
 
@@ -46,13 +60,20 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     base_found = ctx.baseline.resolve(use.symbol) if ctx.baseline else None
     if ctx.baseline is not None and not _existed(base_found):
-        if gone_module is None or missing_module(ctx.baseline, use.symbol) is not None:
+        # Undecidable at baseline, but the target's own table says it was removed: it was there.
+        said_removed = isinstance(target_found, Served) and base_found is UNKNOWN
+        if not said_removed and (
+            gone_module is None or missing_module(ctx.baseline, use.symbol) is not None
+        ):
             return []  # already broken (or undecidable) at baseline: not drift
     if gone_module:
         gone, served = gone_module, None
     else:
         gone, served = _first_missing_prefix(ctx.target, use.symbol)
-    if not ctx.once(use.file, gone):
+    # Through an import, the name breaks once, where it is imported; read off the module
+    # (``np.product(x)``), it breaks on every line that reads it.
+    per_line = use.symbol == gone and _read_off_a_module(use, gone.rsplit(".", 1)[-1])
+    if not ctx.once(use.file, f"{gone}@{use.line}" if per_line else gone):
         return []
     base_gone = ctx.baseline.resolve(gone) if ctx.baseline else None
     evidence = [ctx.evidence(ctx.baseline, base_gone)] if ctx.baseline else []

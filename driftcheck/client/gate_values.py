@@ -19,6 +19,14 @@ _VERSION_CTORS = {
     "distutils.version.StrictVersion",
     "packaging.version.LegacyVersion",
 }
+
+
+def _is_version_ctor(name: str) -> bool:
+    """A callable that parses a version: the known ones, and a host's own version class
+    (``numpy.lib.NumpyVersion``: any class named ``...Version``)."""
+    return name in _VERSION_CTORS or name.rsplit(".", 1)[-1].endswith("Version")
+
+
 #: Module attributes that hold the host's version (``__version__``, pydantic's ``VERSION``,
 #: Django's ``VERSION`` tuple).
 _VERSION_ATTRS = ("__version__", "VERSION", "__VERSION__")
@@ -118,7 +126,7 @@ class HostValues:
                 names = [expr.func.id]
             if any(n in _METADATA_VERSION for n in names) and expr.args:
                 return "str" if self._is_host_dist(expr.args[0], scope) else ""
-            if any(n in _VERSION_CTORS for n in names) and expr.args:
+            if any(_is_version_ctor(n) for n in names) and expr.args:
                 return "version" if self.version_form(expr.args[0], scope) else ""
             if isinstance(expr.func, ast.Name) and expr.func.id == "str" and expr.args:
                 return "str" if self.version_form(expr.args[0], scope) else ""
@@ -291,7 +299,7 @@ class HostValues:
                     return NOT_CONSTANT
         if isinstance(expr, ast.Call) and len(expr.args) == 1:
             names = scope.module.qualified(expr.func)
-            if any(n in _VERSION_CTORS for n in names):
+            if any(_is_version_ctor(n) for n in names):
                 return self._constant(expr.args[0], scope)
         return NOT_CONSTANT
 

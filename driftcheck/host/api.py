@@ -177,7 +177,7 @@ class HostAPI(Signatures):
         obj = owner.obj
         if isinstance(obj, griffe.Module):
             sub = f"{owner.path}.{name}"
-            if name in obj.members:
+            if name in obj.members and name not in self._deleted(owner.path):
                 got = self._follow(obj.members[name], sub, _seen)
                 if got is UNKNOWN and not namespace_only:
                     # ``from ._core import float64``, bound at run time: the stub declares it.
@@ -193,19 +193,20 @@ class HostAPI(Signatures):
                 return starred
             if namespace_only:
                 return self._unknown(sub) if starred is None and self._open(owner) else starred
+            # The module's ``__getattr__`` runs for what the namespace lacks: where it picks the
+            # name out (serves it, warns, raises) that is what happens, whatever the stub says.
+            has_getattr = "__getattr__" in obj.members
+            served = module_getattr(self, owner, name) if has_getattr else None
+            if served is not None and served is not UNKNOWN:
+                return served
             stubbed = stub_lookup(self, owner, name, _seen)
             if stubbed is not None:
                 return stubbed
-            if "__getattr__" in obj.members:
-                served = module_getattr(self, owner, name)
-                if served is not None and served is not UNKNOWN:
-                    return served
-                if served is UNKNOWN or starred is UNKNOWN:
-                    return self._unknown(sub)
-                return None
-            if starred is UNKNOWN or self._open(owner):
+            if served is UNKNOWN or starred is UNKNOWN:
                 return self._unknown(sub)
-            return None
+            if not has_getattr and self._open(owner):
+                return self._unknown(sub)
+            return None  # not bound, and the module's ``__getattr__`` raises the catch-all
         if isinstance(obj, griffe.Class):
             return self.class_member(owner, name, _seen)
         if isinstance(obj, griffe.Attribute):
@@ -217,6 +218,20 @@ class HostAPI(Signatures):
     def exports(self, module: str) -> Exports | None:
         """``module.__all__`` as the module builds it (None when it defines none)."""
         return exports(self, module)
+
+    def _deleted(self, module: str) -> frozenset[str]:
+        """Names the module's top level ``del``s once bound (griffe keeps them as members)."""
+        cache = self.__dict__.setdefault("_deleted_names", {})
+        if module not in cache:
+            text = self.module_text(module) or ""
+            names: set[str] = set()
+            if "\ndel " in text or text.startswith("del "):
+                tree = self._ast(module, text)
+                for stmt in _top_level(tree.body if tree is not None else []):
+                    if isinstance(stmt, ast.Delete):
+                        names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+            cache[module] = frozenset(names)
+        return cache[module]
 
     def _open(self, module: Found) -> bool:
         """Whether the module writes its own namespace at run time (``globals()[k] = v``)."""
@@ -283,6 +298,17 @@ class HostAPI(Signatures):
         complete = True
         if _depth > 30 or not isinstance(cls.obj, griffe.Class):
             return out, complete
+        busy = self.__dict__.setdefault("_mro_busy", set())
+        if cls.path in busy:  # a base named through a class whose MRO is being read
+            return out, False
+        busy.add(cls.path)
+        try:
+            return self._mro(cls, out, _depth)
+        finally:
+            busy.discard(cls.path)
+
+    def _mro(self, cls: Found, out: list[Found], _depth: int) -> tuple[list[Found], bool]:
+        complete = True
         for base in cls.obj.bases:
             path = _canonical(base)
             if path in (None, "object", "builtins.object"):
@@ -379,6 +405,19 @@ _OPEN_NAMESPACE = re.compile(
     r"|setattr\(\s*sys\.modules\[__name__\]|sys\.modules\[__name__\]\.__dict__\.update"
 )
 _DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level statements, through ``if``/``try`` blocks (not into functions)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, ast.If | ast.Try):
+            for block in (stmt.body, stmt.orelse, getattr(stmt, "finalbody", [])):
+                out.extend(_top_level(block))
+            for handler in getattr(stmt, "handlers", []):
+                out.extend(_top_level(handler.body))
+    return out
 
 
 def _definitions(

@@ -579,6 +579,8 @@ class _Interpreter:
         last = head.rsplit(".", 1)[-1]
         if head in ("globals", "vars") and not args:
             return Namespace(module)
+        if head == "object" and not args:
+            return _Sentinel()  # ``sentinel = object()``: only itself ``is`` it
         if last in ("import_module", "import_string", "import_object") and args:
             return self.imported(args[0], kwargs.get("package"), module)
         if head == "getattr" and len(args) >= 2 and isinstance(args[1], str):
@@ -656,7 +658,7 @@ class _Interpreter:
                 return UNK
             if isinstance(left, _End | _Raised):
                 return UNK
-            same = left is right or (left is None) == (right is None) and right is None
+            same = left is right or left == right and isinstance(left, Obj | Mod)
             return same if isinstance(op, ast.Is) else not same
         if isinstance(op, ast.In | ast.NotIn):
             if isinstance(right, Namespace):
@@ -679,6 +681,10 @@ class _Interpreter:
 
 
 _NO = object()
+
+
+class _Sentinel:
+    """A fresh ``object()``."""
 
 
 @dataclass(frozen=True)
