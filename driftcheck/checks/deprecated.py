@@ -14,8 +14,15 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
-from driftcheck.host.api import Found
-from driftcheck.host.param_notes import EXTRA, ParamNote, function_notes, parameter_notes
+from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.param_notes import (
+    EXTRA,
+    ParamNote,
+    class_notes,
+    function_notes,
+    module_notes,
+    parameter_notes,
+)
 from driftcheck.host.relocation import named_in
 from driftcheck.host.served import DEPRECATED, Served
 from driftcheck.host.signature import Signature
@@ -28,16 +35,22 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     target = ctx.lookup(ctx.target, use)
     if isinstance(target, Served) and target.status == DEPRECATED:
         return _served(use, ctx, target)
-    if not isinstance(target, Found) or target.kind != "function":
+    if use.kind == "import":
+        return _imported_module(use, ctx)
+    if not isinstance(target, Found) or target.kind not in ("function", "class"):
         return []
     base = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
     if ctx.baseline is not None and not isinstance(base, Found):
         return []
+    body = _runs(ctx.target, target)  # what a call runs: the function, or the class's __init__
+    base_body = _runs(ctx.baseline, base) if ctx.baseline is not None else None  # type: ignore[arg-type]
     out: list[Finding] = []
-    if use.kind in ("call", "attribute"):
-        notes = function_notes(ctx.target, target)
-        if notes and not (base is not None and function_notes(ctx.baseline, base)):  # type: ignore[arg-type]
+    kinds = ("call", "attribute") if target.kind == "function" else ("call", "subclass")
+    if use.kind in kinds:
+        notes = _whole(ctx.target, target, body)
+        if notes and not (ctx.baseline is not None and _whole(ctx.baseline, base, base_body)):  # type: ignore[arg-type]
             name = use.member or use.symbol.rsplit(".", 1)[-1]
+            where = body or target
             out.append(
                 finding(
                     use,
@@ -47,15 +60,70 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                         f"{name} is deprecated in {ctx.target.name} {ctx.target.version}: "
                         f"{notes[0][:200]}"
                     ),
-                    evidence=(
-                        Evidence(ctx.target.version, target.file, target.line, "deprecation"),
-                    ),
+                    evidence=(Evidence(ctx.target.version, where.file, where.line, "deprecation"),),
                     fix=Fix("manual", "move to the replacement the deprecation message names"),
                 )
             )
-    if use.kind == "call" and use.shape is not None:
-        out.extend(_parameters(use, ctx, target, base))
+    if use.kind == "call" and use.shape is not None and body is not None:
+        out.extend(_parameters(use, ctx, body, base_body, target))
     return out
+
+
+def _imported_module(use: Use, ctx: CheckContext) -> list[Finding]:
+    """An import of a module (or from it) that now warns when it is imported."""
+    parts = use.symbol.split(".")
+    for i in range(len(parts), 1, -1):
+        module = ".".join(parts[:i])
+        if ctx.target.module(module) is None:
+            continue
+        notes = module_notes(ctx.target, module)
+        if not notes or not ctx.once(use.file, f"module-deprecated:{module}"):
+            return []
+        if ctx.baseline is not None:
+            if ctx.baseline.module(module) is None or module_notes(ctx.baseline, module):
+                return []
+        return [
+            finding(
+                use,
+                "deprecated",
+                symbol=module,
+                message=(
+                    f"{module} is deprecated in {ctx.target.name} {ctx.target.version} "
+                    f"(importing it warns): {notes[0][:200]}"
+                ),
+                evidence=(
+                    Evidence(
+                        ctx.target.version,
+                        ctx.target.tree.module_file(module) or "",
+                        1,
+                        "deprecation",
+                    ),
+                ),
+                fix=Fix("manual", "move to the replacement the deprecation message names"),
+            )
+        ]
+    return []
+
+
+def _runs(api: HostAPI, found: Found | None) -> Found | None:
+    """The host function a call of ``found`` runs: itself, or a class's host ``__init__``."""
+    if found is None:
+        return None
+    if found.kind == "function":
+        return found
+    if found.kind == "class":
+        init = api.defined_in_host_mro(found, "__init__")
+        return init if init is not None and init.kind == "function" else None
+    return None
+
+
+def _whole(api: HostAPI, found: Found | None, body: Found | None) -> list[str]:
+    """Deprecations whatever the arguments: the function's (or ``__init__``'s) body, and a
+    ``@deprecated`` decorator on a class."""
+    notes = function_notes(api, body) if body is not None else []
+    if found is not None and found.kind == "class":
+        notes = class_notes(api, found) + notes
+    return notes
 
 
 def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
@@ -99,8 +167,11 @@ def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
     ]
 
 
-def _parameters(use: Use, ctx: CheckContext, target: Found, base: Found | None) -> list[Finding]:
-    """Keywords the call passes that the host now warns about or rejects."""
+def _parameters(
+    use: Use, ctx: CheckContext, target: Found, base: Found | None, called: Found
+) -> list[Finding]:
+    """Keywords the call passes that the host now warns about or rejects (``target``: the
+    function that runs, ``called``: what the client calls)."""
     notes = parameter_notes(ctx.target, target)
     if not notes:
         return []
@@ -108,7 +179,7 @@ def _parameters(use: Use, ctx: CheckContext, target: Found, base: Found | None) 
     before: set[tuple[str, str]] = set()
     if base is not None and ctx.baseline is not None:
         before = {(n.param, n.status) for n in parameter_notes(ctx.baseline, base)}
-    sig = ctx.target.signature(target)
+    sig = ctx.target.signature(called)
     out: list[Finding] = []
     seen: set[str] = set()
     named = {p.name for p in sig.params} if sig is not None else set()

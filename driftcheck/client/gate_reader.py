@@ -164,6 +164,33 @@ class GateReader(HostValues):
         for path in scope.module.qualified(obj):
             if path.split(".", 1)[0] in self.roots:
                 return Gate("has", name=f"{path}.{attr}")
+        host_class = self._annotated_class(obj, scope, attr)
+        if host_class is not None:  # ``hasattr(request, "is_ajax")``, request: HttpRequest
+            return Gate("has", name=f"{host_class}.{attr}")
+        return None
+
+    def _annotated_class(self, obj: ast.expr, scope: Scope, attr: str) -> str | None:
+        """The host class of a parameter annotated with it (or with a client subclass of it
+        that does not define the attribute itself)."""
+        if not isinstance(obj, ast.Name) or scope.func is None:
+            return None
+        annotation = scope.func.params.get(obj.id)
+        if annotation is None:
+            return None
+        todo = list(scope.module.qualified(annotation))
+        seen: set[str] = set()
+        while todo:
+            path = todo.pop(0)
+            if path in seen:
+                continue
+            seen.add(path)
+            if path.split(".", 1)[0] in self.roots:
+                return path
+            info = self.index.classes.get(path)
+            if info is not None:
+                if attr in info.methods or attr in info.attrs:
+                    return None  # the client's own class answers, whatever the host has
+                todo.extend(info.bases)
         return None
 
     def _predicate(self, func: FunctionInfo, call: ast.Call, scope: Scope) -> Gate | None:

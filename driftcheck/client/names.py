@@ -206,6 +206,17 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
+def _catches_import(handler: ast.ExceptHandler) -> bool:
+    names = (
+        handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if handler.type is not None
+        else []
+    )
+    return handler.type is None or any(
+        dotted(n) in ("ImportError", "ModuleNotFoundError", "Exception") for n in names
+    )
+
+
 class NameTable:
     """Imported aliases and module-level definitions of one module."""
 
@@ -229,7 +240,23 @@ class NameTable:
                     for target in stmt.targets:
                         if isinstance(target, ast.Name):
                             self.defined.add(target.id)
+        self._prefer_try_imports(tree)
         return self
+
+    def _prefer_try_imports(self, tree: ast.Module) -> None:
+        """``try: from new import X / except ImportError: from old import X``: X is the try's
+        import wherever that import works, so that is the one a name refers to."""
+        for stmt, _ in statements(tree.body):
+            if not isinstance(stmt, ast.Try) or not any(_catches_import(h) for h in stmt.handlers):
+                continue
+            saved = dict(self.imports)
+            for inner in stmt.body:
+                if isinstance(inner, ast.ImportFrom):
+                    self._import_from(inner)
+                elif isinstance(inner, ast.Import):
+                    self._import(inner)
+            preferred = {k: v for k, v in self.imports.items() if saved.get(k) != v}
+            self.imports = {**saved, **preferred}
 
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.served import _Interpreter
 
 _DEPRECATION = re.compile(r"deprecat|FutureWarning|PendingDeprecation|will be removed", re.I)
 _GONE = re.compile(
@@ -58,6 +60,63 @@ def function_notes(api: HostAPI, func: Found) -> list[str]:
     return list(api.fact(key, lambda: _read(api, func)[1]))  # type: ignore[arg-type]
 
 
+def module_notes(api: HostAPI, module: str) -> list[str]:
+    """Deprecation warnings a module gives when it is imported (top-level ``warn(...)``)."""
+
+    def compute() -> list[str]:
+        text = api.module_text(module) or ""
+        if "warn" not in text:
+            return []
+        tree = api._ast(module, text)
+        out: list[str] = []
+        for stmt in _top(tree.body if tree is not None else []):
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if (
+                isinstance(call, ast.Call)
+                and ast.unparse(call.func).endswith("warn")
+                and call.args
+                and _DEPRECATION.search(ast.unparse(call))
+            ):
+                out.append(_message(api, module, call.args[0]))
+        return out
+
+    return list(api.fact(f"module-deprecations:{module}", compute))  # type: ignore[arg-type]
+
+
+def _top(body: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If | ast.Try):
+            out.extend(_top(stmt.body))
+        else:
+            out.append(stmt)
+    return out
+
+
+def _message(api: HostAPI, module: str, node: ast.expr) -> str:
+    """A warning's text; a module constant (``warn(SOME_MSG, ...)``) is read where it is bound."""
+    if isinstance(node, ast.Name):
+        value = _Interpreter(api, module).global_value(module, node.id, 0)
+        if isinstance(value, str):
+            return value
+    return _literal(node) or ast.unparse(node)
+
+
+def class_notes(api: HostAPI, cls: Found) -> list[str]:
+    """``@deprecated(...)`` on a class (the warning comes with every instance)."""
+
+    def compute() -> list[str]:
+        node = api.def_node(cls)
+        decorators = getattr(node, "decorator_list", [])
+        return [
+            _literal(d) or ast.unparse(d)
+            for d in decorators
+            if re.search(r"\bdeprecated\b", ast.unparse(d))
+        ]
+
+    return list(api.fact(f"class-deprecations:{cls.file}:{cls.line}:{cls.obj.name}", compute))  # type: ignore[arg-type]
+
+
 def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     node = api.def_node(func)
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -71,7 +130,7 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     params = [p for p in params if p not in ("self", "cls")]
     kwargs = args.kwarg.arg if args.kwarg else None
-    reader = _Reader(set(params), kwargs)
+    reader = _Reader(set(params), kwargs, lambda n: _message(api, func.obj.module.path, n))
     reader.block(node.body, ())
     for message, _line in reader.unguarded:
         whole.append(message)
@@ -79,7 +138,10 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
 
 
 class _Reader:
-    def __init__(self, params: set[str], kwargs: str | None) -> None:
+    def __init__(
+        self, params: set[str], kwargs: str | None, text: Callable[[ast.expr], str]
+    ) -> None:
+        self.text = text
         self.params = params
         self.kwargs = kwargs
         self.aliases: dict[str, str] = {}  # local name -> keyword it was popped from
@@ -173,7 +235,7 @@ class _Reader:
             return
         if not _DEPRECATION.search(ast.unparse(call)):
             return
-        message = _literal(call.args[0]) or ast.unparse(call.args[0])
+        message = self.text(call.args[0])
         params = self.tested(guards)
         if not params:
             self.unguarded.append((message, call.lineno))

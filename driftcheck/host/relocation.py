@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import griffe
 
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.objects import canonical
 
 _DEF_RE = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*(?::[^=]+)?=", re.M)
 # A replacement a message names: ``Use `np.float64` instead``, ``moved to `pydantic.X` ``.
@@ -148,6 +149,9 @@ def _unlike(baseline: HostAPI, before: Found, api: HostAPI, after: Found) -> str
         if old is not None and new is not None and not _compatible(old, new):
             return "a function with other parameters"
     if before.kind == "class":
+        old_bases, new_bases = _bases(before.obj), _bases(after.obj)
+        if old_bases and new_bases and not old_bases & new_bases:
+            return "a class with other bases"
         old_members = _public(before.obj)
         new_members = _public(after.obj)
         if old_members and len(old_members & new_members) * 2 < len(old_members):
@@ -160,6 +164,17 @@ def _unlike(baseline: HostAPI, before: Found, api: HostAPI, after: Found) -> str
 
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _bases(obj: griffe.Object) -> set[str]:
+    """A class's bases by the paths they name (``BuiltinJSONField`` -> ``django.forms...``)."""
+    out = set()
+    for base in getattr(obj, "bases", []):
+        try:
+            out.add(canonical(base) or str(base))
+        except Exception:  # griffe cannot follow an odd base: its text stands in
+            out.add(str(base))
+    return out
 
 
 def _public(obj: griffe.Object) -> set[str]:
