@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found
@@ -25,6 +26,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         evidence.append(ctx.evidence(ctx.target, cls, note=f"class without {use.member}"))
     short = use.receiver.rsplit(".", 1)[-1]
     via = f" ({use.via})" if use.via else ""
+    before = warned_before(ctx.baseline, base)
+    told = quoted(ctx.baseline.version, before) if ctx.baseline is not None else ""
     return [
         finding(
             use,
@@ -32,9 +35,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{use.receiver_expr or short}.{use.member}: {short} has no attribute "
-                f"{use.member!r} in {ctx.target.name} {ctx.target.version}{via}"
+                f"{use.member!r} in {ctx.target.name} {ctx.target.version}{via}{told}"
             ),
             evidence=tuple(e for e in evidence if e),
-            fix=Fix("manual", f"{short}.{use.member} was removed or renamed; use its replacement"),
+            fix=Fix(
+                "manual",
+                before[:200] or f"{short}.{use.member} was removed or renamed; use its replacement",
+            ),
         )
     ]

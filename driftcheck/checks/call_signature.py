@@ -7,10 +7,11 @@ Dataclass and pydantic-dataclass constructors are checked against their synthesi
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.history import keyword_warned_before, quoted
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
-from driftcheck.host.signature import bind
+from driftcheck.host.signature import Signature, bind
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -26,6 +27,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     shape = use.shape.on(side(ctx.target))
     problems = bind(sig_t, shape)
     base_ev: Evidence | None = None
+    base: object = None
+    sig_b = None
     if ctx.baseline is not None:
         base = ctx.lookup(ctx.baseline, use)
         sig_b = ctx.baseline.signature(base) if isinstance(base, Found) else None
@@ -38,7 +41,13 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     name = use.symbol.rsplit(".", 1)[-1] if not use.member else use.member
     details = "; ".join(p.detail for p in problems)
-    fix = _fix_for(problems)
+    renames = _renames(problems, ctx, base, sig_b, sig_t)
+    told = "".join(
+        quoted(ctx.baseline.version, said)  # type: ignore[union-attr]
+        for said, _, _ in renames.values()
+        if said
+    )
+    fix = _fix_for(problems, renames)
     evidence = [e for e in (base_ev,) if e]
     evidence.append(Evidence(ctx.target.version, sig_t.file, sig_t.line))
     return [
@@ -46,7 +55,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             use,
             "call-signature",
             symbol=target.path,
-            message=f"{name}(...) no longer binds in {ctx.target.name} {ctx.target.version}: {details}",
+            message=(
+                f"{name}(...) no longer binds in {ctx.target.name} {ctx.target.version}: "
+                f"{details}{told}"
+            ),
             evidence=tuple(evidence),
             fix=fix,
             at=shape.span_of(problems[0]),
@@ -54,9 +66,64 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     ]
 
 
-def _fix_for(problems: list) -> Fix:
+def _renames(
+    problems: list, ctx: CheckContext, base: object, sig_b: Signature | None, sig_t: Signature
+) -> dict[str, tuple[str, str, str]]:
+    """Removed keywords the host maps to a new one: keyword -> (baseline's message, new name,
+    evidence). The evidence is the baseline's deprecation naming the new keyword, or the
+    signature: a new parameter in the removed one's place, of the same kind and default."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for problem in problems:
+        if problem.code != "unexpected-keyword":
+            continue
+        said, new = keyword_warned_before(ctx.baseline, base, problem.param)  # type: ignore[arg-type]
+        how = "message" if new else ""
+        if not new and sig_b is not None:
+            new = _in_its_place(problem.param, sig_b, sig_t)
+            how = "signature" if new else ""
+        if new and sig_t.param(new) is None:
+            new, how = "", ""
+        if said or new:
+            out[problem.param] = (said, new, how)
+    return out
+
+
+def _in_its_place(keyword: str, before: Signature, after: Signature) -> str:
+    """The target parameter that took ``keyword``'s place (``min_items`` -> ``min_length``)."""
+    old = before.param(keyword)
+    if old is None:
+        return ""
+    i = before.params.index(old)
+    if i >= len(after.params):
+        return ""
+    cand = after.params[i]
+    if (
+        before.param(cand.name) is None
+        and cand.kind == old.kind
+        and cand.has_default == old.has_default
+        and cand.default == old.default
+    ):
+        return cand.name
+    return ""
+
+
+def _fix_for(problems: list, renames: dict[str, tuple[str, str, str]] | None = None) -> Fix:
+    renames = renames or {}
     removed = [p.param for p in problems if p.code == "unexpected-keyword"]
     missing = [p.param for p in problems if p.code == "missing-required"]
+    mapped = [k for k in removed if renames.get(k, ("", "", ""))[1]]
+    if mapped and mapped == removed and len(problems) == len(removed) and len(mapped) == 1:
+        old = mapped[0]
+        _, new, how = renames[old]
+        return Fix(
+            "safe" if how == "message" else "unsafe",
+            f"rename the keyword {old} to {new}"
+            + (
+                " (the host's deprecation names it)" if how == "message" else " (it took its place)"
+            ),
+            codemod="rename-keyword",
+            params=(("keyword", old), ("new", new)),
+        )
     if removed and not missing and len(problems) == len(removed):
         return Fix(
             "unsafe",

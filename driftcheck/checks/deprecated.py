@@ -130,6 +130,8 @@ def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
     """A name served after a warning by its module's ``__getattr__``."""
     if use.receiver:
         return []
+    if use.kind == "import" and ctx.target.module(use.symbol) is not None:
+        return []  # imported as a module, not read off its package
     if ctx.baseline is not None:
         base = ctx.lookup(ctx.baseline, use)
         if base is None or isinstance(base, Served) and base.status != "present":

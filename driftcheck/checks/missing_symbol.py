@@ -11,6 +11,7 @@ message, without a fix. A removed module or class is reported once per file, at 
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, missing_module, prefixes
+from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
@@ -58,6 +59,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     gone_module = missing_module(ctx.target, use.symbol) if use.kind == "import" else None
     if not _gone(target_found) and gone_module is None:
         return []
+    if use.kind == "import" and gone_module is None and ctx.target.module(use.symbol) is not None:
+        return []  # ``from pkg import sub``: the import system imports the submodule
     base_found = ctx.baseline.resolve(use.symbol) if ctx.baseline else None
     if ctx.baseline is not None and not _existed(base_found):
         # Undecidable at baseline, but the target's own table says it was removed: it was there.
@@ -73,14 +76,17 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     # Through an import, the name breaks once, where it is imported; read off the module
     # (``np.product(x)``), it breaks on every line that reads it.
     per_line = use.symbol == gone and _read_off_a_module(use, gone.rsplit(".", 1)[-1])
+    if use.kind == "import" and ctx.target.module(gone) is not None:
+        return []  # an import imports the module, whatever its package's __getattr__ says
     if not ctx.once(use.file, f"{gone}@{use.line}" if per_line else gone):
         return []
     base_gone = ctx.baseline.resolve(gone) if ctx.baseline else None
     evidence = [ctx.evidence(ctx.baseline, base_gone)] if ctx.baseline else []
     said = served.message if isinstance(served, Served) else ""
+    before = warned_before(ctx.baseline, base_gone)
     if isinstance(served, Served):
         evidence.append(ctx.evidence(ctx.target, served, note="raises"))
-    home = find_new_home(ctx.target, gone, baseline=ctx.baseline, message=said)
+    home = find_new_home(ctx.target, gone, baseline=ctx.baseline, message=said or before)
     versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
     host = f"{ctx.target.name} {ctx.target.version}"
     if isinstance(home, NewHome):
@@ -93,14 +99,14 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             "alias": f"{short} was an alias of it",
             "definition": "same kind and signature",
         }[home.evidence]
-        quoted = f": {said}" if said else ""
+        told = f": {said}" if said else quoted(ctx.baseline.version, before) if before else ""  # type: ignore[union-attr]
         return [
             finding(
                 use,
                 "moved-symbol",
                 symbol=gone,
                 message=(
-                    f"{gone} is no longer there in {host}{versions}{quoted}; "
+                    f"{gone} is no longer there in {host}{versions}{told}; "
                     f"it now lives at {home.name} ({why})"
                 ),
                 evidence=tuple(evidence),
@@ -120,6 +126,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         message = f"{gone} was removed in {host}{versions}: {said}"
     else:
         message = f"{gone} does not exist in {host}{versions}"
+    if before and before != said:
+        message += quoted(ctx.baseline.version, before)  # type: ignore[union-attr]
     if isinstance(home, Lookalike):
         message += (
             f"; {home.found.path} shares the name but is not its new home (it is {home.reason})"
@@ -133,7 +141,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             evidence=tuple(evidence),
             fix=Fix(
                 "manual",
-                said or f"{gone} was removed; find its replacement in the host's changes",
+                said or before or f"{gone} was removed; find its replacement in the host's changes",
             ),
         )
     ]

@@ -171,12 +171,16 @@ class GateReader(HostValues):
 
     def _annotated_class(self, obj: ast.expr, scope: Scope, attr: str) -> str | None:
         """The host class of a parameter annotated with it (or with a client subclass of it
-        that does not define the attribute itself)."""
+        that does not define the attribute itself), or of a local built by calling it."""
         if not isinstance(obj, ast.Name) or scope.func is None:
             return None
         annotation = scope.func.params.get(obj.id)
         if annotation is None:
-            return None
+            values = scope.func.locals.get(obj.id, [])
+            # ``frame = pd.DataFrame(...)``: a local built once by a host constructor
+            if len(values) != 1 or not isinstance(values[0], ast.Call):
+                return None
+            annotation = values[0].func
         todo = list(scope.module.qualified(annotation))
         seen: set[str] = set()
         while todo:

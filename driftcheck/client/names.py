@@ -208,7 +208,9 @@ def dotted(node: ast.AST) -> str:
 
 def _catches_import(handler: ast.ExceptHandler) -> bool:
     names = (
-        handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        handler.type.elts
+        if isinstance(handler.type, ast.Tuple)
+        else [handler.type]
         if handler.type is not None
         else []
     )

@@ -142,7 +142,19 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         if self.class_stack and self.class_stack[-1].node is node:
             self.class_stack.pop()
 
+    def _decorators(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        """``@validate_arguments``: a bare host name as a decorator is a call of it."""
+        for deco in node.decorator_list:
+            if not isinstance(deco, ast.Name):
+                continue
+            for name in self.module.qualified(deco):
+                if self._host(name):
+                    shape = CallShape(positional=1, keywords=())
+                    self._add("call", deco, name, shape=shape, result="used")
+                    break
+
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._decorators(node)
         info = self.index.function_of_node.get(node)
         if info is not None:
             self.func_stack.append(info)

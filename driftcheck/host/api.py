@@ -21,6 +21,7 @@ from driftcheck.host.attributes import InferredType, add_instance_attributes
 from driftcheck.host.constructors import Signatures
 from driftcheck.host.namespace import Exports, exports, module_getattr, star_lookup, stub_lookup
 from driftcheck.host.objects import UNKNOWN, Found, Lookup, canonical
+from driftcheck.host.served import DEPRECATED, REMOVED, Served
 
 __all__ = ["UNKNOWN", "Found", "HostAPI", "Lookup"]
 from driftcheck.host.signature import Signature
@@ -153,6 +154,14 @@ class HostAPI(Signatures):
                 break
         else:
             return None
+        for k in range(1, i):  # ``np.compat``: a package's __getattr__ may stand in the way
+            parent = self.modules.get(".".join(parts[:k]))
+            if parent is not None and "__getattr__" in parent.members:
+                bound = parent.members.get(parts[k])
+                if bound is None or isinstance(bound, griffe.Module):
+                    got = self.member(Found(parent, ".".join(parts[:k])), parts[k], seen)
+                    if isinstance(got, Served):
+                        return got
         current: Lookup = Found(mod, modpath)
         for name in parts[i:]:
             if not isinstance(current, Found):
@@ -177,7 +186,13 @@ class HostAPI(Signatures):
         obj = owner.obj
         if isinstance(obj, griffe.Module):
             sub = f"{owner.path}.{name}"
-            if name in obj.members and name not in self._deleted(owner.path):
+            bound = obj.members.get(name)
+            # A griffe Module member is a visited submodule, not a binding of the package.
+            if (
+                bound is not None
+                and not isinstance(bound, griffe.Module)
+                and name not in self._deleted(owner.path)
+            ):
                 got = self._follow(obj.members[name], sub, _seen)
                 if got is UNKNOWN and not namespace_only:
                     # ``from ._core import float64``, bound at run time: the stub declares it.
@@ -185,6 +200,13 @@ class HostAPI(Signatures):
                     return stubbed if stubbed is not None else got
                 return got
             if self.module(sub) is not None:
+                if "__getattr__" in obj.members and not namespace_only:
+                    # A submodule the package does not import is no attribute of it until
+                    # imported: where its ``__getattr__`` picks the name out, that is what
+                    # ``pkg.sub`` does (numpy 2.0's ``np.compat``). Imports still find it.
+                    served = module_getattr(self, owner, name)
+                    if isinstance(served, Served) and served.status in (REMOVED, DEPRECATED):
+                        return served
                 return Found(self.modules[sub], sub)  # type: ignore[arg-type]
             if getattr(obj, "compiled", False):
                 return self._unknown(sub)

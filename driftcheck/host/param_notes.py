@@ -21,9 +21,8 @@ from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.served import _Interpreter
 
 _DEPRECATION = re.compile(r"deprecat|FutureWarning|PendingDeprecation|will be removed", re.I)
-_GONE = re.compile(
-    r"remov|no longer|not supported|unsupported|deprecat|renamed|instead|not allowed", re.I
-)
+# A raise that says the parameter is gone (not one that validates its value).
+_GONE = re.compile(r"\bremoved\b|no longer|not supported|unsupported|renamed|\binstead\b", re.I)
 _WORD = re.compile(r"[`'\"]?\b([A-Za-z_]\w*)\b[`'\"]?")
 
 
@@ -142,6 +141,8 @@ class _Reader:
         self, params: set[str], kwargs: str | None, text: Callable[[ast.expr], str]
     ) -> None:
         self.text = text
+        self.strings: dict[str, str] = {}
+        self.derived: dict[str, list[str]] = {}
         self.params = params
         self.kwargs = kwargs
         self.aliases: dict[str, str] = {}  # local name -> keyword it was popped from
@@ -160,9 +161,28 @@ class _Reader:
             target = stmt.targets[0]
             if key and isinstance(target, ast.Name):
                 self.aliases[target.id] = key
+            elif isinstance(target, ast.Name):
+                # ``old_used = (start is not no_default) or (end is not no_default)``
+                looked = [
+                    n.id
+                    for n in ast.walk(stmt.value)
+                    if isinstance(n, ast.Name) and n.id in self.params
+                ]
+                if looked and isinstance(stmt.value, ast.BoolOp | ast.Compare | ast.UnaryOp):
+                    self.derived[target.id] = looked
+            if isinstance(target, ast.Name) and isinstance(
+                stmt.value, ast.Constant | ast.JoinedStr | ast.BinOp
+            ):
+                text = _literal(stmt.value)
+                if text:
+                    self.strings[target.id] = text  # ``msg = "..."; warn(msg, ...)``
         if isinstance(stmt, ast.If):
             self.block(stmt.body, (*guards, stmt.test))
-            self.block(stmt.orelse, (*guards, stmt.test))
+            # ``else:`` runs when the test fails (``if x is NOT_PASSED: ... else: warn``: still
+            # about x); an ``elif`` has its own test, and what the first one looked at is not
+            # what it is about (``if old and new: raise ... elif old: warn``).
+            elif_ = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
+            self.block(stmt.orelse, guards if elif_ else (*guards, stmt.test))
             return
         if isinstance(stmt, ast.Raise):
             self.raised(stmt, guards)
@@ -204,7 +224,9 @@ class _Reader:
         out: list[str] = []
         for test in guards:
             for node in ast.walk(test):
-                if isinstance(node, ast.Name):
+                if isinstance(node, ast.Name) and node.id in self.derived:
+                    out.extend(p for p in self.derived[node.id] if p not in out)
+                elif isinstance(node, ast.Name):
                     name = self.aliases.get(node.id) or (
                         node.id if node.id in self.params or node.id == self.kwargs else ""
                     )
@@ -235,7 +257,9 @@ class _Reader:
             return
         if not _DEPRECATION.search(ast.unparse(call)):
             return
-        message = self.text(call.args[0])
+        arg = call.args[0]
+        local = self.strings.get(arg.id) if isinstance(arg, ast.Name) else None
+        message = local or self.text(arg)
         params = self.tested(guards)
         if not params:
             self.unguarded.append((message, call.lineno))
