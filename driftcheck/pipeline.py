@@ -21,7 +21,7 @@ from driftcheck.client.uses import Use, UseCollector
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
 from driftcheck.gates import Gate, all_of
-from driftcheck.host.api import HostAPI
+from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
@@ -157,12 +157,26 @@ def run_checks(
     key = findings_key(client.uses_key, target, baseline)
     if key is not None:
         cached = load_findings(key)
-        if cached is not None:
-            return cached
+        if isinstance(cached, dict) and isinstance(cached.get("findings"), list):
+            target.undecided = list(cached.get("undecided", []))
+            return cached["findings"]
     findings = _run_checks(uses, target, baseline, client, rules)
+    target.undecided = _undecided(uses, target)
     if key is not None:
-        save_findings(key, findings)
+        save_findings(key, {"findings": findings, "undecided": target.undecided})
     return findings
+
+
+def _undecided(uses: list[Use], target: HostAPI) -> list[str]:
+    """Host names the client reaches that cannot be decided statically on the target (a
+    compiled module without a stub, a dynamic ``__all__``, a ``__getattr__`` that computes)."""
+    out: set[str] = set()
+    for use in uses:
+        if use.receiver or use.kind not in ("import", "attribute", "call", "subclass"):
+            continue
+        if target.owns(use.symbol) and target.resolve(use.symbol) is UNKNOWN:
+            out.add(use.symbol)
+    return sorted(out)
 
 
 def _run_checks(
@@ -330,5 +344,7 @@ def scan(
             "uses": len(uses),
             "host_files_target": target.loaded_files(),
             "host_files_baseline": base_api.loaded_files() if base_api else 0,
+            "undecided_names": len(getattr(target, "undecided", [])),
+            "undecided": list(getattr(target, "undecided", []))[:50],
         },
     )

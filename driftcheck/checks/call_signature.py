@@ -11,7 +11,7 @@ from driftcheck.checks.history import keyword_warned_before, quoted
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
-from driftcheck.host.signature import Signature, bind
+from driftcheck.host.signature import Signature, bind, same_type
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -44,8 +44,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     renames = _renames(problems, ctx, base, sig_b, sig_t)
     told = "".join(
         quoted(ctx.baseline.version, said)  # type: ignore[union-attr]
-        for said, _, _ in renames.values()
         if said
+        else f"; {new} took {old}'s place"
+        for old, (said, new, _) in renames.items()
     )
     fix = _fix_for(problems, renames)
     evidence = [e for e in (base_ev,) if e]
@@ -83,6 +84,10 @@ def _renames(
             how = "signature" if new else ""
         if new and sig_t.param(new) is None:
             new, how = "", ""
+        old_param = sig_b.param(problem.param) if sig_b is not None else None
+        new_param = sig_t.param(new) if new else None
+        if how == "message" and not (old_param and new_param and same_type(old_param, new_param)):
+            how = "message-other-type"
         if said or new:
             out[problem.param] = (said, new, how)
     return out

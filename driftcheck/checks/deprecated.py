@@ -25,7 +25,7 @@ from driftcheck.host.param_notes import (
 )
 from driftcheck.host.relocation import named_in
 from driftcheck.host.served import DEPRECATED, Served
-from driftcheck.host.signature import Signature
+from driftcheck.host.signature import Param, Signature, same_type
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -65,7 +65,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 )
             )
     if use.kind == "call" and use.shape is not None and body is not None:
-        out.extend(_parameters(use, ctx, body, base_body, target))
+        out.extend(_parameters(use, ctx, body, base_body, target, base))
     return out
 
 
@@ -170,7 +170,12 @@ def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
 
 
 def _parameters(
-    use: Use, ctx: CheckContext, target: Found, base: Found | None, called: Found
+    use: Use,
+    ctx: CheckContext,
+    target: Found,
+    base: Found | None,
+    called: Found,
+    base_called: Found | None = None,
 ) -> list[Finding]:
     """Keywords the call passes that the host now warns about or rejects (``target``: the
     function that runs, ``called``: what the client calls)."""
@@ -182,6 +187,11 @@ def _parameters(
     if base is not None and ctx.baseline is not None:
         before = {(n.param, n.status) for n in parameter_notes(ctx.baseline, base)}
     sig = ctx.target.signature(called)
+    old_sig = (
+        ctx.baseline.signature(base_called)
+        if ctx.baseline is not None and isinstance(base_called, Found)
+        else None
+    )
     out: list[Finding] = []
     seen: set[str] = set()
     named = {p.name for p in sig.params} if sig is not None else set()
@@ -198,7 +208,10 @@ def _parameters(
         seen.add(note.param)
         i = shape.keywords.index(passed)
         at = shape.keyword_spans[i] if i < len(shape.keyword_spans) else None
-        out.append(_param_finding(use, ctx, target, note, sig, shape.keywords, at, passed))
+        old = (sig.param(note.param) if sig else None) or (
+            old_sig.param(note.param) if old_sig else None
+        )
+        out.append(_param_finding(use, ctx, target, note, sig, shape.keywords, at, passed, old))
     return out
 
 
@@ -211,16 +224,21 @@ def _param_finding(
     passed: tuple[str, ...],
     at: tuple[int, int, int, int] | None,
     keyword: str,
+    old: Param | None = None,
 ) -> Finding:
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     removed = note.status == "removed"
     verb = "no longer accepts" if removed else "deprecates"
     fix = Fix("manual", note.message[:200])
     new = note.replacement
-    if new and sig is not None and sig.param(new) is not None and new not in passed:
+    target_param = sig.param(new) if new and sig is not None else None
+    if new and target_param is not None and new not in passed:
+        same = old is not None and same_type(old, target_param)
         fix = Fix(
-            "safe",
-            f"rename the keyword {note.param} to {new} (the host's message names it)",
+            "safe" if same else "unsafe",
+            f"rename the keyword {note.param} to {new} (the host's message names it"
+            + ("" if same else "; the value it takes may differ: check it")
+            + ")",
             codemod="rename-keyword",
             params=(("keyword", note.param), ("new", new)),
         )

@@ -97,18 +97,17 @@ def _findings_path(key: str) -> str:
     return str(cache_root() / "findings" / f"{key}.pickle")
 
 
-def load_findings(key: str) -> list | None:
-    """Cached findings of a check run, or None."""
+def load_findings(key: str) -> object | None:
+    """A cached check run (its findings and what it could not decide), or None."""
     try:
         with open(_findings_path(key), "rb") as f:
-            data = pickle.load(f)
-        return data if isinstance(data, list) else None
+            return pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError, ValueError):
         return None
 
 
-def save_findings(key: str, findings: list) -> None:
-    """Store a check run's findings (atomically); failures are ignored."""
+def save_findings(key: str, findings: object) -> None:
+    """Store a check run (atomically); failures are ignored."""
     path = _findings_path(key)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -61,6 +61,8 @@ class HostAPI(Signatures):
         self.restored = 0
         self._sig_cache: dict[str, Signature | None] = {}
         self.unknown_names: set[str] = set()
+        #: Names the scanned client reaches that stayed undecided (set by the pipeline).
+        self.undecided: list[str] = []
         self._keeper = _KeepModuleNode()
         self._extensions = griffe.load_extensions(self._keeper)
 
@@ -312,7 +314,31 @@ class HostAPI(Signatures):
                     got = self.resolve(aliased, seen)
                     if isinstance(got, Found) and got.kind in ("class", "function"):
                         return got
+            if isinstance(member.parent, griffe.Class):
+                got = self._class_alias(member, path)
+                if got is not None:
+                    return got
         return Found(member, path)
+
+    def _class_alias(self, member: griffe.Attribute, path: str) -> Found | None:
+        """``opener = open`` / ``build = staticmethod(make)`` in a class body: the method it
+        names (its signature is the alias's)."""
+        value = member.value
+        wrapper = ""
+        if isinstance(value, griffe.ExprCall) and len(value.arguments) == 1:
+            wrapper = str(value.function)
+            value = value.arguments[0]
+            if wrapper not in ("staticmethod", "classmethod"):
+                return None
+        if not isinstance(value, griffe.ExprName | str):
+            return None
+        name = str(value)
+        sibling = member.parent.members.get(name) if member.parent is not None else None
+        if not isinstance(sibling, griffe.Function) or sibling is member:
+            return None
+        if wrapper in ("staticmethod", "classmethod") and wrapper not in sibling.labels:
+            return None  # the wrapper changes how it binds: no one signature to take
+        return Found(sibling, path)
 
     def mro(self, cls: Found, _depth: int = 0) -> tuple[list[Found], bool]:
         """Host classes in method-resolution order, and whether every base was resolved."""

@@ -291,6 +291,13 @@ _CONTAINERS = {
 }
 
 
+def same_type(old: Param, new: Param) -> bool:
+    """Whether a value passed as ``old`` fits ``new`` as written: the same annotation (an
+    unannotated pair says nothing, so it is not the same)."""
+    a, b = normalise_annotation(old.annotation), normalise_annotation(new.annotation)
+    return a is not None and a == b
+
+
 def normalise_annotation(text: str | None) -> str | None:
     """Canonical text of an annotation: ``Optional[X]`` → ``X | None``, no spaces."""
     if text is None:
