@@ -187,50 +187,11 @@ class HostAPI(Signatures):
         """
         obj = owner.obj
         if isinstance(obj, griffe.Module):
-            sub = f"{owner.path}.{name}"
-            bound = obj.members.get(name)
-            # A griffe Module member is a visited submodule, not a binding of the package.
-            if (
-                bound is not None
-                and not isinstance(bound, griffe.Module)
-                and name not in self._deleted(owner.path)
-            ):
-                got = self._follow(obj.members[name], sub, _seen)
-                if got is UNKNOWN and not namespace_only:
-                    # ``from ._core import float64``, bound at run time: the stub declares it.
-                    stubbed = stub_lookup(self, owner, name, _seen)
-                    return stubbed if stubbed is not None else got
-                return got
-            if self.module(sub) is not None:
-                if "__getattr__" in obj.members and not namespace_only:
-                    # A submodule the package does not import is no attribute of it until
-                    # imported: where its ``__getattr__`` picks the name out, that is what
-                    # ``pkg.sub`` does (numpy 2.0's ``np.compat``). Imports still find it.
-                    served = module_getattr(self, owner, name)
-                    if isinstance(served, Served) and served.status in (REMOVED, DEPRECATED):
-                        return served
-                return Found(self.modules[sub], sub)  # type: ignore[arg-type]
-            if getattr(obj, "compiled", False):
-                return self._unknown(sub)
-            starred = star_lookup(self, owner, name, _seen)
-            if starred is not None and starred is not UNKNOWN:
-                return starred
-            if namespace_only:
-                return self._unknown(sub) if starred is None and self._open(owner) else starred
-            # The module's ``__getattr__`` runs for what the namespace lacks: where it picks the
-            # name out (serves it, warns, raises) that is what happens, whatever the stub says.
-            has_getattr = "__getattr__" in obj.members
-            served = module_getattr(self, owner, name) if has_getattr else None
-            if served is not None and served is not UNKNOWN:
-                return served
-            stubbed = stub_lookup(self, owner, name, _seen)
-            if stubbed is not None:
-                return stubbed
-            if served is UNKNOWN or starred is UNKNOWN:
-                return self._unknown(sub)
-            if not has_getattr and self._open(owner):
-                return self._unknown(sub)
-            return None  # not bound, and the module's ``__getattr__`` raises the catch-all
+            memo = self.__dict__.setdefault("_module_members", {})
+            key = (owner.path, name, namespace_only)
+            if key not in memo:
+                memo[key] = self._module_member(owner, name, _seen, namespace_only)
+            return memo[key]
         if isinstance(obj, griffe.Class):
             return self.class_member(owner, name, _seen)
         if isinstance(obj, griffe.Attribute):
@@ -238,6 +199,56 @@ class HostAPI(Signatures):
             if cls is not None:
                 return self.class_member(cls, name, _seen)
         return UNKNOWN
+
+    def _module_member(
+        self, owner: Found, name: str, _seen: frozenset[str], namespace_only: bool
+    ) -> Lookup:
+        """:meth:`member` on a module (memoised there: a module's namespace does not change)."""
+        obj = owner.obj
+        sub = f"{owner.path}.{name}"
+        bound = obj.members.get(name)
+        # A griffe Module member is a visited submodule, not a binding of the package.
+        if (
+            bound is not None
+            and not isinstance(bound, griffe.Module)
+            and name not in self._deleted(owner.path)
+        ):
+            got = self._follow(obj.members[name], sub, _seen)
+            if got is UNKNOWN and not namespace_only:
+                # ``from ._core import float64``, bound at run time: the stub declares it.
+                stubbed = stub_lookup(self, owner, name, _seen)
+                return stubbed if stubbed is not None else got
+            return got
+        if self.module(sub) is not None:
+            if "__getattr__" in obj.members and not namespace_only:
+                # A submodule the package does not import is no attribute of it until
+                # imported: where its ``__getattr__`` picks the name out, that is what
+                # ``pkg.sub`` does (numpy 2.0's ``np.compat``). Imports still find it.
+                served = module_getattr(self, owner, name)
+                if isinstance(served, Served) and served.status in (REMOVED, DEPRECATED):
+                    return served
+            return Found(self.modules[sub], sub)  # type: ignore[arg-type]
+        if getattr(obj, "compiled", False):
+            return self._unknown(sub)
+        starred = star_lookup(self, owner, name, _seen)
+        if starred is not None and starred is not UNKNOWN:
+            return starred
+        if namespace_only:
+            return self._unknown(sub) if starred is None and self._open(owner) else starred
+        # The module's ``__getattr__`` runs for what the namespace lacks: where it picks the
+        # name out (serves it, warns, raises) that is what happens, whatever the stub says.
+        has_getattr = "__getattr__" in obj.members
+        served = module_getattr(self, owner, name) if has_getattr else None
+        if served is not None and served is not UNKNOWN:
+            return served
+        stubbed = stub_lookup(self, owner, name, _seen)
+        if stubbed is not None:
+            return stubbed
+        if served is UNKNOWN or starred is UNKNOWN:
+            return self._unknown(sub)
+        if not has_getattr and self._open(owner):
+            return self._unknown(sub)
+        return None  # not bound, and the module's ``__getattr__`` raises the catch-all
 
     def exports(self, module: str) -> Exports | None:
         """``module.__all__`` as the module builds it (None when it defines none)."""
@@ -259,8 +270,11 @@ class HostAPI(Signatures):
 
     def _open(self, module: Found) -> bool:
         """Whether the module writes its own namespace at run time (``globals()[k] = v``)."""
-        text = self.module_text(module.path)
-        return bool(text) and _OPEN_NAMESPACE.search(text) is not None  # type: ignore[arg-type]
+        cache = self.__dict__.setdefault("_open_modules", {})
+        if module.path not in cache:
+            text = self.module_text(module.path) or ""
+            cache[module.path] = _OPEN_NAMESPACE.search(text) is not None
+        return cache[module.path]
 
     def _unknown(self, path: str) -> Lookup:
         """A module attribute that cannot be decided statically (counted for the stats)."""
