@@ -17,6 +17,7 @@ from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.param_notes import (
     EXTRA,
+    OMITTED,
     ParamNote,
     class_notes,
     function_notes,
@@ -25,7 +26,7 @@ from driftcheck.host.param_notes import (
 )
 from driftcheck.host.relocation import named_in
 from driftcheck.host.served import DEPRECATED, Served
-from driftcheck.host.signature import Param, Signature, same_type
+from driftcheck.host.signature import CallShape, Param, Signature, same_type
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -184,8 +185,10 @@ def _parameters(
         return []
     shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
     before: set[tuple[str, str]] = set()
+    base_notes = []
     if base is not None and ctx.baseline is not None:
-        before = {(n.param, n.status) for n in parameter_notes(ctx.baseline, base)}
+        base_notes = parameter_notes(ctx.baseline, base)
+        before = {(n.param, n.status) for n in base_notes}
     sig = ctx.target.signature(called)
     old_sig = (
         ctx.baseline.signature(base_called)
@@ -197,6 +200,12 @@ def _parameters(
     named = {p.name for p in sig.params} if sig is not None else set()
     for note in notes:
         passed = note.param
+        if note.status == OMITTED:
+            if _leaves_out(note.param, shape, sig) and note.param not in seen:
+                if not any(n.param == note.param and n.status == OMITTED for n in base_notes):
+                    seen.add(note.param)
+                    out.append(_omitted_finding(use, ctx, target, note))
+            continue
         if note.param == EXTRA:  # any keyword that lands in ``**kwargs``
             if sig is None:
                 continue
@@ -213,6 +222,31 @@ def _parameters(
         )
         out.append(_param_finding(use, ctx, target, note, sig, shape.keywords, at, passed, old))
     return out
+
+
+def _leaves_out(param: str, shape: CallShape, sig: Signature | None) -> bool:
+    """Whether a call leaves ``param`` out (not by keyword, not by position, no ``**``)."""
+    if param in shape.keywords or shape.double_star or shape.star or sig is None:
+        return False
+    positional = [
+        p.name for p in sig.params if p.kind in ("positional_only", "positional_or_keyword")
+    ]
+    return not (param in positional and positional.index(param) < shape.positional)
+
+
+def _omitted_finding(use: Use, ctx: CheckContext, target: Found, note: ParamNote) -> Finding:
+    name = use.member or use.symbol.rsplit(".", 1)[-1]
+    return finding(
+        use,
+        "deprecated",
+        symbol=target.path,
+        message=(
+            f"{name}(...) without {note.param}= is deprecated in {ctx.target.name} "
+            f"{ctx.target.version}: {note.message[:240]}"
+        ),
+        evidence=(Evidence(ctx.target.version, target.file, note.line, "deprecation"),),
+        fix=Fix("manual", f"pass {note.param}= ({note.message[:160]})"),
+    )
 
 
 def _param_finding(

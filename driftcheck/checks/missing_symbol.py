@@ -98,6 +98,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             "message": "the host's message names it",
             "alias": f"{short} was an alias of it",
             "definition": "same kind and signature",
+            "changed": "same kind and most of its parameters; the signature changed",
         }[home.evidence]
         told = f": {said}" if said else quoted(ctx.baseline.version, before) if before else ""  # type: ignore[union-attr]
         return [
@@ -111,7 +112,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 ),
                 evidence=tuple(evidence),
                 fix=Fix(
-                    "safe",
+                    "unsafe" if home.evidence == "changed" else "safe",
                     (
                         f"import it from {home.name.rsplit('.', 1)[0]}"
                         if home.name.rsplit(".", 1)[-1] == short

@@ -26,6 +26,8 @@ _GONE = re.compile(r"\bremoved\b|no longer|not supported|unsupported|renamed|\bi
 _WORD = re.compile(r"[`'\"]?\b([A-Za-z_]\w*)\b[`'\"]?")
 
 
+#: A parameter whose absence warns (``if x is None: warn("pass x")``): calls that leave it out.
+OMITTED = "deprecated-if-omitted"
 #: The note of a test on ``**kwargs`` itself: any keyword the named parameters do not take.
 EXTRA = "**"
 
@@ -129,7 +131,17 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     params = [p for p in params if p not in ("self", "cls")]
     kwargs = args.kwarg.arg if args.kwarg else None
-    reader = _Reader(set(params), kwargs, lambda n: _message(api, func.obj.module.path, n))
+    positional = [*args.posonlyargs, *args.args]
+    defaults = {
+        a.arg: d
+        for a, d in zip(
+            positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
+        )
+    }
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d})
+    reader = _Reader(
+        set(params), kwargs, lambda n: _message(api, func.obj.module.path, n), defaults
+    )
     reader.block(node.body, ())
     for message, _line in reader.unguarded:
         whole.append(message)
@@ -138,8 +150,13 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
 
 class _Reader:
     def __init__(
-        self, params: set[str], kwargs: str | None, text: Callable[[ast.expr], str]
+        self,
+        params: set[str],
+        kwargs: str | None,
+        text: Callable[[ast.expr], str],
+        defaults: dict[str, ast.expr] | None = None,
     ) -> None:
+        self.defaults = defaults or {}
         self.text = text
         self.strings: dict[str, str] = {}
         self.derived: dict[str, list[str]] = {}
@@ -182,7 +199,8 @@ class _Reader:
             # about x); an ``elif`` has its own test, and what the first one looked at is not
             # what it is about (``if old and new: raise ... elif old: warn``).
             elif_ = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
-            self.block(stmt.orelse, guards if elif_ else (*guards, stmt.test))
+            negated = ast.UnaryOp(op=ast.Not(), operand=stmt.test)
+            self.block(stmt.orelse, guards if elif_ else (*guards, negated))
             return
         if isinstance(stmt, ast.Raise):
             self.raised(stmt, guards)
@@ -266,11 +284,19 @@ class _Reader:
             return
         named = [p for p in params if _names(message, p)]
         for param in named or params:
+            # ``if supported_tasks is None: warn(...)``: it warns when the caller leaves it out
+            status = OMITTED if self.fires_by_default(param, guards) else "deprecated"
             self.notes.append(
-                ParamNote(
-                    param, "deprecated", message, call.lineno, self.replacement(message, param)
-                )
+                ParamNote(param, status, message, call.lineno, self.replacement(message, param))
             )
+
+    def fires_by_default(self, param: str, guards: tuple[ast.expr, ...]) -> bool:
+        """Whether the tests about ``param`` hold when the caller leaves it at its default."""
+        default = self.defaults.get(param)
+        if default is None:
+            return False
+        decided = [_at_default(g, param, default) for g in guards if _about(g, param)]
+        return bool(decided) and all(d is True for d in decided)
 
     def raised(self, stmt: ast.Raise, guards: tuple[ast.expr, ...]) -> None:
         exc = stmt.exc
@@ -294,6 +320,43 @@ class _Reader:
             if word != param and word in self.params:
                 return word
         return None
+
+
+def _about(test: ast.expr, param: str) -> bool:
+    """A test on ``param`` alone (``x is None``, ``not x``, ``x``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _about(test.operand, param)
+    if isinstance(test, ast.Name):
+        return test.id == param
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and test.left.id == param
+    )
+
+
+def _at_default(test: ast.expr, param: str, default: ast.expr) -> bool | None:
+    """``test`` with ``param`` at its default (None when that cannot be told)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _at_default(test.operand, param, default)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Name):
+        return bool(default.value) if isinstance(default, ast.Constant) else None
+    if not isinstance(test, ast.Compare):
+        return None
+    op, other = test.ops[0], test.comparators[0]
+    if isinstance(other, ast.Constant) and isinstance(default, ast.Constant):
+        same = other.value == default.value and type(other.value) is type(default.value)
+    elif ast.unparse(other) == ast.unparse(default):
+        same = True  # the same sentinel (``x is NOT_PASSED`` with ``x=NOT_PASSED``)
+    else:
+        return None
+    if isinstance(op, ast.Is | ast.Eq):
+        return same
+    if isinstance(op, ast.IsNot | ast.NotEq):
+        return not same
+    return None
 
 
 def _names(message: str, param: str) -> bool:

@@ -36,7 +36,7 @@ class NewHome:
     """A new home and the evidence for it."""
 
     found: Found
-    evidence: str  # "message", "alias", "definition"
+    evidence: str  # "message", "alias", "definition", "changed" (same function, new parameters)
     path: str = ""  # the public name to write (the host's own spelling), else found.path
 
     @property
@@ -136,6 +136,8 @@ def find_new_home(
         why = _unlike(baseline, before, api, found)  # type: ignore[arg-type]
         if why is None:
             return NewHome(found, "definition")
+        if why == _CHANGED:
+            return NewHome(found, "changed")  # the same function moved, its parameters changed
         lookalike = lookalike or Lookalike(found, why)
     return lookalike
 
@@ -147,6 +149,9 @@ def _unlike(baseline: HostAPI, before: Found, api: HostAPI, after: Found) -> str
     if before.kind == "function":
         old, new = baseline.signature(before), api.signature(after)
         if old is not None and new is not None and not _compatible(old, new):
+            kept = {p.name for p in old.params} & {p.name for p in new.params}
+            if old.params and len(kept) * 2 > len(old.params):
+                return _CHANGED
             return "a function with other parameters"
     if before.kind == "class":
         old_bases, new_bases = _bases(before.obj), _bases(after.obj)
@@ -160,6 +165,9 @@ def _unlike(baseline: HostAPI, before: Found, api: HostAPI, after: Found) -> str
         if old is not None and new is not None and not _compatible(old, new):
             return "a class built with other arguments"
     return None
+
+
+_CHANGED = "changed"  # most of the parameters kept: moved, and changed on the way
 
 
 def _a(kind: str) -> str:
