@@ -116,12 +116,12 @@ def test_scanning_against_the_baseline_itself_is_clean(entry: dict):
 def test_every_name_in_numpys_expired_table_is_reported_with_numpys_words():
     """numpy 2.0 ships its removals as data: each name with its migration note."""
     from driftcheck.host.load import load_host
-    from driftcheck.host.served import _Interpreter
+    from driftcheck.host.served import Interpreter
     from driftcheck.sources.specs import parse_spec
 
     [entry] = [e for e in PLAN if e["against"] == "numpy==2.0.0"]
     host = load_host(parse_spec("numpy==2.0.0"))
-    table = _Interpreter(host, "numpy._expired_attrs_2_0").global_value(
+    table = Interpreter(host, "numpy._expired_attrs_2_0").global_value(
         "numpy._expired_attrs_2_0", "__expired_attributes__", 0
     )
     assert isinstance(table, dict) and len(table) > 40

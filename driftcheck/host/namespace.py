@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import griffe
 
 from driftcheck.host.objects import UNKNOWN, Found, Lookup
-from driftcheck.host.served import (
+from driftcheck.host.served import Interpreter, serve
+from driftcheck.host.values import (
     ABSENT,
     DEPRECATED,
     PRESENT,
@@ -29,10 +30,8 @@ from driftcheck.host.served import (
     UNK,
     HostAPI,
     Served,
-    _Interpreter,
-    _module_statements,
-    _Path,
-    serve,
+    Trace,
+    module_statements,
 )
 
 
@@ -69,14 +68,14 @@ def _exports_row(api: HostAPI, module: str) -> list | None:
 
 
 def _read_all(api: HostAPI, module: str, tree: ast.Module) -> list | None:
-    interp = _Interpreter(api, module)
+    interp = Interpreter(api, module)
     names: list[str] = []
     complete = True
     seen = False
 
     def add(node: ast.expr, replace: bool = False) -> None:
         nonlocal complete, names
-        value = interp.expr(node, _Path({}), module, 0)
+        value = interp.expr(node, Trace({}), module, 0)
         if isinstance(value, str):
             value = (value,)
         if not isinstance(value, tuple | list | frozenset | set) or UNK in value:
@@ -87,7 +86,7 @@ def _read_all(api: HostAPI, module: str, tree: ast.Module) -> list | None:
         got = [v for v in value if isinstance(v, str)]
         names = got if replace else names + got
 
-    top = _module_statements(tree.body)
+    top = module_statements(tree.body)
     for stmt in top:
         if isinstance(stmt, ast.Assign) and _is_all(stmt.targets):
             seen = True
@@ -107,7 +106,7 @@ def _read_all(api: HostAPI, module: str, tree: ast.Module) -> list | None:
                 if func.attr in ("extend", "append") and stmt.value.args:
                     add(stmt.value.args[0])
                 elif func.attr == "remove" and stmt.value.args:
-                    value = interp.expr(stmt.value.args[0], _Path({}), module, 0)
+                    value = interp.expr(stmt.value.args[0], Trace({}), module, 0)
                     names = [n for n in names if n != value]
                 else:
                     complete = False

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import griffe
 
-from driftcheck.host.served import Served
+from driftcheck.host.values import Served
 
 
 class Unknown:

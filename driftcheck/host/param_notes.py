@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from driftcheck.host.api import Found, HostAPI
-from driftcheck.host.served import _Interpreter
+from driftcheck.host.served import Interpreter
 
 _DEPRECATION = re.compile(r"deprecat|FutureWarning|PendingDeprecation|will be removed", re.I)
 # A raise that says the parameter is gone (not one that validates its value).
@@ -97,7 +97,7 @@ def _top(body: list[ast.stmt]) -> list[ast.stmt]:
 def _message(api: HostAPI, module: str, node: ast.expr) -> str:
     """A warning's text; a module constant (``warn(SOME_MSG, ...)``) is read where it is bound."""
     if isinstance(node, ast.Name):
-        value = _Interpreter(api, module).global_value(module, node.id, 0)
+        value = Interpreter(api, module).global_value(module, node.id, 0)
         if isinstance(value, str):
             return value
     return _literal(node) or ast.unparse(node)

@@ -1,0 +1,162 @@
+"""How a host module's names are found (a mixin of :class:`driftcheck.host.api.HostAPI`): its
+own bindings, its submodules, its star imports, its stub, its ``__getattr__`` read as data
+(:mod:`driftcheck.host.namespace`, :mod:`driftcheck.host.served`); ``del``eted names and
+namespaces written at run time; what stays undecided."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import griffe
+
+from driftcheck.host.namespace import (
+    Exports,
+    exports,
+    module_getattr,
+    star_lookup,
+    stub_lookup,
+)
+from driftcheck.host.objects import UNKNOWN, Found, Lookup
+from driftcheck.host.values import DEPRECATED, REMOVED, Served
+
+
+class ModuleNames:
+    """Module lookups; the host API supplies ``module``, ``module_text``, ``tree`` and the rest."""
+
+    tree: Any
+    modules: dict
+    unknown_names: set[str]
+    parse_errors: list[tuple[str, str]]
+
+    def _module_member(
+        self, owner: Found, name: str, _seen: frozenset[str], namespace_only: bool
+    ) -> Lookup:
+        """:meth:`member` on a module (memoised there: a module's namespace does not change)."""
+        obj = owner.obj
+        sub = f"{owner.path}.{name}"
+        bound = obj.members.get(name)
+        # A griffe Module member is a visited submodule, not a binding of the package.
+        if (
+            bound is not None
+            and not isinstance(bound, griffe.Module)
+            and name not in self._deleted(owner.path)
+        ):
+            got = self._follow(obj.members[name], sub, _seen)
+            if got is UNKNOWN and not namespace_only:
+                # ``from ._core import float64``, bound at run time: the stub declares it.
+                stubbed = stub_lookup(self, owner, name, _seen)
+                return stubbed if stubbed is not None else got
+            return got
+        if self.module(sub) is not None:
+            if "__getattr__" in obj.members and not namespace_only:
+                # A submodule the package does not import is no attribute of it until
+                # imported: where its ``__getattr__`` picks the name out, that is what
+                # ``pkg.sub`` does (numpy 2.0's ``np.compat``). Imports still find it.
+                served = module_getattr(self, owner, name)
+                if isinstance(served, Served) and served.status in (REMOVED, DEPRECATED):
+                    return served
+            return Found(self.modules[sub], sub)  # type: ignore[arg-type]
+        if getattr(obj, "compiled", False):
+            return self._unknown(sub)
+        starred = star_lookup(self, owner, name, _seen)
+        if starred is not None and starred is not UNKNOWN:
+            return starred
+        if namespace_only:
+            return self._unknown(sub) if starred is None and self._open(owner) else starred
+        # The module's ``__getattr__`` runs for what the namespace lacks: where it picks the
+        # name out (serves it, warns, raises) that is what happens, whatever the stub says.
+        has_getattr = "__getattr__" in obj.members
+        served = module_getattr(self, owner, name) if has_getattr else None
+        if served is not None and served is not UNKNOWN:
+            return served
+        stubbed = stub_lookup(self, owner, name, _seen)
+        if stubbed is not None:
+            return stubbed
+        if served is UNKNOWN or starred is UNKNOWN:
+            return self._unknown(sub)
+        if not has_getattr and self._open(owner):
+            return self._unknown(sub)
+        return None  # not bound, and the module's ``__getattr__`` raises the catch-all
+
+    def exports(self, module: str) -> Exports | None:
+        """``module.__all__`` as the module builds it (None when it defines none)."""
+        return exports(self, module)
+
+    def _deleted(self, module: str) -> frozenset[str]:
+        """Names the module's top level ``del``s once bound (griffe keeps them as members)."""
+        cache = self.__dict__.setdefault("_deleted_names", {})
+        if module not in cache:
+            text = self.module_text(module) or ""
+            names: set[str] = set()
+            if "\ndel " in text or text.startswith("del "):
+                tree = self._ast(module, text)
+                for stmt in _top_level(tree.body if tree is not None else []):
+                    if isinstance(stmt, ast.Delete):
+                        names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+            cache[module] = frozenset(names)
+        return cache[module]
+
+    def _open(self, module: Found) -> bool:
+        """Whether the module writes its own namespace at run time (``globals()[k] = v``)."""
+        cache = self.__dict__.setdefault("_open_modules", {})
+        if module.path not in cache:
+            text = self.module_text(module.path) or ""
+            cache[module.path] = _OPEN_NAMESPACE.search(text) is not None
+        return cache[module.path]
+
+    def _unknown(self, path: str) -> Lookup:
+        """A module attribute that cannot be decided statically (counted for the stats)."""
+        self.unknown_names.add(path)
+        return UNKNOWN
+
+    def stub(self, dotted: str) -> griffe.Module | None:
+        """The ``.pyi`` stub beside module ``dotted``'s ``.py`` file (None without one)."""
+        stubs = self.__dict__.setdefault("_stubs", {})
+        if dotted in stubs:
+            return stubs[dotted]
+        stubs[dotted] = None
+        rel = self.stub_file(dotted)
+        if rel is not None:
+            try:
+                stubs[dotted] = griffe.visit(
+                    dotted.rsplit(".", 1)[-1],
+                    filepath=Path(rel),
+                    code=self.tree.read_text(rel),
+                    parent=self.module(dotted.rsplit(".", 1)[0]) if "." in dotted else None,
+                )
+            except Exception as exc:  # an unreadable stub only narrows what is known
+                self.parse_errors.append((rel, f"{type(exc).__name__}: {exc}"))
+        return stubs[dotted]
+
+    def stub_file(self, dotted: str) -> str | None:
+        """The stub file of a module whose source is a ``.py`` file (or compiled)."""
+        rel = self.tree.module_file(dotted)
+        if rel is not None and rel.endswith(".pyi"):
+            return None  # the stub is the module itself
+        base = dotted.replace(".", "/")
+        for cand in (f"{base}.pyi", f"{base}/__init__.pyi"):
+            if self.tree.exists(cand):
+                return cand
+        return None
+
+
+_OPEN_NAMESPACE = re.compile(
+    r"\b(?:globals|vars)\(\)\s*(?:\[|\.update\(|\.setdefault\()"
+    r"|setattr\(\s*sys\.modules\[__name__\]|sys\.modules\[__name__\]\.__dict__\.update"
+)
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level statements, through ``if``/``try`` blocks (not into functions)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, ast.If | ast.Try):
+            for block in (stmt.body, stmt.orelse, getattr(stmt, "finalbody", [])):
+                out.extend(_top_level(block))
+            for handler in getattr(stmt, "handlers", []):
+                out.extend(_top_level(handler.body))
+    return out
