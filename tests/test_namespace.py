@@ -54,6 +54,7 @@ def _status(got: object) -> str:
         ("nshost.scratch", "absent"),  # bound, then ``del``
         ("nshost.fast.accelerate", "found"),  # declared by the stub beside the .py
         ("nshost.fast.anything", "unknown"),  # the extension module may have it
+        ("nshost.plain.typed_only", "found"),  # declared in the nshost-stubs package
         ("nshost.lazy.Engine", "found"),  # the lazy map points at lazy/engine.py
         ("nshost.lazy.Reader", "found"),
         ("nshost.lazy.Nothing", "absent"),  # the map's catch-all raise

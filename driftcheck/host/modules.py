@@ -132,12 +132,20 @@ class ModuleNames:
         return stubs[dotted]
 
     def stub_file(self, dotted: str) -> str | None:
-        """The stub file of a module whose source is a ``.py`` file (or compiled)."""
+        """The stub file of a module whose source is a ``.py`` file (or compiled): beside it,
+        or in a ``<package>-stubs`` folder of the same tree (PEP 561 stub packages)."""
         rel = self.tree.module_file(dotted)
         if rel is not None and rel.endswith(".pyi"):
             return None  # the stub is the module itself
         base = dotted.replace(".", "/")
-        for cand in (f"{base}.pyi", f"{base}/__init__.pyi"):
+        top, _, rest = base.partition("/")
+        stubs = f"{top}-stubs/{rest}" if rest else f"{top}-stubs"
+        for cand in (
+            f"{base}.pyi",
+            f"{base}/__init__.pyi",
+            f"{stubs}.pyi",
+            f"{stubs}/__init__.pyi",
+        ):
             if self.tree.exists(cand):
                 return cand
         return None
