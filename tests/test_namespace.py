@@ -160,7 +160,8 @@ def test_messages_name_the_replacement(forward: ScanResult):
 def test_fixes_follow_the_hosts_evidence(forward: ScanResult):
     by_line = {(f.file.rsplit("/", 1)[-1], f.line): f for f in forward.findings}
     renamed = by_line[("names.py", 11)].fix  # the table names nshost.helper
-    assert renamed.safety == "safe" and ("new", "nshost.helper") in renamed.params
+    assert renamed.safety == "safe" and renamed.codemod == "rename-attribute"
+    assert dict(renamed.params) == {"old": "old_name", "new": "helper"}
     limit = by_line[("params.py", 9)].fix  # "use `max_size` instead", both int | None
     assert limit.safety == "safe" and limit.codemod == "rename-keyword"
     flag = by_line[("params.py", 10)].fix  # "use `mode` instead", but bool -> str
@@ -179,3 +180,27 @@ def test_scanning_against_the_baseline_itself_is_clean():
 def test_undecided_names_are_counted(forward: ScanResult):
     assert forward.stats["undecided_names"] == 0
     assert forward.to_dict()["stats"]["undecided"] == []
+
+
+def test_applied_fixes_rewrite_what_the_host_says(tmp_path: Path):
+    import shutil
+
+    from driftcheck.fixes.run import fix
+
+    client = tmp_path / "nsclient"
+    shutil.copytree(CLIENT, client)
+    fix(
+        str(client),
+        str(HOST / "2.0"),
+        baseline=str(HOST / "1.0"),
+        host="nshost",
+        apply=True,
+        unsafe=True,
+    )
+    names = (client / "nsclient" / "names.py").read_text()
+    assert "nshost.helper(3)" in names and "nshost.old_name" not in names.split("def guarded")[0]
+    params = (client / "nsclient" / "params.py").read_text()
+    assert 'configure("a", max_size=3)' in params
+    assert "window([1], min_length=1)" in params
+    again = scan(str(client), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="nshost")
+    assert {f.line for f in again.findings if f.file.endswith("params.py")} >= {16, 17}

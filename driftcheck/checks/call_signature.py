@@ -94,21 +94,20 @@ def _renames(
 
 
 def _in_its_place(keyword: str, before: Signature, after: Signature) -> str:
-    """The target parameter that took ``keyword``'s place (``min_items`` -> ``min_length``)."""
-    old = before.param(keyword)
-    if old is None:
+    """The target parameter that took ``keyword``'s place (``min_items`` -> ``min_length``):
+    as many parameters left as arrived, paired in order, each pair of one kind and default."""
+    gone = [p for p in before.params if after.param(p.name) is None]
+    new = [p for p in after.params if before.param(p.name) is None]
+    if len(gone) != len(new):
         return ""
-    i = before.params.index(old)
-    if i >= len(after.params):
-        return ""
-    cand = after.params[i]
-    if (
-        before.param(cand.name) is None
-        and cand.kind == old.kind
-        and cand.has_default == old.has_default
-        and cand.default == old.default
-    ):
-        return cand.name
+    for old, cand in zip(gone, new, strict=True):
+        if old.name == keyword:
+            same = (old.kind, old.has_default, old.default) == (
+                cand.kind,
+                cand.has_default,
+                cand.default,
+            )
+            return cand.name if same else ""
     return ""
 
 
@@ -117,17 +116,23 @@ def _fix_for(problems: list, renames: dict[str, tuple[str, str, str]] | None = N
     removed = [p.param for p in problems if p.code == "unexpected-keyword"]
     missing = [p.param for p in problems if p.code == "missing-required"]
     mapped = [k for k in removed if renames.get(k, ("", "", ""))[1]]
-    if mapped and mapped == removed and len(problems) == len(removed) and len(mapped) == 1:
-        old = mapped[0]
-        _, new, how = renames[old]
+    if mapped and mapped == removed and len(problems) == len(removed):
+        pairs = [(old, renames[old][1], renames[old][2]) for old in mapped]
+        safe = all(how == "message" for _, _, how in pairs)
+        said = ", ".join(f"{old} to {new}" for old, new, _ in pairs)
+        why = (
+            "the host's deprecation names them, for values of the same type"
+            if safe
+            else "each took the old one's place, same kind and default, or the host names it"
+        )
+        params: list[tuple[str, str]] = []
+        for i, (old, new, _) in enumerate(pairs):
+            params += [(f"keyword{i or ''}", old), (f"new{i or ''}", new)]
         return Fix(
-            "safe" if how == "message" else "unsafe",
-            f"rename the keyword {old} to {new}"
-            + (
-                " (the host's deprecation names it)" if how == "message" else " (it took its place)"
-            ),
+            "safe" if safe else "unsafe",
+            f"rename the keyword(s) {said} ({why})",
             codemod="rename-keyword",
-            params=(("keyword", old), ("new", new)),
+            params=tuple(params),
         )
     if removed and not missing and len(problems) == len(removed):
         return Fix(

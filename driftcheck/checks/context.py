@@ -139,3 +139,24 @@ def finding(
         fix=fix,
         anchor=(use.line, use.column) if at else None,
     )
+
+
+def rename_fix(use: Use, gone: str, new: str, safety: str, description: str) -> Fix:
+    """The fix that points a use of ``gone`` at ``new``: the import rewritten where the name is
+    imported; ``mod.old`` renamed to ``mod.new`` where it is read off the same module."""
+    old_parent, _, old_name = gone.rpartition(".")
+    new_parent, _, new_name = new.rpartition(".")
+    if use.kind in ("attribute", "call") and use.symbol == gone and old_parent == new_parent:
+        return Fix(
+            safety,
+            description,
+            codemod="rename-attribute",
+            params=(("old", old_name), ("new", new_name)),
+        )
+    new_symbol = new + use.symbol[len(gone) :]
+    return Fix(
+        safety,
+        description,
+        codemod="rename-import",
+        params=(("old", gone), ("new", new), ("new_symbol", new_symbol)),
+    )

@@ -11,7 +11,7 @@ renames to it.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.context import CheckContext, finding, rename_fix, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -145,13 +145,7 @@ def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
     named = named_in(ctx.target, target.message, gone)
     fix = Fix("manual", target.message or "move to the replacement the host names")
     if named is not None:
-        new = named[0] + use.symbol[len(gone) :]
-        fix = Fix(
-            "safe",
-            f"use {named[0]}",
-            codemod="rename-import",
-            params=(("old", gone), ("new", named[0]), ("new_symbol", new)),
-        )
+        fix = rename_fix(use, gone, named[0], "safe", f"use {named[0]}")
     evidence = [ctx.evidence(ctx.target, target, note="deprecation")]
     if ctx.baseline is not None:
         evidence.insert(0, ctx.evidence(ctx.baseline, ctx.baseline.resolve(gone)))
@@ -209,7 +203,8 @@ def _parameters(
         if note.param == EXTRA:  # any keyword that lands in ``**kwargs``
             if sig is None:
                 continue
-            passed = next((k for k in shape.keywords if k not in named), "")
+            own = {n.param for n in notes}  # a keyword with a note of its own: that one says it
+            passed = next((k for k in shape.keywords if k not in named and k not in own), "")
         if passed not in shape.keywords or note.param in seen:
             continue
         if (note.param, note.status) in before or (note.param, "removed") in before:
@@ -266,7 +261,7 @@ def _param_finding(
     fix = Fix("manual", note.message[:200])
     new = note.replacement
     target_param = sig.param(new) if new and sig is not None else None
-    if new and target_param is not None and new not in passed:
+    if new and target_param is not None and new not in passed and note.param != EXTRA:
         same = old is not None and same_type(old, target_param)
         fix = Fix(
             "safe" if same else "unsafe",

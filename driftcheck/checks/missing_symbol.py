@@ -10,7 +10,13 @@ message, without a fix. A removed module or class is reported once per file, at 
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding, missing_module, prefixes
+from driftcheck.checks.context import (
+    CheckContext,
+    finding,
+    missing_module,
+    prefixes,
+    rename_fix,
+)
 from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
@@ -92,7 +98,6 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if isinstance(home, NewHome):
         new_home = home.found
         evidence.append(Evidence(ctx.target.version, new_home.file, new_home.line, "new location"))
-        new_symbol = home.name + use.symbol[len(gone) :]
         short = gone.rsplit(".", 1)[-1]
         why = {
             "message": "the host's message names it",
@@ -111,15 +116,16 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                     f"it now lives at {home.name} ({why})"
                 ),
                 evidence=tuple(evidence),
-                fix=Fix(
+                fix=rename_fix(
+                    use,
+                    gone,
+                    home.name,
                     "unsafe" if home.evidence == "changed" else "safe",
                     (
                         f"import it from {home.name.rsplit('.', 1)[0]}"
                         if home.name.rsplit(".", 1)[-1] == short
                         else f"use {home.name}"
                     ),
-                    codemod="rename-import",
-                    params=(("old", gone), ("new", home.name), ("new_symbol", new_symbol)),
                 ),
             )
         ]

@@ -67,17 +67,19 @@ class _Keywords(Located):
                 ),
             )
             return append_arg(updated_node, arg)
-        keywords = [v for k, v in sorted(p.items()) if k.startswith("keyword")]
-        for kw in keywords:
+        keywords = [(k, v) for k, v in sorted(p.items()) if k.startswith("keyword")]
+        for key, kw in keywords:
             if self.mode == "remove":
                 updated_node = remove_arg(updated_node, kw)
             else:
+                # ``keyword``/``new``, ``keyword1``/``new1``, ...: one pair per renamed keyword
+                new = p.get("new" + key[len("keyword") :], p.get("new", ""))
                 if argument_code(updated_node, kw) is None:
                     raise Decline(f"{kw} is not passed")
-                if argument_code(updated_node, p["new"]) is not None:
-                    raise Decline(f"{p['new']} is already passed")
+                if argument_code(updated_node, new) is not None:
+                    raise Decline(f"{new} is already passed")
                 args = [
-                    a.with_changes(keyword=cst.Name(p["new"]))
+                    a.with_changes(keyword=cst.Name(new))
                     if a.keyword and a.keyword.value == kw
                     else a
                     for a in updated_node.args
