@@ -168,15 +168,13 @@ def run_checks(
 
 
 def _undecided(uses: list[Use], target: HostAPI) -> list[str]:
-    """Host names the client reaches that cannot be decided statically on the target (a
-    compiled module without a stub, a dynamic ``__all__``, a ``__getattr__`` that computes)."""
-    out: set[str] = set()
-    for use in uses:
-        if use.receiver or use.kind not in ("import", "attribute", "call", "subclass"):
-            continue
-        if target.owns(use.symbol) and target.resolve(use.symbol) is UNKNOWN:
-            out.add(use.symbol)
-    return sorted(out)
+    """Host names the client reaches that the checks could not decide on the target (a
+    compiled module without a stub, a dynamic ``__all__``, a ``__getattr__`` that computes).
+    Read off the lookups the checks made: nothing is resolved for the count alone."""
+    looked = target.__dict__.get("_resolved", {})
+    return sorted(
+        {u.symbol for u in uses if not u.receiver and looked.get(u.symbol, None) is UNKNOWN}
+    )
 
 
 def _run_checks(

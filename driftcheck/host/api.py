@@ -143,7 +143,16 @@ class HostAPI(Signatures, ModuleNames):
 
     # -- lookups ---------------------------------------------------------------------------
     def resolve(self, path: str, _seen: frozenset[str] = frozenset()) -> Lookup:
-        """Resolve a dotted path through modules, re-exports and class bases."""
+        """Resolve a dotted path through modules, re-exports and class bases (memoised: a
+        release does not change)."""
+        if _seen:
+            return self._resolve(path, _seen)
+        memo = self.__dict__.setdefault("_resolved", {})
+        if path not in memo:
+            memo[path] = self._resolve(path, _seen)
+        return memo[path]
+
+    def _resolve(self, path: str, _seen: frozenset[str]) -> Lookup:
         if not path or not self.owns(path) or path in _seen:
             return UNKNOWN if path in _seen else None
         seen = _seen | {path}

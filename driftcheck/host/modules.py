@@ -89,22 +89,31 @@ class ModuleNames:
         """Names the module's top level ``del``s once bound (griffe keeps them as members)."""
         cache = self.__dict__.setdefault("_deleted_names", {})
         if module not in cache:
-            text = self.module_text(module) or ""
-            names: set[str] = set()
-            if "\ndel " in text or text.startswith("del "):
-                tree = self._ast(module, text)
-                for stmt in _top_level(tree.body if tree is not None else []):
-                    if isinstance(stmt, ast.Delete):
-                        names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-            cache[module] = frozenset(names)
+            cache[module] = frozenset(
+                self.fact(f"deleted:{module}", lambda: self._read_deleted(module))
+            )  # type: ignore[attr-defined]
         return cache[module]
+
+    def _read_deleted(self, module: str) -> list[str]:
+        text = self.module_text(module) or ""  # type: ignore[attr-defined]
+        names: set[str] = set()
+        if "\ndel " in text or text.startswith("del "):
+            tree = self._ast(module, text)  # type: ignore[attr-defined]
+            for stmt in _top_level(tree.body if tree is not None else []):
+                if isinstance(stmt, ast.Delete):
+                    names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        return sorted(names)
 
     def _open(self, module: Found) -> bool:
         """Whether the module writes its own namespace at run time (``globals()[k] = v``)."""
         cache = self.__dict__.setdefault("_open_modules", {})
         if module.path not in cache:
-            text = self.module_text(module.path) or ""
-            cache[module.path] = _OPEN_NAMESPACE.search(text) is not None
+
+            def read() -> bool:
+                text = self.module_text(module.path) or ""  # type: ignore[attr-defined]
+                return _OPEN_NAMESPACE.search(text) is not None
+
+            cache[module.path] = bool(self.fact(f"open:{module.path}", read))  # type: ignore[attr-defined]
         return cache[module.path]
 
     def _unknown(self, path: str) -> Lookup:

@@ -8,6 +8,7 @@ modules: a miss reads the archive once and the snapshot is saved again.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -112,7 +113,15 @@ class SnapshotTree(SourceTree):
         """The griffe modules a previous scan visited, or None (a bad entry is a miss)."""
         try:
             with self.modules_path.open("rb") as f:
-                modules = pickle.load(f)
+                # Unpickling builds a large graph of objects at once: a cyclic-GC pass in the
+                # middle of it only walks what it is building.
+                enabled = gc.isenabled()
+                gc.disable()
+                try:
+                    modules = pickle.load(f)
+                finally:
+                    if enabled:
+                        gc.enable()
             return modules if isinstance(modules, dict) else None
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError):
             return None
