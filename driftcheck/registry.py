@@ -73,6 +73,7 @@ CHECKS: dict[str, BuiltinCheck] = {
         BuiltinCheck(
             "call-signature", "call-signature", "error", "driftcheck.checks.call_signature"
         ),
+        BuiltinCheck("positional-shift", "call-signature", "error", "driftcheck.checks.positional"),
         BuiltinCheck(
             "return-semantics", "return-semantics", "error", "driftcheck.checks.return_semantics"
         ),

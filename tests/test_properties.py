@@ -338,6 +338,7 @@ TARGET_KINDS = {
     "add-keyword": "call",
     "remove-keyword": "call",
     "rename-keyword": "call",
+    "positional-to-keyword": "call",
     "unwrap-result": "call",
     "rename-attribute": "attribute",
     "rename-import": "import",
@@ -384,6 +385,10 @@ def _params(codemod: str, name: str, keywords: list[str], pick: st.DrawFn) -> di
         },
         "remove-keyword": {"keyword": keyword},
         "rename-keyword": {"keyword": keyword, "new": "renamed"},
+        "positional-to-keyword": {
+            "from": pick(st.sampled_from(["0", "1"])),
+            "names": pick(st.sampled_from(["a", "a,b", "size,rate"])),
+        },
         "unwrap-result": {},
         "accept-kwargs": {},
     }[codemod]

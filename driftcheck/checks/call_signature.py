@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.history import keyword_warned_before, quoted
+from driftcheck.checks.positional import rebound
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -37,6 +38,20 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         before = set(bind(sig_b, use.shape.on(side(ctx.baseline))))
         problems = [p for p in problems if p not in before]
         base_ev = Evidence(ctx.baseline.version, sig_b.file, sig_b.line)
+    if any(p.code in ("too-many-positional", "missing-required") for p in problems):
+        # What a positional shift explains, ``positional-shift`` says (one finding per cause):
+        # arguments that no longer have a slot, and parameters the shifted ones used to fill.
+        moved, *_ = rebound(use, ctx)
+        refilled = {r.before.name for r in moved}
+        problems = [
+            p
+            for p in problems
+            if not (
+                p.code == "too-many-positional"
+                and any(r.how in ("keyword-only", "var-positional") for r in moved)
+            )
+            and not (p.code == "missing-required" and p.param in refilled)
+        ]
     if not problems:
         return []
     name = use.symbol.rsplit(".", 1)[-1] if not use.member else use.member

@@ -8,6 +8,7 @@ parameters (they live in calls.py, keywords.py and renames.py).
 * ``add-keyword``: pass a keyword with a value the rule supplies (``{arg:NAME}`` stands for the
   code passed as keyword ``NAME`` at that call).
 * ``remove-keyword`` / ``rename-keyword``: drop or rename a keyword the host no longer takes.
+* ``positional-to-keyword``: pass shifted positional arguments by keyword.
 * ``unwrap-result``: ``r = f(...)[0]`` → ``r = f(...)``, also through one variable.
 * ``accept-kwargs``: add ``**kwargs`` to a function that stands in for a host method.
 """
@@ -21,6 +22,7 @@ from driftcheck.fixes.calls import follow_up_call, unwrap_result
 from driftcheck.fixes.keywords import (
     accept_kwargs,
     add_keyword,
+    positional_to_keyword,
     remove_keyword,
     rename_keyword,
 )
@@ -35,6 +37,7 @@ CODEMODS: dict[str, Codemod] = {
     "add-keyword": add_keyword,
     "remove-keyword": remove_keyword,
     "rename-keyword": rename_keyword,
+    "positional-to-keyword": positional_to_keyword,
     "unwrap-result": unwrap_result,
     "accept-kwargs": accept_kwargs,
 }

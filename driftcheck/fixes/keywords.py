@@ -3,6 +3,8 @@
 * ``add-keyword``: pass a keyword with a value the rule supplies (``{arg:NAME}`` stands for the
   code passed as keyword ``NAME`` at that call).
 * ``remove-keyword`` / ``rename-keyword``: drop or rename a keyword the host no longer takes.
+* ``positional-to-keyword``: pass positional arguments from one on by keyword, with the names
+  they bound to at baseline.
 * ``accept-kwargs``: add ``**kwargs`` to a function that stands in for a host method.
 """
 
@@ -101,6 +103,45 @@ def remove_keyword(code: str, findings: list[Finding]) -> str:
 def rename_keyword(code: str, findings: list[Finding]) -> str:
     """Rename a keyword the host renamed."""
     return run(_Keywords(findings, "rename"), code)
+
+
+# -- positional to keyword -------------------------------------------------------------------
+
+
+class _ByKeyword(Located):
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        finding = self.target_of(original_node)
+        if finding is None:
+            return updated_node
+        p = params(finding)
+        first, names = int(p["from"]), p["names"].split(",")
+        if any(a.star for a in updated_node.args):
+            raise Decline("the call spreads *args or **kwargs")
+        positional = [a for a in updated_node.args if a.keyword is None]
+        if len(positional) != first + len(names):
+            raise Decline("the call no longer passes the arguments the finding counted")
+        taken = {a.keyword.value for a in updated_node.args if a.keyword is not None}
+        if taken & set(names):
+            raise Decline(f"{', '.join(sorted(taken & set(names)))} already passed by keyword")
+        out, i = [], 0
+        for arg in updated_node.args:
+            if arg.keyword is None:
+                if i >= first:
+                    arg = arg.with_changes(
+                        keyword=cst.Name(names[i - first]),
+                        equal=cst.AssignEqual(
+                            whitespace_before=cst.SimpleWhitespace(""),
+                            whitespace_after=cst.SimpleWhitespace(""),
+                        ),
+                    )
+                i += 1
+            out.append(arg)
+        return updated_node.with_changes(args=out)
+
+
+def positional_to_keyword(code: str, findings: list[Finding]) -> str:
+    """Pass the positional arguments a host now binds differently by keyword."""
+    return run(_ByKeyword(findings), code)
 
 
 # -- accept **kwargs -------------------------------------------------------------------------

@@ -103,6 +103,53 @@ def _message(api: HostAPI, module: str, node: ast.expr) -> str:
     return _literal(node) or ast.unparse(node)
 
 
+_POSITIONAL_USE = re.compile(r"positional|keyword[- ]only|as keyword", re.I)
+
+
+def positional_decorated(api: HostAPI, func: Found) -> bool:
+    """Whether a decorator of ``func`` still takes its keyword-only parameters by position, with
+    a warning (scikit-learn's ``_deprecate_positional_args``, pandas'
+    ``deprecate_nonkeyword_arguments``): read from the decorator's own body."""
+
+    def compute() -> bool:
+        node = api.def_node(func)
+        for deco in getattr(node, "decorator_list", []):
+            head = deco.func if isinstance(deco, ast.Call) else deco
+            name = ast.unparse(head)
+            found = api.resolve(f"{func.obj.module.path}.{name}")
+            if not isinstance(found, Found) or found.kind != "function":
+                continue
+            body = api.def_node(found)
+            for call in ast.walk(body) if body is not None else []:
+                if (
+                    isinstance(call, ast.Call)
+                    and ast.unparse(call.func).endswith("warn")
+                    and call.args
+                    and _POSITIONAL_USE.search(_literal(call.args[0]) or "")
+                ):
+                    return True
+        return False
+
+    key = f"positional-decorated:{func.file}:{func.line}:{func.obj.name}"
+    return bool(api.fact(key, compute))
+
+
+def validated(api: HostAPI, func: Found) -> list[str]:
+    """Parameters the function checks before use: a ``raise`` under a test of them."""
+
+    def compute() -> list[str]:
+        node = api.def_node(func)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return []
+        args = node.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        reader = _Reader(params, args.kwarg.arg if args.kwarg else None, lambda n: "")
+        reader.block(node.body, ())
+        return sorted(reader.validated)
+
+    return list(api.fact(f"validated:{func.file}:{func.line}:{func.obj.name}", compute))  # type: ignore[arg-type]
+
+
 def class_notes(api: HostAPI, cls: Found) -> list[str]:
     """``@deprecated(...)`` on a class (the warning comes with every instance)."""
 
@@ -160,6 +207,7 @@ class _Reader:
         self.text = text
         self.strings: dict[str, str] = {}
         self.derived: dict[str, list[str]] = {}
+        self.validated: set[str] = set()
         self.params = params
         self.kwargs = kwargs
         self.aliases: dict[str, str] = {}  # local name -> keyword it was popped from
@@ -299,6 +347,7 @@ class _Reader:
         return bool(decided) and all(d is True for d in decided)
 
     def raised(self, stmt: ast.Raise, guards: tuple[ast.expr, ...]) -> None:
+        self.validated.update(p for p in self.tested(guards) if p in self.params)
         exc = stmt.exc
         if not (isinstance(exc, ast.Call) and exc.args):
             return

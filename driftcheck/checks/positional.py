@@ -1,0 +1,153 @@
+"""Positional shifts: a call's positional arguments land on other parameters than at baseline.
+
+Both sides are bound: the client's positional arguments against the baseline's signature and
+the target's. A parameter inserted, removed or reordered before them, or made keyword-only,
+hands their values to other parameters (often silently) or raises. An argument now bound to a
+parameter of another annotation, one the host validates (a ``raise`` on its value), a
+keyword-only one or none at all is an error; a silent rebinding between parameters annotated
+alike is a warning that says so. A decorator that still takes keyword-only parameters by
+position with a warning (scikit-learn's ``_deprecate_positional_args``) counts as taking them.
+Renames that do not matter are not reported: a positional-only parameter renamed, a parameter
+renamed in place, a parameter appended with a default. The fix passes the affected arguments
+by keyword with the baseline's names, when the target still has every one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.client.use import Use
+from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.param_notes import positional_decorated, validated
+from driftcheck.host.positions import Rebinding, rebindings
+from driftcheck.host.signature import CallShape, Signature, bind
+
+
+def widened(api: HostAPI, found: Found, sig: Signature) -> tuple[Signature, bool]:
+    """``sig`` as a caller meets it: with keyword-only parameters positional again where a
+    decorator still takes them so."""
+    body = _runs(api, found)
+    if body is None or not positional_decorated(api, body):
+        return sig, False
+    params = [
+        replace(p, kind="positional_or_keyword") if p.kind == "keyword_only" else p
+        for p in sig.params
+    ]
+    return replace(sig, params=params), True
+
+
+def _runs(api: HostAPI, found: Found) -> Found | None:
+    if found.kind == "function":
+        return found
+    if found.kind == "class":
+        init = api.defined_in_host_mro(found, "__init__")
+        return init if init is not None and init.kind == "function" else None
+    return None
+
+
+def rebound(
+    use: Use, ctx: CheckContext
+) -> tuple[list[Rebinding], Found | None, Signature | None, Signature | None]:
+    """The rebindings of a call, with the target object and both signatures as the caller sees
+    them (empty without a baseline, or when the call spreads ``*args``)."""
+    if use.kind != "call" or use.shape is None or use.shape.star or ctx.baseline is None:
+        return [], None, None, None
+    target = ctx.lookup(ctx.target, use)
+    base = ctx.lookup(ctx.baseline, use)
+    if not (isinstance(target, Found) and isinstance(base, Found)):
+        return [], None, None, None
+    sig_t, sig_b = ctx.target.signature(target), ctx.baseline.signature(base)
+    if sig_t is None or sig_b is None:
+        return [], None, None, None
+    sig_b, _ = widened(ctx.baseline, base, sig_b)
+    sig_t, _ = widened(ctx.target, target, sig_t)
+    positional = use.shape.on(side(ctx.baseline)).positional
+    return rebindings(sig_b, sig_t, positional), target, sig_b, sig_t
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report positional arguments that bind to other parameters on the target."""
+    moved, target, sig_b, sig_t = rebound(use, ctx)
+    # An argument with no slot left because its parameter is gone is ``call-signature``'s
+    # "too many positional arguments": one finding per cause.
+    moved = [r for r in moved if r.how != "gone"]
+    if not moved or target is None or sig_b is None or sig_t is None:
+        return []
+    body = _runs(ctx.target, target)
+    checked = set(validated(ctx.target, body)) if body is not None else set()
+    name = use.member or use.symbol.rsplit(".", 1)[-1]
+    errors = [r for r in moved if _fails(r, checked)]
+    parts = [_said(r, ctx, checked) for r in moved]
+    severity = "error" if errors else "warning"
+    silent = "" if errors else " (silently: the parameters are annotated alike or not at all)"
+    shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
+    first = moved[0].index
+    at = shape.positional_spans[first] if first < len(shape.positional_spans) else None
+    return [
+        finding(
+            use,
+            "positional-shift",
+            symbol=target.path,
+            message=(
+                f"{name}(...) binds its positional arguments differently in "
+                f"{ctx.target.name} {ctx.target.version}{silent}: " + "; ".join(parts)
+            ),
+            evidence=(
+                Evidence(ctx.baseline.version, sig_b.file, sig_b.line),  # type: ignore[union-attr]
+                Evidence(ctx.target.version, sig_t.file, sig_t.line),
+            ),
+            fix=_fix(moved, shape, sig_b, sig_t),
+            severity=severity,
+            at=at,
+        )
+    ]
+
+
+def _fails(r: Rebinding, checked: set[str]) -> bool:
+    if r.how != "shift" or r.after is None:
+        return True
+    if r.after.kind not in ("positional_only", "positional_or_keyword"):
+        return True
+    return r.same_type is False or r.after.name in checked
+
+
+def _said(r: Rebinding, ctx: CheckContext, checked: set[str]) -> str:
+    old, new = ctx.baseline.version, ctx.target.version  # type: ignore[union-attr]
+    head = f"argument {r.index + 1} bound to {r.before.name} in {old}"
+    if r.how == "keyword-only":
+        return f"{head}; {r.before.name} is keyword-only in {new} (TypeError)"
+    if r.how == "var-positional":
+        return f"{head}; it goes into *args in {new}"
+    if r.how == "gone" or r.after is None:
+        return f"{head}; {new} has no positional parameter left for it"
+    why = ""
+    if r.same_type is False:
+        why = f" ({r.before.annotation} -> {r.after.annotation})"
+    elif r.after.name in checked:
+        why = f" (which {new} checks, raising on a value it rejects)"
+    return f"{head}, binds to {r.after.name} in {new}{why}"
+
+
+def _fix(moved: list[Rebinding], shape: CallShape, sig_b: Signature, sig_t: Signature) -> Fix:
+    first, positional = moved[0].index, shape.positional
+    old_slots = [p for p in sig_b.params if p.kind in ("positional_only", "positional_or_keyword")]
+    names = [old_slots[i].name for i in range(first, min(positional, len(old_slots)))]
+    ok = len(names) == positional - first and all(
+        (q := sig_t.param(n)) is not None and q.kind in ("positional_or_keyword", "keyword_only")
+        for n in names
+    )
+    after = CallShape(positional=first, keywords=(*shape.keywords, *names))
+    still = [p.detail for p in bind(sig_t, after)] if ok else []
+    if ok and not still:
+        return Fix(
+            "safe",
+            "pass them by keyword with the names they had: " + ", ".join(f"{n}=" for n in names),
+            codemod="positional-to-keyword",
+            params=(("from", str(first)), ("names", ",".join(names))),
+        )
+    order = ", ".join(p.name for p in sig_t.params)
+    return Fix(
+        "manual", f"the parameters are now ({order}): pass each argument to the one it meant"
+    )
