@@ -75,6 +75,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     moved = [r for r in moved if r.how != "gone"]
     if not moved or target is None or sig_b is None or sig_t is None:
         return []
+    shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
+    explains = any(r.how in ("keyword-only", "var-positional") for r in moved)
+    if not explains and any(p.code == "too-many-positional" for p in bind(sig_t, shape)):
+        return []  # the call fails outright: ``call-signature`` says so, where it lands is moot
     body = _runs(ctx.target, target)
     checked = set(validated(ctx.target, body)) if body is not None else set()
     name = use.member or use.symbol.rsplit(".", 1)[-1]
@@ -82,7 +86,6 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     parts = [_said(r, ctx, checked) for r in moved]
     severity = "error" if errors else "warning"
     silent = "" if errors else " (silently: the parameters are annotated alike or not at all)"
-    shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
     first = moved[0].index
     at = shape.positional_spans[first] if first < len(shape.positional_spans) else None
     return [

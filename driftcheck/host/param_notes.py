@@ -208,6 +208,8 @@ class _Reader:
         self.strings: dict[str, str] = {}
         self.derived: dict[str, list[str]] = {}
         self.validated: set[str] = set()
+        self.assigned: set[str] = set()
+        self.kept: dict[str, str] = {}  # ``self.x`` -> the parameter it was set from
         self.params = params
         self.kwargs = kwargs
         self.aliases: dict[str, str] = {}  # local name -> keyword it was popped from
@@ -221,9 +223,22 @@ class _Reader:
     def statement(self, stmt: ast.stmt, guards: tuple[ast.expr, ...]) -> None:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             return
+        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            self.assigned.update(
+                n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
+            )
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             key = self.popped_key(stmt.value)
             target = stmt.targets[0]
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and isinstance(stmt.value, ast.Name)
+                and stmt.value.id in self.params
+            ):
+                self.kept[target.attr] = stmt.value.id  # ``self.opclasses = opclasses``
             if key and isinstance(target, ast.Name):
                 self.aliases[target.id] = key
             elif isinstance(target, ast.Name):
@@ -290,7 +305,15 @@ class _Reader:
         out: list[str] = []
         for test in guards:
             for node in ast.walk(test):
-                if isinstance(node, ast.Name) and node.id in self.derived:
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                    and node.attr in self.kept
+                ):
+                    if self.kept[node.attr] not in out:
+                        out.append(self.kept[node.attr])
+                elif isinstance(node, ast.Name) and node.id in self.derived:
                     out.extend(p for p in self.derived[node.id] if p not in out)
                 elif isinstance(node, ast.Name):
                     name = self.aliases.get(node.id) or (
@@ -328,7 +351,10 @@ class _Reader:
         message = local or self.text(arg)
         params = self.tested(guards)
         if not params:
-            self.unguarded.append((message, call.lineno))
+            # Under a test of the object's state or of a local (``if self.criterion == "mse"``)
+            # it warns for some calls only, and which is not the caller's to see: no note.
+            if not any(self.stateful(g) for g in guards):
+                self.unguarded.append((message, call.lineno))
             return
         named = [p for p in params if _names(message, p)]
         for param in named or params:
@@ -337,6 +363,13 @@ class _Reader:
             self.notes.append(
                 ParamNote(param, status, message, call.lineno, self.replacement(message, param))
             )
+
+    def stateful(self, test: ast.expr) -> bool:
+        """Whether a test looks at ``self``/``cls`` or at a local of the function."""
+        return any(
+            isinstance(n, ast.Name) and (n.id in ("self", "cls") or n.id in self.assigned)
+            for n in ast.walk(test)
+        )
 
     def fires_by_default(self, param: str, guards: tuple[ast.expr, ...]) -> bool:
         """Whether the tests about ``param`` hold when the caller leaves it at its default."""

@@ -181,13 +181,20 @@ def _opens(path: Path) -> bool:
         return False
 
 
+#: Pythons whose wheels carry the same sources when a release has none for this one.
+_OLDER_PYTHONS = [f"3.{m}" for m in range(sys.version_info.minor - 1, 7, -1)]
+
+
 def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
     base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
     base += ["--retries", "1", "--timeout", "20", "--dest", str(dest)]
+    anywhere = ["--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--platform", "any"]
     attempts: Iterable[list[str]] = (
         ["--only-binary=:all:"],
         # A release with no wheel for this machine: any platform's wheel has the same sources.
-        ["--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--platform", "any"],
+        anywhere,
+        # ... nor for this Python (scikit-learn 1.0.2 on 3.11): an older Python's wheel.
+        *([*anywhere, "--python-version", v] for v in _OLDER_PYTHONS),
         ["--no-binary=:all:", "--no-build-isolation"],
     )
     listed: set[str] = set()
