@@ -332,11 +332,21 @@ def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
 
 def test_version_only_as_sdist_is_not_called_unknown(monkeypatch, tmp_path):
     build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
-    _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure])
+    older = [_not_found("2.0")] * len(releases._OLDER_PYTHONS)  # no older Python's wheel either
+    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure, *older])
     with pytest.raises(FetchError) as info:
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "no release" not in str(info.value)
     assert "ERROR: Failed to build x" in str(info.value)
+    assert "--python-version" in seen[-1]
+
+
+def test_a_release_without_a_wheel_for_this_python_takes_an_older_ones(monkeypatch, tmp_path):
+    """scikit-learn 1.0.2 on Python 3.11: no cp311 wheel, an sdist that does not build here."""
+    build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
+    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure, (0, "")])
+    releases._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert seen[-1][seen[-1].index("--python-version") + 1] == releases._OLDER_PYTHONS[0]
 
 
 def test_sdist_only_package_is_not_called_unknown(monkeypatch, tmp_path):

@@ -189,19 +189,23 @@ def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
     base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
     base += ["--retries", "1", "--timeout", "20", "--dest", str(dest)]
     anywhere = ["--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--platform", "any"]
-    attempts: Iterable[list[str]] = (
+    attempts: list[list[str]] = [
         ["--only-binary=:all:"],
         # A release with no wheel for this machine: any platform's wheel has the same sources.
         anywhere,
-        # ... nor for this Python (scikit-learn 1.0.2 on 3.11): an older Python's wheel.
-        *([*anywhere, "--python-version", v] for v in _OLDER_PYTHONS),
         ["--no-binary=:all:", "--no-build-isolation"],
-    )
+    ]
+    # A release whose sdist does not build here and that has no wheel for this Python
+    # (scikit-learn 1.0.2 on 3.11): an older Python's wheel carries the same sources.
+    older = [[*anywhere, "--python-version", v] for v in _OLDER_PYTHONS]
     listed: set[str] = set()
     any_listing = False
     not_listed = ""  # pip's output when the version was not among those it found
     other = ""  # pip's output for any other failure (a build error, a bad wheel)
-    for extra in attempts:
+    n = 0
+    while n < len(attempts):
+        extra, sdist = attempts[n], n == 2
+        n += 1
         try:
             proc = subprocess.run(
                 [*base, *extra, f"{name}=={version}"],
@@ -238,6 +242,8 @@ def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
                 not_listed = out
         else:
             other = out
+        if sdist and other == out:  # the release exists but did not build here
+            attempts.extend(older)
     if any_listing and not _has_version(listed, version) and not other:
         ignored = _IGNORED_INDEX.search(not_listed)
         if not listed and ignored:
