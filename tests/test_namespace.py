@@ -204,3 +204,28 @@ def test_applied_fixes_rewrite_what_the_host_says(tmp_path: Path):
     assert "window([1], min_length=1)" in params
     again = scan(str(client), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="nshost")
     assert {f.line for f in again.findings if f.file.endswith("params.py")} >= {16, 17}
+
+
+def test_a_stub_distribution_decides_what_the_host_leaves_undecided():
+    """``nshost-stubs`` as a separate distribution (PEP 561): asked only for names the
+    host's own files leave undecided (the compiled ``_fast`` behind ``nshost.fast``)."""
+    from driftcheck.host.load import pick_stub_version
+    from driftcheck.sources.trees import DirectoryTree
+
+    host = load_host(parse_spec(str(HOST / "2.0")))
+    asked: list[int] = []
+
+    def provider() -> DirectoryTree:
+        asked.append(1)
+        return DirectoryTree(FIXTURES / "stubs" / "nshost-stubs-2.0")
+
+    host.stub_provider = provider
+    assert isinstance(host.resolve("nshost.helper"), Found) and asked == []  # decided: not asked
+    got = host.resolve("nshost.fast.calibrate")
+    assert isinstance(got, Found) and [p.name for p in host.signature(got).params] == ["steps"]
+    assert host.resolve("nshost.fast.nothing_declared") is UNKNOWN
+    assert asked == [1]  # opened once
+    assert pick_stub_version(["2.0.3.230814", "2.0.2.230605", "1.5.3.230321"], "2.0.3") == (
+        "2.0.3.230814"
+    )
+    assert pick_stub_version(["2.1.0"], "2.0.3") is None

@@ -51,6 +51,9 @@ class HostAPI(Signatures, ModuleNames):
     modules: dict[str, griffe.Module | None] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     parse_errors: list[tuple[str, str]] = field(default_factory=list)
+    #: Opens the release's ``<pkg>-stubs`` distribution when one exists (asked only for names
+    #: the host's own files leave undecided); None for hosts that are not index releases.
+    stub_provider: Callable[[], SourceTree | None] | None = None
 
     def __post_init__(self) -> None:
         self.roots = set(self.tree.top_level_packages())

@@ -86,9 +86,39 @@ def _load_host(spec: PackageSpec, *, quiet: bool = True) -> HostAPI:
     name = md.name if md and md.name else (spec.name or guess_name(tree))
     version = md.version if md and md.version else (spec.version or "unknown")
     api = HostAPI(tree=tree, name=name, version=version)
+    if spec.kind == "release":
+        api.stub_provider = lambda: stub_distribution(name, version, quiet=quiet)
     if not api.roots:
         raise SourceError(f"{tree.label}: no importable package found")
     return api
+
+
+def stub_distribution(name: str, version: str, *, quiet: bool = True) -> SourceTree | None:
+    """The ``<name>-stubs`` release for ``version`` (PEP 561 stub-only package: the same
+    version, or one that extends it such as pandas-stubs 2.0.3.230814), or None."""
+    from packaging.utils import canonicalize_name
+
+    from driftcheck.sources.fetch import fetch_release
+    from driftcheck.sources.trees import open_archive
+    from driftcheck.sources.versions import available_versions
+
+    stubs = f"{canonicalize_name(name)}-stubs"
+    try:
+        listed = available_versions(stubs, missing_ok=True)
+    except DriftcheckError:
+        return None
+    chosen = pick_stub_version(listed, version)
+    if chosen is None:
+        return None
+    return open_archive(fetch_release(stubs, chosen, quiet=quiet))
+
+
+def pick_stub_version(listed: list[str], version: str) -> str | None:
+    """The newest stub release made for ``version`` (``2.0.3`` or ``2.0.3.<build>``)."""
+    for v in listed:  # newest first
+        if v == version or v.startswith(version + "."):
+            return v
+    return None
 
 
 def load_baseline(

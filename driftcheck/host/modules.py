@@ -20,7 +20,7 @@ from driftcheck.host.namespace import (
     stub_lookup,
 )
 from driftcheck.host.objects import UNKNOWN, Found, Lookup
-from driftcheck.host.values import DEPRECATED, REMOVED, Served
+from driftcheck.host.values import DEPRECATED, PRESENT, REMOVED, Served
 
 
 class ModuleNames:
@@ -65,7 +65,10 @@ class ModuleNames:
         if starred is not None and starred is not UNKNOWN:
             return starred
         if namespace_only:
-            return self._unknown(sub) if starred is None and self._open(owner) else starred
+            if starred is None and self._open(owner):
+                self.unknown_names.add(sub)
+                return UNKNOWN
+            return starred
         # The module's ``__getattr__`` runs for what the namespace lacks: where it picks the
         # name out (serves it, warns, raises) that is what happens, whatever the stub says.
         has_getattr = "__getattr__" in obj.members
@@ -117,9 +120,54 @@ class ModuleNames:
         return cache[module.path]
 
     def _unknown(self, path: str) -> Lookup:
-        """A module attribute that cannot be decided statically (counted for the stats)."""
+        """A module attribute the host's own files leave undecided: what the host's stub
+        distribution (``<pkg>-stubs``) declares, else UNKNOWN (counted for the stats)."""
+        declared = self._distributed_stub(path)
+        if declared is not None:
+            return declared
         self.unknown_names.add(path)
         return UNKNOWN
+
+    def _distributed_stub(self, path: str) -> Lookup:
+        """``path`` as a separate ``<pkg>-stubs`` distribution of this release declares it."""
+        provider = getattr(self, "stub_provider", None)
+        if provider is None or "." not in path:
+            return None
+        cache = self.__dict__.setdefault("_dist_stubs", {})
+        if "tree" not in cache:
+            try:
+                cache["tree"] = provider()
+            except Exception:  # no stubs, no network: the name stays undecided
+                cache["tree"] = None
+        tree = cache["tree"]
+        module, _, name = path.rpartition(".")
+        if tree is None:
+            return None
+        if module not in cache:
+            top, _, rest = module.replace(".", "/").partition("/")
+            stubs = f"{top}-stubs/{rest}" if rest else f"{top}-stubs"
+            rel = next(
+                (c for c in (f"{stubs}.pyi", f"{stubs}/__init__.pyi") if tree.exists(c)), None
+            )
+            try:
+                cache[module] = (
+                    griffe.visit(
+                        module.rsplit(".", 1)[-1], filepath=Path(rel), code=tree.read_text(rel)
+                    )
+                    if rel
+                    else None
+                )
+            except Exception:  # an unreadable stub narrows nothing
+                cache[module] = None
+        stub = cache[module]
+        if stub is None:
+            return None
+        member = stub.members.get(name)
+        if isinstance(member, griffe.Function | griffe.Class | griffe.Attribute):
+            return Found(member, path)
+        if member is not None or stub.overloads.get(name):
+            return Served(PRESENT, path, file=str(stub.filepath))
+        return None
 
     def stub(self, dotted: str) -> griffe.Module | None:
         """The ``.pyi`` stub beside module ``dotted``'s ``.py`` file (None without one)."""

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -57,8 +58,9 @@ def _parse_listing(text: str) -> list[str]:
     return []
 
 
-def available_versions(name: str) -> list[str]:
-    """Final releases of ``name`` on the index, newest first."""
+def available_versions(name: str, *, missing_ok: bool = False) -> list[str]:
+    """Final releases of ``name`` on the index, newest first (``missing_ok``: an unknown
+    package is an empty list, remembered like a listing)."""
     path = cache_root() / "index" / f"{canonicalize_name(name)}.json"
     cached = None
     if path.exists():
@@ -66,8 +68,9 @@ def available_versions(name: str) -> list[str]:
             cached = json.loads(path.read_text())
         except (OSError, ValueError):
             cached = None
-    if cached and time.time() - cached.get("time", 0) < TTL_SECONDS:
-        return cached["versions"]
+    if cached is not None and time.time() - cached.get("time", 0) < TTL_SECONDS:
+        if cached["versions"] or missing_ok:
+            return cached["versions"]
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check"],
         capture_output=True,
@@ -79,6 +82,9 @@ def available_versions(name: str) -> list[str]:
         if cached:
             return cached["versions"]
         if "No matching distribution" in proc.stderr + proc.stdout:
+            if missing_ok:
+                _remember(path, [])
+                return []
             raise FetchError(f"unknown package {name!r}: the package index has no release of it")
         raise FetchError(f"cannot list the releases of {name} (no network?)")
     finals = []
@@ -90,12 +96,16 @@ def available_versions(name: str) -> list[str]:
         if not parsed.is_prerelease and not parsed.is_devrelease:
             finals.append(v)
     finals.sort(key=Version, reverse=True)
+    _remember(path, finals)
+    return finals
+
+
+def _remember(path: Path, versions: list[str]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"time": time.time(), "versions": finals}))
+        path.write_text(json.dumps({"time": time.time(), "versions": versions}))
     except OSError:
         pass
-    return finals
 
 
 def newest_matching(name: str, spec: SpecifierSet) -> str:
