@@ -60,8 +60,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     told = "".join(
         quoted(ctx.baseline.version, said)  # type: ignore[union-attr]
         if said
+        else f"; a decorator in {ctx.baseline.version} took {old} for {new}"  # type: ignore[union-attr]
+        if how == "decorator"
         else f"; {new} took {old}'s place"
-        for old, (said, new, _) in renames.items()
+        for old, (said, new, how) in renames.items()
     )
     fix = _fix_for(problems, renames)
     evidence = [e for e in (base_ev,) if e]
@@ -94,6 +96,9 @@ def _renames(
             continue
         said, new = keyword_warned_before(ctx.baseline, base, problem.param)  # type: ignore[arg-type]
         how = "message" if new else ""
+        alias = sig_b.param(problem.param) if sig_b is not None else None
+        if not new and alias is not None and alias.alias_of:
+            new, how = alias.alias_of, "decorator"  # the baseline's decorator mapped it
         if not new and sig_b is not None:
             new = _in_its_place(problem.param, sig_b, sig_t)
             how = "signature" if new else ""
@@ -101,7 +106,9 @@ def _renames(
             new, how = "", ""
         old_param = sig_b.param(problem.param) if sig_b is not None else None
         new_param = sig_t.param(new) if new else None
-        if how == "message" and not (old_param and new_param and same_type(old_param, new_param)):
+        if how in ("message", "decorator") and not (
+            old_param and new_param and same_type(old_param, new_param)
+        ):
             how = "message-other-type"
         if said or new:
             out[problem.param] = (said, new, how)
@@ -133,7 +140,7 @@ def _fix_for(problems: list, renames: dict[str, tuple[str, str, str]] | None = N
     mapped = [k for k in removed if renames.get(k, ("", "", ""))[1]]
     if mapped and mapped == removed and len(problems) == len(removed):
         pairs = [(old, renames[old][1], renames[old][2]) for old in mapped]
-        safe = all(how == "message" for _, _, how in pairs)
+        safe = all(how in ("message", "decorator") for _, _, how in pairs)
         said = ", ".join(f"{old} to {new}" for old, new, _ in pairs)
         why = (
             "the host's deprecation names them, for values of the same type"

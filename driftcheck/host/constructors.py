@@ -60,6 +60,7 @@ class Signatures:
             if isinstance(obj, griffe.Function):
                 made = signature_of_function(obj, bound=_is_bound_method(obj), file=found.file)
                 made = self._forwarded(found, made)
+                made = self._keyword_aliases(found, made)
             elif isinstance(obj, griffe.Class):
                 made = self._constructor(found)
             return made.to_json() if made is not None else None
@@ -69,6 +70,35 @@ class Signatures:
         sig = Signature.from_json(raw) if isinstance(raw, dict) else None
         self._sig_cache[found.path] = sig
         return sig
+
+    def _keyword_aliases(self, found: Found, sig: Signature) -> Signature:
+        """Keywords a decorator takes for a parameter under an old name
+        (``@deprecate_kwarg(old_arg_name="line_terminator", new_arg_name="lineterminator")``):
+        a decorator call whose two string arguments are an unknown name and a parameter."""
+        node = self.def_node(found)  # type: ignore[attr-defined]
+        extra: list[Param] = []
+        for deco in getattr(node, "decorator_list", []):
+            if not isinstance(deco, ast.Call):
+                continue
+            texts = [
+                a.value
+                for a in (*deco.args, *(k.value for k in deco.keywords))
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
+            if len(texts) != 2 or any(not t.isidentifier() for t in texts):
+                continue
+            known = [t for t in texts if sig.param(t) is not None]
+            unknown = [t for t in texts if sig.param(t) is None]
+            if len(known) == 1 and len(unknown) == 1:
+                new = sig.param(known[0])
+                extra.append(
+                    Param(
+                        unknown[0], "keyword_only", True, "None", new.annotation, alias_of=new.name
+                    )  # type: ignore[union-attr]
+                )
+        if not extra:
+            return sig
+        return replace(sig, params=[*sig.params, *extra])
 
     def _forwarded(self, found: Found, sig: Signature) -> Signature:
         """``sig`` with ``**kwargs`` replaced by the callee they are forwarded to."""

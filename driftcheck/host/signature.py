@@ -29,6 +29,8 @@ class Param:
     default: str | None = None
     annotation: str | None = None
     init_var: bool = False
+    #: A keyword a decorator takes for another parameter (its old name).
+    alias_of: str | None = None
 
     @property
     def required(self) -> bool:
