@@ -15,13 +15,12 @@ from driftcheck.checks.context import CheckContext, finding, rename_fix, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.declared import class_notes, module_notes
 from driftcheck.host.param_notes import (
     EXTRA,
     OMITTED,
     ParamNote,
-    class_notes,
     function_notes,
-    module_notes,
     parameter_notes,
 )
 from driftcheck.host.relocation import named_in

@@ -8,12 +8,8 @@ no longer mentions. Checks quote it in the removal's message.
 from __future__ import annotations
 
 from driftcheck.host.api import Found, HostAPI, Lookup
-from driftcheck.host.param_notes import (
-    class_notes,
-    function_notes,
-    module_notes,
-    parameter_notes,
-)
+from driftcheck.host.declared import class_notes, module_notes
+from driftcheck.host.param_notes import function_notes, parameter_notes
 from driftcheck.host.served import DEPRECATED, Served
 
 

@@ -20,7 +20,8 @@ from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
-from driftcheck.host.param_notes import positional_decorated, validated
+from driftcheck.host.declared import positional_decorated
+from driftcheck.host.param_notes import validated
 from driftcheck.host.positions import Rebinding, rebindings
 from driftcheck.host.signature import CallShape, Signature, bind
 

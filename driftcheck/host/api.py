@@ -16,10 +16,10 @@ from pathlib import Path
 
 import griffe
 
-from driftcheck.host.attributes import InferredType, add_instance_attributes
+from driftcheck.host.attributes import add_instance_attributes
 from driftcheck.host.constructors import Signatures
 from driftcheck.host.modules import ModuleNames
-from driftcheck.host.objects import UNKNOWN, Found, Lookup, canonical
+from driftcheck.host.objects import UNKNOWN, Found, Lookup, annotation_paths, canonical
 from driftcheck.host.served import Served
 
 __all__ = ["UNKNOWN", "Found", "HostAPI", "Lookup"]
@@ -320,7 +320,7 @@ class HostAPI(Signatures, ModuleNames):
         self, annotation: object, context: griffe.Object | None = None
     ) -> Found | None:
         """The host class an annotation names (``X``, ``X | None``, ``Optional[X]``)."""
-        for path in _annotation_paths(annotation):
+        for path in annotation_paths(annotation):
             found = self.resolve(path) if self.owns(path) else None
             if isinstance(found, Found) and isinstance(found.obj, griffe.Class):
                 return found
@@ -384,33 +384,6 @@ def _definitions(
 
 
 _canonical = canonical
-
-
-def _annotation_paths(annotation: object) -> list[str]:
-    """Candidate class paths named by an annotation, None and containers stripped."""
-    if annotation is None:
-        return []
-    if isinstance(annotation, str):
-        return [annotation.strip("'\"")]
-    if isinstance(annotation, InferredType):
-        return [annotation.path] if annotation.path else []
-    if isinstance(annotation, griffe.ExprBinOp) and annotation.operator == "|":
-        parts = _annotation_paths(annotation.left) + _annotation_paths(annotation.right)
-        return [p for p in parts if p not in ("None", "builtins.None")]
-    if isinstance(annotation, griffe.ExprSubscript):
-        head = _canonical(annotation.left)
-        if head in ("typing.Optional", "typing.Union", "typing_extensions.Optional"):
-            inner = annotation.slice
-            elems = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
-            out: list[str] = []
-            for e in elems:
-                out.extend(_annotation_paths(e))
-            return [p for p in out if p not in ("None", "builtins.None")]
-        return []
-    if isinstance(annotation, griffe.ExprName | griffe.ExprAttribute):
-        path = _canonical(annotation)
-        return [path] if path else []
-    return []
 
 
 def _is_plain_name(value: object) -> bool:

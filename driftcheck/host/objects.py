@@ -8,6 +8,7 @@ from pathlib import Path
 
 import griffe
 
+from driftcheck.host.attributes import InferredType
 from driftcheck.host.values import Served
 
 
@@ -58,3 +59,30 @@ def canonical(expr: object) -> str | None:
     if isinstance(expr, str):
         return expr
     return None
+
+
+def annotation_paths(annotation: object) -> list[str]:
+    """Candidate class paths named by an annotation, None and containers stripped."""
+    if annotation is None:
+        return []
+    if isinstance(annotation, str):
+        return [annotation.strip("'\"")]
+    if isinstance(annotation, InferredType):
+        return [annotation.path] if annotation.path else []
+    if isinstance(annotation, griffe.ExprBinOp) and annotation.operator == "|":
+        parts = annotation_paths(annotation.left) + annotation_paths(annotation.right)
+        return [p for p in parts if p not in ("None", "builtins.None")]
+    if isinstance(annotation, griffe.ExprSubscript):
+        head = canonical(annotation.left)
+        if head in ("typing.Optional", "typing.Union", "typing_extensions.Optional"):
+            inner = annotation.slice
+            elems = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
+            out: list[str] = []
+            for e in elems:
+                out.extend(annotation_paths(e))
+            return [p for p in out if p not in ("None", "builtins.None")]
+        return []
+    if isinstance(annotation, griffe.ExprName | griffe.ExprAttribute):
+        path = canonical(annotation)
+        return [path] if path else []
+    return []

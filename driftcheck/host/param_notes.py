@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.served import Interpreter
 
-_DEPRECATION = re.compile(r"deprecat|FutureWarning|PendingDeprecation|will be removed", re.I)
+DEPRECATION = re.compile(r"deprecat|FutureWarning|PendingDeprecation|will be removed", re.I)
 # A raise that says the parameter is gone (not one that validates its value).
 _GONE = re.compile(r"\bremoved\b|no longer|not supported|unsupported|renamed|\binstead\b", re.I)
 _WORD = re.compile(r"[`'\"]?\b([A-Za-z_]\w*)\b[`'\"]?")
@@ -61,77 +61,13 @@ def function_notes(api: HostAPI, func: Found) -> list[str]:
     return list(api.fact(key, lambda: _read(api, func)[1]))  # type: ignore[arg-type]
 
 
-def module_notes(api: HostAPI, module: str) -> list[str]:
-    """Deprecation warnings a module gives when it is imported (top-level ``warn(...)``)."""
-
-    def compute() -> list[str]:
-        text = api.module_text(module) or ""
-        if "warn" not in text:
-            return []
-        tree = api._ast(module, text)
-        out: list[str] = []
-        for stmt in _top(tree.body if tree is not None else []):
-            call = stmt.value if isinstance(stmt, ast.Expr) else None
-            if (
-                isinstance(call, ast.Call)
-                and ast.unparse(call.func).endswith("warn")
-                and call.args
-                and _DEPRECATION.search(ast.unparse(call))
-            ):
-                out.append(_message(api, module, call.args[0]))
-        return out
-
-    return list(api.fact(f"module-deprecations:{module}", compute))  # type: ignore[arg-type]
-
-
-def _top(body: list[ast.stmt]) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    for stmt in body:
-        if isinstance(stmt, ast.If | ast.Try):
-            out.extend(_top(stmt.body))
-        else:
-            out.append(stmt)
-    return out
-
-
-def _message(api: HostAPI, module: str, node: ast.expr) -> str:
+def message_text(api: HostAPI, module: str, node: ast.expr) -> str:
     """A warning's text; a module constant (``warn(SOME_MSG, ...)``) is read where it is bound."""
     if isinstance(node, ast.Name):
         value = Interpreter(api, module).global_value(module, node.id, 0)
         if isinstance(value, str):
             return value
-    return _literal(node) or ast.unparse(node)
-
-
-_POSITIONAL_USE = re.compile(r"positional|keyword[- ]only|as keyword", re.I)
-
-
-def positional_decorated(api: HostAPI, func: Found) -> bool:
-    """Whether a decorator of ``func`` still takes its keyword-only parameters by position, with
-    a warning (scikit-learn's ``_deprecate_positional_args``, pandas'
-    ``deprecate_nonkeyword_arguments``): read from the decorator's own body."""
-
-    def compute() -> bool:
-        node = api.def_node(func)
-        for deco in getattr(node, "decorator_list", []):
-            head = deco.func if isinstance(deco, ast.Call) else deco
-            name = ast.unparse(head)
-            found = api.resolve(f"{func.obj.module.path}.{name}")
-            if not isinstance(found, Found) or found.kind != "function":
-                continue
-            body = api.def_node(found)
-            for call in ast.walk(body) if body is not None else []:
-                if (
-                    isinstance(call, ast.Call)
-                    and ast.unparse(call.func).endswith("warn")
-                    and call.args
-                    and _POSITIONAL_USE.search(_literal(call.args[0]) or "")
-                ):
-                    return True
-        return False
-
-    key = f"positional-decorated:{func.file}:{func.line}:{func.obj.name}"
-    return bool(api.fact(key, compute))
+    return literal(node) or ast.unparse(node)
 
 
 def validated(api: HostAPI, func: Found) -> list[str]:
@@ -150,21 +86,6 @@ def validated(api: HostAPI, func: Found) -> list[str]:
     return list(api.fact(f"validated:{func.file}:{func.line}:{func.obj.name}", compute))  # type: ignore[arg-type]
 
 
-def class_notes(api: HostAPI, cls: Found) -> list[str]:
-    """``@deprecated(...)`` on a class (the warning comes with every instance)."""
-
-    def compute() -> list[str]:
-        node = api.def_node(cls)
-        decorators = getattr(node, "decorator_list", [])
-        return [
-            _literal(d) or ast.unparse(d)
-            for d in decorators
-            if re.search(r"\bdeprecated\b", ast.unparse(d))
-        ]
-
-    return list(api.fact(f"class-deprecations:{cls.file}:{cls.line}:{cls.obj.name}", compute))  # type: ignore[arg-type]
-
-
 def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     node = api.def_node(func)
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -173,7 +94,7 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     for deco in node.decorator_list:
         text = ast.unparse(deco)
         if re.search(r"\bdeprecated\b", text):
-            whole.append(_literal(deco) or text)
+            whole.append(literal(deco) or text)
     args = node.args
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     params = [p for p in params if p not in ("self", "cls")]
@@ -187,7 +108,7 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     }
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d})
     reader = _Reader(
-        set(params), kwargs, lambda n: _message(api, func.obj.module.path, n), defaults
+        set(params), kwargs, lambda n: message_text(api, func.obj.module.path, n), defaults
     )
     reader.block(node.body, ())
     for message, _line in reader.unguarded:
@@ -253,7 +174,7 @@ class _Reader:
             if isinstance(target, ast.Name) and isinstance(
                 stmt.value, ast.Constant | ast.JoinedStr | ast.BinOp
             ):
-                text = _literal(stmt.value)
+                text = literal(stmt.value)
                 if text:
                     self.strings[target.id] = text  # ``msg = "..."; warn(msg, ...)``
         if isinstance(stmt, ast.If):
@@ -344,7 +265,7 @@ class _Reader:
         head = ast.unparse(call.func)
         if not head.endswith("warn") or not call.args:
             return
-        if not _DEPRECATION.search(ast.unparse(call)):
+        if not DEPRECATION.search(ast.unparse(call)):
             return
         arg = call.args[0]
         local = self.strings.get(arg.id) if isinstance(arg, ast.Name) else None
@@ -384,7 +305,7 @@ class _Reader:
         exc = stmt.exc
         if not (isinstance(exc, ast.Call) and exc.args):
             return
-        message = _literal(exc.args[0])
+        message = literal(exc.args[0])
         if not message or not _GONE.search(message):
             return
         for param in self.tested(guards):
@@ -445,7 +366,7 @@ def _names(message: str, param: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(param)}(?!\w)", message) is not None
 
 
-def _literal(node: ast.expr) -> str:
+def literal(node: ast.expr) -> str:
     """The text of a message (f-string holes as ``...``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -455,7 +376,7 @@ def _literal(node: ast.expr) -> str:
             for p in node.values
         )
     if isinstance(node, ast.Call) and node.args:
-        return _literal(node.args[0])
+        return literal(node.args[0])
     parts = [
         n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
     ]
