@@ -28,6 +28,9 @@ from driftcheck.errors import DriftcheckError, FetchError, SourceError
 from driftcheck.sources.archives import ARCHIVE_ERRORS, safe_relpath, why
 from driftcheck.sources.metadata import version_key
 
+#: What a slim archive keeps (bump when that changes: older cache entries are fetched again).
+#: Read on every cache hit, so it lives here, not in the ranged reader (imported on a miss).
+SLIM_FORMAT = 2
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 _IGNORED_INDEX = re.compile(r"repository located at (\S+) is not a trusted or secure host")
 _OFFLINE_MARKERS = (
@@ -81,7 +84,10 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
             got_remote = fetch_slim(name, version, folder)
             if got_remote is not None and _opens(got_remote[0]):
                 path, info = got_remote
-                _write_entry(folder, {"file": path.name, "sha256": _sha256(path), **info})
+                entry = {"file": path.name, "sha256": _sha256(path), **info}
+                if info.get("mode") == "ranged":
+                    entry["slim_format"] = SLIM_FORMAT
+                _write_entry(folder, entry)
                 return path
             _clear_entry(folder)
             # Download inside the entry's own folder: the final move is a same-disk rename.
@@ -132,8 +138,6 @@ def _sha256(path: Path) -> str:
 
 
 def _valid_cached(folder: Path) -> Path | None:
-    from driftcheck.sources.ranged import SLIM_FORMAT
-
     entry = folder / "entry.json"
     if not entry.exists():
         return None

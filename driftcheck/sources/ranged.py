@@ -26,7 +26,7 @@ MIN_RANGED_BYTES = 8 << 20  # smaller wheels are downloaded whole
 GAP = 512 << 10  # ranges closer than this are fetched together
 KEEP = (".py", ".pyi")
 COMPILED = (".so", ".pyd")  # kept as empty entries: the module exists, its names are unread
-SLIM_FORMAT = 2  # bump when what a slim archive keeps changes: older entries are fetched again
+
 TIMEOUT = 30
 
 
@@ -203,7 +203,6 @@ def fetch_slim(name: str, version: str, folder: Path) -> tuple[Path, dict] | Non
         return None
     return target, {
         "mode": "ranged",
-        "slim_format": SLIM_FORMAT,
         "wheel": where.filename,
         "wheel_sha256": where.sha256,
         "wheel_bytes": size,
