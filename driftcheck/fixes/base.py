@@ -182,8 +182,15 @@ def without(items: Sequence[cst.CSTNode], idx: int) -> list[cst.CSTNode]:
 
 
 def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
-    """Add a keyword argument at the end, keeping the call's comma and line style."""
-    return call.with_changes(args=appended(call.args, arg, call.whitespace_before_args))
+    """Add a keyword argument at the end, keeping the call's comma and line style (a bare
+    generator, ``f(x for x in y)``, gets its own parentheses: it may stand alone only)."""
+    args = [
+        a.with_changes(value=a.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        if isinstance(a.value, cst.GeneratorExp) and not a.value.lpar
+        else a
+        for a in call.args
+    ]
+    return call.with_changes(args=appended(args, arg, call.whitespace_before_args))
 
 
 def remove_arg(call: cst.Call, keyword: str) -> cst.Call:

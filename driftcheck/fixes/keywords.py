@@ -127,6 +127,12 @@ class _ByKeyword(Located):
         for arg in updated_node.args:
             if arg.keyword is None:
                 if i >= first:
+                    if isinstance(arg.value, cst.GeneratorExp) and not arg.value.lpar:
+                        arg = arg.with_changes(  # ``f(x for x in y)`` -> ``f(k=(x for x in y))``
+                            value=arg.value.with_changes(
+                                lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
+                            )
+                        )
                     arg = arg.with_changes(
                         keyword=cst.Name(names[i - first]),
                         equal=cst.AssignEqual(
