@@ -141,6 +141,18 @@ def finding(
     )
 
 
+def runs(api: HostAPI, found: Found | None) -> Found | None:
+    """The host function a call of ``found`` runs: itself, or a class's host ``__init__``."""
+    if found is None:
+        return None
+    if found.kind == "function":
+        return found
+    if found.kind == "class":
+        init = api.defined_in_host_mro(found, "__init__")
+        return init if init is not None and init.kind == "function" else None
+    return None
+
+
 def rename_fix(use: Use, gone: str, new: str, safety: str, description: str) -> Fix:
     """The fix that points a use of ``gone`` at ``new``: the import rewritten where the name is
     imported; ``mod.old`` renamed to ``mod.new`` where it is read off the same module."""

@@ -11,7 +11,7 @@ renames to it.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding, rename_fix, side
+from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -42,8 +42,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     base = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
     if ctx.baseline is not None and not isinstance(base, Found):
         return []
-    body = _runs(ctx.target, target)  # what a call runs: the function, or the class's __init__
-    base_body = _runs(ctx.baseline, base) if ctx.baseline is not None else None  # type: ignore[arg-type]
+    body = runs(ctx.target, target)  # what a call runs: the function, or the class's __init__
+    base_body = runs(ctx.baseline, base) if ctx.baseline is not None else None  # type: ignore[arg-type]
     out: list[Finding] = []
     kinds = ("call", "attribute") if target.kind == "function" else ("call", "subclass")
     if use.kind in kinds:
@@ -103,18 +103,6 @@ def _imported_module(use: Use, ctx: CheckContext) -> list[Finding]:
             )
         ]
     return []
-
-
-def _runs(api: HostAPI, found: Found | None) -> Found | None:
-    """The host function a call of ``found`` runs: itself, or a class's host ``__init__``."""
-    if found is None:
-        return None
-    if found.kind == "function":
-        return found
-    if found.kind == "class":
-        init = api.defined_in_host_mro(found, "__init__")
-        return init if init is not None and init.kind == "function" else None
-    return None
 
 
 def _whole(api: HostAPI, found: Found | None, body: Found | None) -> list[str]:

@@ -7,6 +7,7 @@ no longer mentions. Checks quote it in the removal's message.
 
 from __future__ import annotations
 
+from driftcheck.checks.context import runs
 from driftcheck.host.api import Found, HostAPI, Lookup
 from driftcheck.host.declared import class_notes, module_notes
 from driftcheck.host.param_notes import function_notes, parameter_notes
@@ -39,13 +40,8 @@ def keyword_warned_before(api: HostAPI | None, found: Lookup, keyword: str) -> t
     """The baseline's deprecation of one keyword of a function: (message, replacement)."""
     if api is None or not isinstance(found, Found):
         return "", ""
-    body = found
-    if found.kind == "class":
-        init = api.defined_in_host_mro(found, "__init__")
-        if init is None:
-            return "", ""
-        body = init
-    if body.kind != "function":
+    body = runs(api, found)
+    if body is None:
         return "", ""
     for note in parameter_notes(api, body):
         if note.param == keyword:

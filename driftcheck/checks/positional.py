@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.context import CheckContext, finding, runs, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -29,7 +29,7 @@ from driftcheck.host.signature import CallShape, Signature, bind
 def widened(api: HostAPI, found: Found, sig: Signature) -> tuple[Signature, bool]:
     """``sig`` as a caller meets it: with keyword-only parameters positional again where a
     decorator still takes them so."""
-    body = _runs(api, found)
+    body = runs(api, found)
     if body is None or not positional_decorated(api, body):
         return sig, False
     params = [
@@ -37,15 +37,6 @@ def widened(api: HostAPI, found: Found, sig: Signature) -> tuple[Signature, bool
         for p in sig.params
     ]
     return replace(sig, params=params), True
-
-
-def _runs(api: HostAPI, found: Found) -> Found | None:
-    if found.kind == "function":
-        return found
-    if found.kind == "class":
-        init = api.defined_in_host_mro(found, "__init__")
-        return init if init is not None and init.kind == "function" else None
-    return None
 
 
 def rebound(
@@ -80,7 +71,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     explains = any(r.how in ("keyword-only", "var-positional") for r in moved)
     if not explains and any(p.code == "too-many-positional" for p in bind(sig_t, shape)):
         return []  # the call fails outright: ``call-signature`` says so, where it lands is moot
-    body = _runs(ctx.target, target)
+    body = runs(ctx.target, target)
     checked = set(validated(ctx.target, body)) if body is not None else set()
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     errors = [r for r in moved if _fails(r, checked)]
