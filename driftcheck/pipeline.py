@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
-from driftcheck.checks.context import side
+from driftcheck.checks.context import side, site_of
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import assignment_gates
@@ -51,6 +51,13 @@ class ScanResult:
     client_root: Path | None = None
     #: The rules the scan used (for reports that describe them).
     rules: RuleSet = field(default_factory=RuleSet)
+    #: The host releases scanned against (for witnesses; not part of the report).
+    target_api: HostAPI | None = field(default=None, repr=False, compare=False)
+    baseline_api: HostAPI | None = field(default=None, repr=False, compare=False)
+    #: With ``--verify``: the findings a witness refuted (listed apart, not counted) and the
+    #: verification's counts, time and environments.
+    refuted: list[Finding] = field(default_factory=list)
+    verification: dict | None = None
 
     def to_dict(self) -> dict:
         """The JSON contract."""
@@ -60,6 +67,14 @@ class ScanResult:
             "findings": [f.to_dict() for f in self.findings],
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "stats": {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()},
+            **(
+                {
+                    "verification": self.verification,
+                    "refuted": [f.to_dict() for f in self.refuted],
+                }
+                if self.verification is not None
+                else {}
+            ),
         }
 
 
@@ -197,10 +212,17 @@ def _run_checks(
     )
     unbased = replace(ctx, baseline=None)  # shares ``reported``: each drift is reported once
     findings: list[Finding] = []
+    on_target, on_base = side(target), side(baseline) if baseline is not None else None
     for use in running:
         use_ctx = unbased if id(use) in fresh else ctx
         for check in PER_USE:
-            findings.extend(check(use, use_ctx))
+            got = check(use, use_ctx)
+            if got:
+                site = site_of(use, on_target, on_base if use_ctx is ctx else None)
+                findings.extend(
+                    replace(f, site=replace(site, declared=f.site.declared) if f.site else site)
+                    for f in got
+                )
     for whole in WHOLE_CLIENT:
         findings.extend(whole(ctx))
     findings = apply_rules(findings, ctx)
@@ -365,6 +387,8 @@ def _scan(
         client_texts=cl.texts,
         client_root=getattr(cl.tree, "root", None) if client_spec.kind == "directory" else None,
         rules=rules,
+        target_api=target,
+        baseline_api=base_api,
         stats={
             "load_seconds": t1 - t0,
             "uses_seconds": t2 - t1,

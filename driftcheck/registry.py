@@ -50,6 +50,38 @@ KINDS: dict[str, str] = {
 }
 SEVERITIES = ("info", "warning", "error")
 
+#: What ``--verify``'s witness programs do, per witness check. All of them import host modules
+#: and read attributes (a module ``__getattr__`` runs); only ``warns`` runs more: the import in a
+#: fresh interpreter, so that import-time code runs again under a warnings recorder. None calls
+#: or constructs host objects: binding a call's arguments to the host's runtime signature is
+#: what a call or a dataclass/pydantic/msgspec construction checks first, and the rest is the
+#: workload's to show (``driftcheck probe``).
+WITNESS_CHECKS: dict[str, str] = {
+    "resolve": "import the module and read the attribute chain the client reads",
+    "bind": "bind the call's arguments to inspect.signature() of what it calls",
+    "positions": "bind the positional arguments and name the parameter each lands on",
+    "member": "look the member up on the receiver's class (MRO, fields, annotations, slots)",
+    "default": "read the default of a field or parameter",
+    "params": "read the runtime signature of the host method a client function stands in for",
+    "warns": "import or read the name in a fresh interpreter, recording the warnings raised",
+    "workload": "nothing: only the real workload shows it (driftcheck probe)",
+}
+#: The witness of each kind (a rule can declare another in ``[witness]``), and of the checks
+#: whose claim differs from their kind's.
+KIND_WITNESS: dict[str, str] = {
+    "missing-symbol": "resolve",
+    "moved-symbol": "resolve",
+    "string-ref": "resolve",
+    "call-signature": "bind",
+    "positional-shift": "positions",
+    "attribute-missing": "member",
+    "override-signature": "params",
+    "deprecated": "warns",
+    "return-semantics": "workload",
+    "call-protocol": "workload",
+    "behaviour-change": "workload",
+}
+
 
 @dataclass(frozen=True)
 class BuiltinCheck:

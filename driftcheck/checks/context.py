@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from driftcheck.client.use import Use
-from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.findings import Evidence, Finding, Fix, Shape, Site
 from driftcheck.gates import Side
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.host.served import REMOVED, Served
@@ -119,9 +119,11 @@ def finding(
     fix: Fix | None = None,
     severity: str | None = None,
     at: Span | None = None,
+    witness: dict[str, str] | None = None,
 ) -> Finding:
     """A built-in check's finding at a use (or at the argument ``at`` names): kind and default
-    severity from the registry, evidence without gaps."""
+    severity from the registry, evidence without gaps. ``witness`` says how ``--verify`` shows
+    it when the check's default witness would not (``check``, ``body``, ``reason``)."""
     spec = CHECKS[check_id]
     line, column, end_line, end_column = at or (use.line, use.column, use.end_line, use.end_column)
     return Finding(
@@ -138,6 +140,36 @@ def finding(
         evidence=tuple(e for e in evidence if e is not None),
         fix=fix,
         anchor=(use.line, use.column) if at else None,
+        site=Site(use.kind, use.symbol, declared=tuple(sorted(witness.items())))
+        if witness
+        else None,
+    )
+
+
+def site_of(
+    use: Use, target: Side, baseline: Side | None, declared: tuple[tuple[str, str], ...] = ()
+) -> Site:
+    """The use as data a witness can perform: its host name, receiver and arguments per side
+    (``**d`` keys that only one side's gates put there differ per side)."""
+
+    def shape(on: Side | None) -> Shape | None:
+        if use.shape is None:
+            return None
+        s = use.shape.on(on) if on is not None else use.shape
+        return Shape(s.positional, tuple(s.keywords), s.star, s.double_star)
+
+    on_target = shape(target)
+    on_base = shape(baseline) if baseline is not None else None
+    return Site(
+        use=use.kind,
+        symbol=use.symbol,
+        receiver=use.receiver,
+        member=use.member,
+        target=on_target,
+        baseline=on_base if on_base != on_target else None,
+        params=tuple((str(n), str(k), bool(d)) for n, k, d in use.params or ()),
+        declared=declared,
+        reads=use.reads,
     )
 
 

@@ -228,6 +228,10 @@ def _omitted_finding(use: Use, ctx: CheckContext, target: Found, note: ParamNote
         ),
         evidence=(Evidence(ctx.target.version, target.file, note.line, "deprecation"),),
         fix=Fix("manual", f"pass {note.param}= ({note.message[:160]})"),
+        witness={
+            "check": "workload",
+            "reason": f"the host warns when it runs without {note.param}=",
+        },
     )
 
 
@@ -269,4 +273,9 @@ def _param_finding(
         evidence=(Evidence(ctx.target.version, target.file, note.line, note.status),),
         fix=fix,
         at=at,
+        # A removal the body raises binds (the parameter, or **kwargs, still takes it); a
+        # deprecation warns only when the body runs.
+        witness={"check": "bind", "body": "true"}
+        if removed
+        else {"check": "workload", "reason": f"the host warns about {keyword}= when it runs"},
     )

@@ -8,7 +8,7 @@ from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
-from driftcheck.host.signature import Signature
+from driftcheck.host.signature import Param, Signature
 
 
 def _problems(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple[str, str]]:
@@ -46,6 +46,13 @@ def _problems(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple
         if i >= len(host_positional) and n not in host_names:
             out.add(("required", f"it requires {n!r}, which the host does not pass"))
     return out
+
+
+def runtime_problems(client: list[tuple[str, str, bool]], host: list[list]) -> set[tuple[str, str]]:
+    """:func:`_problems` for a host signature read at run time (a witness's
+    ``[name, kind, has_default]`` list, ``self`` removed)."""
+    params = [Param(str(n), str(k), bool(d)) for n, k, d in host]
+    return _problems(client, Signature(params, None))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:

@@ -17,6 +17,7 @@ from driftcheck.cli.probe import probe
 from driftcheck.cli.rules import rules
 from driftcheck.cli.scan import scan
 from driftcheck.cli.timeline import timeline_cmd
+from driftcheck.cli.verify import verify
 from driftcheck.errors import DriftcheckError
 
 
@@ -99,5 +100,5 @@ def main() -> None:
     """Find API drift between a client package and the host library it calls into."""
 
 
-for _command in (scan, fix, probe, timeline_cmd, rules, cache_group):
+for _command in (scan, verify, fix, probe, timeline_cmd, rules, cache_group):
     main.add_command(_command)

@@ -41,6 +41,12 @@ from driftcheck.registry import SEVERITIES, kinds_of
     "in) and exit 0.",
 )
 @click.option("--output", "-o", type=click.File("w"), default="-", help="Write the report here.")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Run each finding's witness program on the real baseline and target releases "
+    "(managed environments, built once): confirmed, refuted (not counted) or unverifiable.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
 def scan(
     client: str,
@@ -56,6 +62,7 @@ def scan(
     accepted_path: str | None,
     write_baseline: str | None,
     output: click.utils.LazyFile,
+    verify: bool,
     quiet: bool,
 ) -> None:
     """Report what in CLIENT breaks on the target host.
@@ -75,6 +82,10 @@ def scan(
     disabled = settings["disable"]
     with status(quiet) as progress:
         result = run_scan(client, progress=progress, **settings)
+        if verify:
+            from driftcheck.witness.verify import verify_result
+
+            result = verify_result(result, progress=progress)
     if write_baseline:
         header = f"{result.client_name} against {result.host_name} {result.target}"
         entries = write_accepted(Path(write_baseline), result.findings, header=header)

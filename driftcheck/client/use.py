@@ -51,3 +51,6 @@ class Use:
     gate: Gate | None = None
     result_indexed: bool = False
     holder: str | None = None
+    #: Attribute reads after the client's imported name (``np.compat.os_fspath``: 2): what the
+    #: client imports is the symbol without them; 0 for imports and members.
+    reads: int = 0

@@ -219,7 +219,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                 return  # only the outermost attribute of a module chain is recorded
             for name in self.module.qualified(node):
                 if self._host(name):
-                    self._add("attribute", node, name)
+                    self._add("attribute", node, name, reads=_reads(node))
                     return
             return
         if isinstance(node.ctx, ast.Store):
@@ -258,7 +258,15 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                 not isinstance(node.func, ast.Attribute)
                 or self.module.names.imported_root(node.func)
             ):
-                self._add("call", node, name, shape=shape, result=result, result_indexed=indexed)
+                self._add(
+                    "call",
+                    node,
+                    name,
+                    shape=shape,
+                    result=result,
+                    result_indexed=indexed,
+                    reads=_reads(node.func),
+                )
                 self._string_args(node, name)
                 return
         if isinstance(node.func, ast.Attribute):
@@ -306,6 +314,14 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             text = value.value
             if _dotted(text) or (first and text.isidentifier()):
                 self._add("string-ref", value, callee, member=text)
+
+
+def _reads(node: ast.AST) -> int:
+    """How many attributes are read off the chain's root name."""
+    n = 0
+    while isinstance(node, ast.Attribute):
+        n, node = n + 1, node.value
+    return n
 
 
 def _dotted(text: str) -> bool:

@@ -24,6 +24,41 @@ def params(finding: Finding) -> dict[str, str]:
     return dict(finding.fix.params) if finding.fix else {}
 
 
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of a node."""
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def new_home(p: dict[str, str]) -> tuple[str, str]:
+    """(module, name) where a moved name lives now, from a ``rename-import`` fix's ``old`` and
+    ``new``; Decline for a home the fix cannot rewrite to without guessing.
+
+    A home that is the old *module* under a changed spelling (``pkg.helper.f`` -> ``pkg._helper``,
+    the module made private; ``pkg.things`` -> ``pkg.Things``, the class the module held) says
+    what became of the module, not of the name read off it: importing it under the old name
+    would bind the wrong object. A home inside the host's private modules, reached from a public
+    one, would tie the client to internals the host may change without notice.
+    """
+    old, new = p["old"], p["new"]
+    module, _, name = new.rpartition(".")
+    if not module or not all(part.isidentifier() for part in new.split(".")):
+        raise Decline(f"{new!r} is not a name inside a module")
+    old_module, _, old_name = old.rpartition(".")
+    old_parent, _, old_leaf = old_module.rpartition(".")
+    if name != old_name and (
+        (module == old_parent and name.strip("_") == old_leaf.strip("_"))
+        or (module == old_module and old_name.islower() and name.lower() == old_name)
+    ):
+        raise Decline(f"{new} is what became of the module, not the new home of {old_name}")
+    if _private(new) > _private(old):
+        raise Decline(f"{new} is private to the host; use its public replacement by hand")
+    return module, name
+
+
+def _private(dotted: str) -> int:
+    return sum(part.startswith("_") and not part.startswith("__") for part in dotted.split("."))
+
+
 class Located(cst.CSTTransformer):
     """A transformer that knows positions and parents, and which findings it targets."""
 

@@ -1,23 +1,26 @@
 """Codemods for names that moved or were renamed in the host.
 
 * ``rename-import``: import a moved name from the module that now holds it, rewriting the
-  import where it is written.
+  import where it is written (``fixes/imports.py``); where the name is read off a module
+  (``np.AxisError``), the use is pointed at a name already imported from its new home.
 * ``rename-attribute``: ``recv.old(...)`` -> ``recv.new(...)``.
 """
 
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import PositionProvider
+from libcst.metadata import (
+    ExpressionContext,
+    ExpressionContextProvider,
+    ImportAssignment,
+    PositionProvider,
+    Scope,
+    ScopeProvider,
+)
 
 from driftcheck.findings import Finding
-from driftcheck.fixes.base import (
-    Decline,
-    Located,
-    params,
-    run,
-    without,
-)
+from driftcheck.fixes.base import Decline, Located, code_of, new_home, params, run
+from driftcheck.fixes.imports import MoveImport
 
 # -- rename attribute ------------------------------------------------------------------------
 
@@ -45,173 +48,122 @@ def rename_attribute(code: str, findings: list[Finding]) -> str:
     return run(_RenameAttribute(findings), code)
 
 
-# -- imports ---------------------------------------------------------------------------------
+# -- moved names read off a module -----------------------------------------------------------
 
 
-class _MoveImport(Located):
-    """Rewrites a from-import where it stands: inside its function or its try/except guard,
-    with its comments and its layout. Names that move while others stay are imported on the
-    next line; an import of the new module already written nearby takes them instead."""
+class _MoveUse(Located):
+    """``mod.Old`` -> ``New``, where ``mod`` is bound by imports to the module ``Old`` was read
+    off and ``New`` is a name already imported from the new home, visible here.
 
-    def __init__(self, findings: list[Finding]) -> None:
-        super().__init__(findings)
-        self.after: dict[cst.CSTNode, list[cst.ImportFrom]] = {}
-        self.created: list[cst.ImportFrom] = []
+    A new import line is not added: it would move every line below it, and the findings there
+    that are fixed after this one would no longer point at their code.
+    """
 
-    def leave_ImportFrom(
-        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
-    ) -> cst.ImportFrom:
-        if isinstance(original_node.names, cst.ImportStar):
+    METADATA_DEPENDENCIES = (
+        *Located.METADATA_DEPENDENCIES,
+        ScopeProvider,
+        ExpressionContextProvider,
+    )
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        pos = self.get_metadata(PositionProvider, original_node).start
+        finding = self.targets.get((pos.line, pos.column))
+        names = _dotted(original_node)
+        if finding is None or names is None:
             return updated_node
-        moves: list[tuple[int, str, str, str | None]] = []
-        for i, alias in enumerate(original_node.names):
-            finding = self.target_of(alias.name)
-            if finding is None:
-                continue
-            p = params(finding)
-            module, _, name = p["new"].rpartition(".")
-            old_name = _code(alias.name)
-            if old_name != p["old"].rpartition(".")[2]:
-                raise Decline("the imported name does not match the finding")
-            if not module or not name.isidentifier():
-                raise Decline(f"{p['new']!r} is not a name inside a module")
-            asname = (
-                alias.asname.name.value  # type: ignore[attr-defined]
-                if alias.asname
-                else (None if name == old_name else old_name)
-            )
-            moves.append((i, module, name, asname))
-        if not moves:
+        p = params(finding)
+        scope = self.get_metadata(ScopeProvider, original_node, None)
+        root = _module_of(scope, names[0])
+        if root is None or ".".join([root, *names[1:]]) != p["old"]:
             return updated_node
-        modules = list(dict.fromkeys(m for _, m, _, _ in moves))
-        if len(moves) == len(original_node.names) and len(modules) == 1:
-            names = [_alias_as(updated_node.names[i], name, asname) for i, _, name, asname in moves]  # type: ignore[index]
-            new = updated_node.with_changes(
-                module=cst.parse_expression(modules[0]), relative=[], names=names
+        self.done.add((pos.line, pos.column))
+        if self.get_metadata(ExpressionContextProvider, original_node, None) not in (
+            None,
+            ExpressionContext.LOAD,
+        ):
+            raise Decline(f"{code_of(original_node)} is assigned or deleted here")
+        module, name = new_home(p)
+        local = _bound_to(scope, f"{module}.{name}", pos.line, self)
+        if local is None:
+            raise Decline(
+                f"import {name} from {module} and use it here (no import of it is in reach)"
             )
-            self.created.append(new)
-            return new
-        line = self.parent(original_node)
-        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            raise Decline("the import shares its line with other statements")
-        kept = list(updated_node.names)  # type: ignore[arg-type]
-        for i, *_ in reversed(moves):
-            kept = without(kept, i)
-        self.after[line] = [
-            cst.ImportFrom(
-                module=cst.parse_expression(module),
-                names=_one_line(
-                    [_new_alias(name, asname) for _, m, name, asname in moves if m == module]
-                ),
-            )
-            for module in modules
-        ]
-        return updated_node.with_changes(names=kept)
-
-    def leave_SimpleStatementLine(
-        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
-        extra = self.after.pop(original_node, None)
-        if not extra:
-            return updated_node
-        self.created.extend(extra)
-        return cst.FlattenSentinel(
-            [updated_node, *(cst.SimpleStatementLine(body=[imp]) for imp in extra)]
-        )
-
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        return updated_node.with_changes(body=self._merged(list(updated_node.body)))
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return updated_node.with_changes(body=self._merged(list(updated_node.body)))
-
-    def _merged(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        """Fold a rewritten import into an import of the same module written just before it
-        (or right after it), on one line; its blank lines and comments above stay."""
-        mine = {id(imp) for imp in self.created}
-        i = 0
-        while i < len(body):
-            stmt = body[i]
-            imp = _lone_import(stmt)
-            if imp is None or id(imp) not in mine or stmt.trailing_whitespace.comment:  # type: ignore[attr-defined]
-                i += 1
-                continue
-            module = _code(imp.module)  # type: ignore[arg-type]
-            target = next(
-                (
-                    j
-                    for j in [*range(i - 1, -1, -1), i + 1]
-                    if j < len(body)
-                    and (other := _lone_import(body[j])) is not None
-                    and id(other) not in mine
-                    and not other.relative
-                    and other.module is not None
-                    and _code(other.module) == module
-                    and not other.lpar
-                    and not isinstance(other.names, cst.ImportStar)
-                ),
-                None,
-            )
-            if target is None:
-                i += 1
-                continue
-            sibling = _lone_import(body[target])
-            assert sibling is not None and not isinstance(sibling.names, cst.ImportStar)
-            have = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in sibling.names]
-            add = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in imp.names]  # type: ignore[union-attr]
-            names = have + add
-            if [_code(a) for a in have] == sorted(_code(a) for a in have):
-                names.sort(key=_code)
-            merged = sibling.with_changes(names=_one_line(names))
-            body[target] = body[target].with_changes(body=[merged])  # type: ignore[attr-defined]
-            self.created.append(merged)
-            mine.add(id(merged))
-            if i + 1 < len(body):
-                nxt = body[i + 1]
-                body[i + 1] = nxt.with_changes(
-                    leading_lines=[*stmt.leading_lines, *nxt.leading_lines]
-                )
-            del body[i]
-        return body
+        return cst.Name(local, lpar=updated_node.lpar, rpar=updated_node.rpar)
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
-
-
-def _lone_import(stmt: cst.CSTNode) -> cst.ImportFrom | None:
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        only = stmt.body[0]
-        return only if isinstance(only, cst.ImportFrom) else None
+def _dotted(node: cst.BaseExpression) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]`` (None for anything but names and attributes)."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else [*head, node.attr.value]
     return None
 
 
-def _alias_as(alias: cst.ImportAlias, name: str, asname: str | None) -> cst.ImportAlias:
-    if alias.asname is not None or asname is None:
-        return alias.with_changes(name=cst.Name(name))
-    return alias.with_changes(name=cst.Name(name), asname=cst.AsName(name=cst.Name(asname)))
+def _module_of(scope: Scope | None, name: str) -> str | None:
+    """The one dotted name ``name`` is bound to in ``scope``, when every binding is an import
+    of it (None for other bindings, star and relative imports, or two different targets)."""
+    if scope is None or name not in scope:
+        return None
+    targets = set()
+    for assignment in scope[name]:
+        if not isinstance(assignment, ImportAssignment) or assignment.name != name:
+            return None
+        targets.add(_imported_as(assignment.node, name))
+    return targets.pop() if len(targets) == 1 and None not in targets else None
 
 
-def _new_alias(name: str, asname: str | None) -> cst.ImportAlias:
-    return cst.ImportAlias(
-        name=cst.Name(name), asname=cst.AsName(name=cst.Name(asname)) if asname else None
-    )
+def _imported_as(stmt: cst.CSTNode, name: str) -> str | None:
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            dotted = code_of(alias.name)
+            if alias.asname is not None:
+                if code_of(alias.asname.name) == name:
+                    return dotted
+            elif dotted.split(".")[0] == name:
+                return name
+    elif isinstance(stmt, cst.ImportFrom) and not stmt.relative and stmt.module is not None:
+        if isinstance(stmt.names, cst.ImportStar):
+            return None
+        for alias in stmt.names:
+            local = code_of(alias.asname.name) if alias.asname else code_of(alias.name)
+            if local == name:
+                return f"{code_of(stmt.module)}.{code_of(alias.name)}"
+    return None
 
 
-def _one_line(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
-    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    return [
-        a.with_changes(comma=comma if k < len(aliases) - 1 else cst.MaybeSentinel.DEFAULT)
-        for k, a in enumerate(aliases)
-    ]
+def _bound_to(scope: Scope | None, target: str, line: int, at: Located) -> str | None:
+    """A local name that imports bind to ``target``, visible in ``scope`` and bound on a line
+    above ``line`` (so that it is bound when the use runs)."""
+    candidates = [target.rpartition(".")[2]]
+    seen: set[int] = set()
+    cur = scope
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        candidates += [a.name for a in cur.assignments if isinstance(a, ImportAssignment)]
+        cur = cur.parent
+    for local in dict.fromkeys(c for c in candidates if "." not in c):
+        if _module_of(scope, local) != target:
+            continue
+        lines = [at.get_metadata(PositionProvider, a.node).start.line for a in scope[local]]  # type: ignore[index]
+        if max(lines) < line:
+            return local
+    return None
 
 
 def rename_import(code: str, findings: list[Finding]) -> str:
-    """Import moved names from their new module, rewriting the import where it is written."""
-    transformer = _MoveImport(findings)
-    module = cst.MetadataWrapper(cst.parse_module(code)).visit(transformer)
-    if not transformer.done:
-        raise Decline("the finding does not point at a from-import")
-    return module.code
+    """Import moved names from their new module, rewriting the import where it is written, or
+    read them off the name already imported from there."""
+    wrapper = cst.MetadataWrapper(cst.parse_module(code))
+    imports = MoveImport(findings)
+    new = wrapper.visit(imports)
+    if imports.done:
+        return new.code
+    uses = _MoveUse(findings)
+    new = cst.MetadataWrapper(cst.parse_module(code)).visit(uses)
+    if not uses.done:
+        raise Decline("the finding points at neither an import nor a name read off a module")
+    return new.code

@@ -47,7 +47,7 @@ def sarif_log(result: ScanResult, triage: Triage | None = None) -> dict:
     rules = rule_descriptors(result.host_name, result.rules)
     accepted = triage.accepted if triage else []
     accepted_in = triage.path if triage else None
-    for f in [*result.findings, *(f for f, _ in accepted)]:
+    for f in [*result.findings, *(f for f, _ in accepted), *result.refuted]:
         if f.rule not in {r["id"] for r in rules}:
             rules.append({"id": f.rule, "shortDescription": {"text": f"{f.kind} drift"}})
     index = {r["id"]: i for i, r in enumerate(rules)}
@@ -61,6 +61,11 @@ def sarif_log(result: ScanResult, triage: Triage | None = None) -> dict:
                 "justification": entry.reason or f"accepted in {accepted_in}",
             }
         ]
+        results.append(res)
+    for f in result.refuted:  # a witness showed the use works: suppressed, not counted
+        res = _result(result, f, index)
+        why = f.verification.reason if f.verification else "refuted"
+        res["suppressions"] = [{"kind": "external", "justification": f"witness: {why}"}]
         results.append(res)
     run: dict = {
         "tool": {"driver": _driver(rules)},
@@ -188,6 +193,9 @@ def _properties(result: ScanResult, f: Finding) -> dict:
         props["firstBreaking"] = f.first_breaking
     if f.fix is not None:
         props["fix"] = {"safety": f.fix.safety, "description": f.fix.description}
+    if f.verification is not None:
+        props["verified"] = f.verification.status
+        props["witness"] = f.verification.to_dict()
     return props
 
 

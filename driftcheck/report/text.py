@@ -38,12 +38,23 @@ def render(
         console.print(f"[bold underline]{escape(file)}[/]")
         for finding in group:
             _finding(console, finding, result.client_lines.get(file, []))
+    if result.refuted:
+        console.print()
+        console.print(
+            f"[bold]Refuted by their witnesses[/] ({len(result.refuted)}, not counted: the use "
+            "works on the target)"
+        )
+        for f in result.refuted:
+            why = f.verification.reason if f.verification else ""
+            console.print(f"  {escape(f.file)}:{f.line}: {escape(f.rule)}: {escape(why)}")
     for file, reason in result.skipped:
         console.print(f"[yellow]skipped[/] {escape(file)}: {escape(reason)}")
     if triage is not None:
         _accepted(console, triage)
     console.print()
     console.print(summary(result))
+    if result.verification is not None:
+        console.print(verification_line(result.verification))
 
 
 def _finding(console: Console, f: Finding, lines: list[str]) -> None:
@@ -69,6 +80,11 @@ def _finding(console: Console, f: Finding, lines: list[str]) -> None:
         console.print(f"    [dim]first breaks in {escape(f.first_breaking)}[/]")
     if f.fix is not None:
         console.print(f"    fix ({f.fix.safety}): {escape(f.fix.description)}")
+    if f.verification is not None:
+        style = {"confirmed": "green", "refuted": "magenta"}.get(f.verification.status, "dim")
+        console.print(
+            f"    [{style}]witness: {f.verification.status}[/]: {escape(f.verification.reason)}"
+        )
 
 
 def _accepted(console: Console, triage: Triage) -> None:
@@ -80,6 +96,14 @@ def _accepted(console: Console, triage: Triage) -> None:
             f"[yellow]stale[/] accepted drift no longer occurs: {escape(e.rule)} "
             f"{escape(e.file)} {escape(e.symbol)} [dim]({e.fingerprint})[/]"
         )
+
+
+def verification_line(v: dict) -> str:
+    """One line: what the witnesses showed."""
+    return (
+        f"Witnesses: {v['confirmed']} confirmed, {v['refuted']} refuted, "
+        f"{v['unverifiable']} unverifiable ({v['seconds']:.1f} s)."
+    )
 
 
 def summary(result: ScanResult) -> str:

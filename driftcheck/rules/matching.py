@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from driftcheck.checks.context import CheckContext, side
+from driftcheck.checks.context import CheckContext, side, site_of
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding
 from driftcheck.host.api import Found, HostAPI
@@ -151,6 +151,14 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
                     evidence=tuple(_unique(evidence)),
                     fix=rule.fix,
                     references=rule.references,
+                    site=site_of(
+                        use,
+                        side(ctx.target),
+                        side(ctx.baseline)
+                        if ctx.baseline is not None and id(use) not in ctx.fresh
+                        else None,
+                        declared=rule.witness,
+                    ),
                 )
             )
     return out

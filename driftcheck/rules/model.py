@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from driftcheck.compat import tomllib
 from driftcheck.errors import UsageError
 from driftcheck.findings import Fix
-from driftcheck.registry import KINDS, SEVERITIES
+from driftcheck.registry import KINDS, SEVERITIES, WITNESS_CHECKS
 
 FIX_SAFETY = ("safe", "unsafe", "manual")
 CONDITIONS = (
@@ -70,6 +70,9 @@ class Rule:
     binding: dict = field(default_factory=dict)
     test: dict = field(default_factory=dict)
     cases: tuple[RuleCase, ...] = ()
+    #: ``[witness]``: how ``--verify`` shows the drift at run time (``check`` and its
+    #: parameters); empty: the default witness of the rule's kind.
+    witness: tuple[tuple[str, str], ...] = ()
     #: The rule file's text (what a cache key of the rule set is made from).
     source: str = field(default="", compare=False, repr=False)
 
@@ -113,7 +116,7 @@ def load_rule(path: Path) -> Rule:
     except InvalidSpecifier as exc:
         raise RuleError(f"{path}: bad versions: {exc}") from None
     known = {"id", "host", "versions", "kind", "severity", "message", "references", "match"}
-    known |= {"conditions", "fix", "binding", "test", "cases", "description"}
+    known |= {"conditions", "fix", "binding", "test", "cases", "description", "witness"}
     unknown = set(data) - known
     if unknown:
         raise RuleError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -142,6 +145,12 @@ def load_rule(path: Path) -> Rule:
             codemod=f.get("codemod"),
             params=tuple(sorted((str(k), str(v)) for k, v in (f.get("params") or {}).items())),
         )
+    witness = data.get("witness", {})
+    if not isinstance(witness, dict) or (witness and witness.get("check") not in WITNESS_CHECKS):
+        raise RuleError(f"{path}: [witness] check must be one of {', '.join(WITNESS_CHECKS)}")
+    if not witness and isinstance(conditions.get("default_changed"), str):
+        # The rule's own premise is what a witness can show: the default on both releases.
+        witness = {"check": "default", "field": conditions["default_changed"]}
     cases = []
     for i, c in enumerate(data.get("cases", [])):
         if c.get("kind") not in ("valid", "invalid") or not isinstance(c.get("code"), str):
@@ -162,6 +171,7 @@ def load_rule(path: Path) -> Rule:
         binding=data.get("binding", {}),
         test=data.get("test", {}),
         cases=tuple(cases),
+        witness=tuple(sorted((str(k), str(v)) for k, v in witness.items())),
         source=source,
     )
 

@@ -1,0 +1,229 @@
+"""Witness programs, as data: what to perform for a finding (and for the use a fix rewrites it
+to), and what the outcomes on the two releases mean for the finding.
+
+A program is a dict the runner (:mod:`driftcheck.witness.runner`) performs in the host's own
+interpreter: ``check`` (one of :data:`driftcheck.registry.WITNESS_CHECKS`) plus its arguments.
+The check comes from the finding: a rule's ``[witness]`` table, else the witness of the check id
+or the kind (:data:`driftcheck.registry.KIND_WITNESS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from driftcheck.findings import Finding, Shape, Site, Verification
+from driftcheck.registry import KIND_WITNESS
+
+#: Warning categories that say "deprecated" (by name, anywhere in the category's MRO).
+_DEPRECATION = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+
+
+@dataclass(frozen=True)
+class Program:
+    """What to run on each side for one finding."""
+
+    check: str
+    target: dict
+    #: On the baseline (None: the finding's claim does not depend on it).
+    baseline: dict | None
+    #: Body-checked: a call that binds may still be refused by the host's code.
+    body: bool = False
+
+
+def check_of(f: Finding) -> str:
+    """The witness check of a finding."""
+    declared = dict(f.site.declared) if f.site else {}
+    return declared.get("check") or KIND_WITNESS.get(f.rule) or KIND_WITNESS.get(f.kind, "")
+
+
+def program(f: Finding) -> Program | str:
+    """The finding's witness program, or why there is none."""
+    site = f.site
+    if site is None:
+        return "the finding is about several uses together; no single use to perform"
+    declared = dict(site.declared)
+    check = check_of(f)
+    if check == "workload" or not check:
+        why = declared.get("reason") or f"a {f.kind} finding shows only in the real workload"
+        return f"{why} (driftcheck probe runs it)"
+    try:
+        target = _spec(check, site, site.target, declared)
+    except _NoWitness as exc:
+        return str(exc)
+    base = _spec(check, site, site.baseline or site.target, declared)
+    return Program(check, target, base, body=declared.get("body") == "true")
+
+
+class _NoWitness(Exception):
+    pass
+
+
+def _spec(check: str, site: Site, shape: Shape | None, declared: dict[str, str]) -> dict:
+    where: dict = (
+        {"receiver": site.receiver, "member": site.member}
+        if site.receiver and site.member
+        else {"path": declared.get("path") or site.symbol, "reads": site.reads}
+    )
+    if check == "resolve":
+        if site.receiver and site.member:
+            return {"check": "member", "receiver": site.receiver, "member": site.member}
+        return {"check": "resolve", "path": site.symbol, "reads": site.reads}
+    if check in ("bind", "positions"):
+        if shape is None:
+            raise _NoWitness("not a call: nothing to bind")
+        if shape.star:
+            raise _NoWitness("the call passes *args of a length the source does not show")
+        if shape.open_keywords:
+            raise _NoWitness("the call passes **kwargs whose keys the source does not show")
+        return {
+            "check": check,
+            **where,
+            "positional": shape.positional,
+            "keywords": list(shape.keywords),
+        }
+    if check == "member":
+        if not (site.receiver and site.member):
+            raise _NoWitness("no receiver class to look the member up on")
+        return {"check": "member", "receiver": site.receiver, "member": site.member}
+    if check == "default":
+        field = declared.get("field")
+        if not field:
+            raise _NoWitness("the rule's [witness] names no field")
+        path = declared.get("class") or site.receiver or site.symbol
+        return {"check": "default", "path": path, "field": field}
+    if check == "params":
+        if not (site.receiver and site.member) or not site.params:
+            raise _NoWitness("no host method and client parameters to compare")
+        return {"check": "params", "receiver": site.receiver, "member": site.member}
+    if check == "warns":
+        if site.use in ("call", "subclass") and declared.get("on") != "name":
+            # The warning comes when host code runs; a mark (PEP 702) shows without a call.
+            return {"check": "marker", **where}
+        path = site.symbol if not (site.receiver and site.member) else None
+        if path is None:
+            raise _NoWitness("a member of an instance: reading it needs an instance")
+        return {
+            "check": "warns",
+            "path": path,
+            "reads": site.reads,
+            "module_only": declared.get("on") == "module",
+        }
+    raise _NoWitness(f"no witness check {check!r}")
+
+
+# -- verdicts ---------------------------------------------------------------------------------
+
+
+def _text(result: dict | None) -> str:
+    if result is None:
+        return ""
+    if result["outcome"] == "ok":
+        data = result.get("data", {})
+        shown = ", ".join(f"{k}={v}" for k, v in data.items() if v not in ("", [], None))
+        return f"works ({shown})" if shown else "works"
+    return f"{'fails' if result['outcome'] == 'fail' else 'cannot tell'}: {result['detail']}"
+
+
+def verdict(
+    f: Finding, prog: Program, target: dict, baseline: dict | None, *, versions: tuple[str, str]
+) -> Verification:
+    """What the two outcomes mean for the finding (``versions``: target, baseline)."""
+    t, b = _text(target), _text(baseline)
+    tv, bv = versions
+
+    def out(status: str, reason: str) -> Verification:
+        return Verification(status, reason, t, b)
+
+    if target["outcome"] == "env":
+        return out("unverifiable", f"the witness cannot tell on {tv}: {target['detail']}")
+    check = prog.check
+    if check in ("resolve", "bind", "member"):
+        if target["outcome"] == "fail":
+            if check == "member" and baseline is not None and baseline["outcome"] == "fail":
+                return out(
+                    "unverifiable",
+                    f"neither {bv} nor {tv} has it on the class: an instance attribute, set by "
+                    "code a witness does not run",
+                )
+            if check == "member" and baseline is None:
+                return out("unverifiable", "absent from the class; may be set on instances")
+            return out("confirmed", f"on {tv}: {target['detail']}")
+        if prog.body:
+            return out(
+                "unverifiable",
+                f"the call binds on {tv}; the host refuses it in the function's body, which a "
+                "witness does not run",
+            )
+        return out("refuted", f"the use works on {tv}: {t}")
+    if check == "positions":
+        if target["outcome"] == "fail":
+            return out("confirmed", f"on {tv} it no longer binds: {target['detail']}")
+        if baseline is None or baseline["outcome"] != "ok":
+            return out("unverifiable", f"no binding on {bv} to compare with")
+        now, was = target["data"]["names"], baseline["data"]["names"]
+        moved = [
+            f"#{i + 1}: {a} -> {c}"
+            for i, (a, c) in enumerate(zip(was, now, strict=False))
+            if a != c
+        ]
+        if moved:
+            return out("confirmed", "positional arguments land elsewhere: " + "; ".join(moved))
+        return out("refuted", f"every positional argument lands where it did on {bv}")
+    if check == "default":
+        if target["outcome"] != "ok" or baseline is None or baseline["outcome"] != "ok":
+            return out("unverifiable", "the default could not be read on both releases")
+        now, was = target["data"]["value"], baseline["data"]["value"]
+        if now != was:
+            return out("confirmed", f"default {was} on {bv}, {now} on {tv}")
+        return out("refuted", f"the default is {now} on both")
+    if check == "params":
+        return _params_verdict(f, target, baseline, out, tv)
+    if check == "warns":
+        if target["outcome"] == "fail":
+            return out("confirmed", f"on {tv} it fails outright: {target['detail']}")
+        said = _deprecations(target, f.site.symbol if f.site else "")
+        if said:
+            return out("confirmed", f"on {tv}: {said[0]}")
+        if prog.target.get("check") == "marker":
+            return out(
+                "unverifiable",
+                "no deprecation mark on what it calls: the host warns from its body when it "
+                "runs, which a witness does not do",
+            )
+        return out("refuted", f"no warning about it on {tv}")
+    return out("unverifiable", f"no verdict for witness check {check!r}")
+
+
+def _deprecations(result: dict, symbol: str) -> list[str]:
+    """The warnings that are about the use: of a deprecation category, or naming it."""
+    data = result.get("data", {})
+    name = symbol.rsplit(".", 1)[-1]
+    said = [
+        f"{cat}: {msg}"
+        for cat, mro, msg in data.get("warnings", [])
+        if any(c in _DEPRECATION or "Deprecat" in c or "Removed" in c for c in mro)
+        or (name and name in msg)
+    ]
+    if data.get("marker"):
+        said.append(f"marked deprecated: {data['marker']}")
+    return said
+
+
+def _params_verdict(
+    f: Finding,
+    target: dict,
+    baseline: dict | None,
+    out: Callable[[str, str], Verification],
+    tv: str,
+) -> Verification:
+    from driftcheck.checks.override_signature import runtime_problems
+
+    assert f.site is not None
+    client = [tuple(p) for p in f.site.params]
+    now = runtime_problems(client, target["data"]["params"])  # type: ignore[arg-type]
+    if baseline is not None and baseline["outcome"] == "ok":
+        now -= runtime_problems(client, baseline["data"]["params"])  # type: ignore[arg-type]
+    if now:
+        return out("confirmed", f"on {tv}: " + "; ".join(sorted(text for _, text in now)))
+    return out("refuted", f"the host's runtime signature on {tv} fits the client's function")
