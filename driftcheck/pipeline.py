@@ -49,6 +49,9 @@ class ScanResult:
     stats: dict[str, float] = field(default_factory=dict)
     client_texts: dict[str, str] = field(default_factory=dict)
     client_root: Path | None = None
+    #: The client's files that do not name the host (read, not analysed): a re-scan of a fixed
+    #: copy needs the whole tree.
+    client_other: dict[str, str] = field(default_factory=dict, repr=False)
     #: The rules the scan used (for reports that describe them).
     rules: RuleSet = field(default_factory=RuleSet)
     #: The host releases scanned against (for witnesses; not part of the report).
@@ -385,6 +388,7 @@ def _scan(
         uses=uses,
         client_lines=cl.lines,
         client_texts=cl.texts,
+        client_other=dict(cl.unread),
         client_root=getattr(cl.tree, "root", None) if client_spec.kind == "directory" else None,
         rules=rules,
         target_api=target,

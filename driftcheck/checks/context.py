@@ -197,7 +197,10 @@ def rename_fix(use: Use, gone: str, new: str, safety: str, description: str) -> 
             codemod="rename-attribute",
             params=(("old", old_name), ("new", new_name)),
         )
-    new_symbol = new + use.symbol[len(gone) :]
+    rest = use.symbol[len(gone) :]
+    # A module that went, whose new home names the object the use reads from it
+    # (``np.lib.arrayterator.Arrayterator`` -> ``numpy.lib.Arrayterator``): that object.
+    new_symbol = new if rest and rest == f".{new_name}" else new + rest
     return Fix(
         safety,
         description,

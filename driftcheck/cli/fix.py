@@ -27,6 +27,12 @@ from driftcheck.cli.options import run_settings, scan_options
     help="Rewrite the client's files in place (directory clients).",
 )
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes marked unsafe.")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Run the witnesses first: no fix for a refuted finding, none whose rewritten use "
+    "fails on the target.",
+)
 def fix(
     client: str,
     against: str | None,
@@ -39,6 +45,7 @@ def fix(
     out: str,
     apply_: bool,
     unsafe_fixes: bool,
+    verify: bool,
 ) -> None:
     """Write patches for CLIENT's drift (or apply them with --apply).
 
@@ -51,7 +58,12 @@ def fix(
     settings = run_settings(click.get_current_context().params)
     settings.pop("config")
     done = run_fix(
-        client, out=None if apply_ else out, apply=apply_, unsafe=unsafe_fixes, **settings
+        client,
+        out=None if apply_ else out,
+        apply=apply_,
+        unsafe=unsafe_fixes,
+        verify=verify,
+        **settings,
     )
     fix_plan = done.plan
     for ff in fix_plan.files:

@@ -10,10 +10,10 @@ from driftcheck.findings import Finding
 from driftcheck.fixes.patches import (
     FixPlan,
     apply_in_place,
-    plan,
     require_directory,
     write_patches,
 )
+from driftcheck.fixes.proof import Proof, prove
 from driftcheck.pipeline import ScanResult, scan
 from driftcheck.rules.ruleset import RuleSet
 
@@ -30,6 +30,8 @@ class FixResult:
     rewritten: list[str] = field(default_factory=list)
     #: Client files not rewritten, with the reason.
     refused: list[tuple[str, str]] = field(default_factory=list)
+    #: How the plan was proven (the re-scan of the fixed copy, witnesses).
+    proof: Proof | None = None
 
     @property
     def remaining(self) -> list[Finding]:
@@ -55,6 +57,7 @@ def fix(
     out: str | Path | None = None,
     apply: bool = False,
     unsafe: bool = False,
+    verify: bool = False,
     exclude: Iterable[str] = (),
     disable: Iterable[str] = (),
     rules: RuleSet | None = None,
@@ -71,6 +74,8 @@ def fix(
         apply: Rewrite the client's files in place (directory clients only), each atomically
             and only when unchanged since the scan read it.
         unsafe: Also apply fixes marked unsafe.
+        verify: Run the witnesses: fixes of refuted findings and fixes whose rewritten use
+            fails on the target are declined (see :mod:`driftcheck.fixes.proof`).
         exclude: Globs of client files not to read.
         disable: Ids not to report or fix (as for :func:`driftcheck.scan`).
         rules: The rules to use; default: the built-in rules.
@@ -89,8 +94,25 @@ def fix(
         rules=rules,
         progress=progress,
     )
-    fix_plan = plan(result.findings, result.client_texts, unsafe=unsafe)
-    done = FixResult(scan=result, plan=fix_plan)
+    if verify:
+        from driftcheck.witness.verify import verify_result
+
+        result = verify_result(result, progress=progress)
+
+    def rescan(folder: Path) -> ScanResult:
+        return scan(
+            str(folder),
+            against,
+            baseline=result.baseline or "none",
+            host=host,
+            exclude=list(exclude),
+            disable=disable,
+            rules=rules,
+        )
+
+    proof = prove(result, rescan, unsafe=unsafe, verify=verify)
+    fix_plan = proof.plan
+    done = FixResult(scan=result, plan=fix_plan, proof=proof)
     if not fix_plan.pending:
         return done
     if apply:

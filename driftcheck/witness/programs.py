@@ -112,6 +112,55 @@ def _spec(check: str, site: Site, shape: Shape | None, declared: dict[str, str])
     raise _NoWitness(f"no witness check {check!r}")
 
 
+def rewritten(f: Finding) -> dict | None:
+    """The witness program of the use a finding's fix rewrites it to, on the target (None: the
+    fix's result is not a use a witness performs: a follow-up call, a result's use)."""
+    site, fix = f.site, f.fix
+    if site is None or fix is None or not fix.codemod:
+        return None
+    p = dict(fix.params)
+    shape = site.target
+    if fix.codemod == "rename-import":
+        return {"check": "resolve", "path": p.get("new_symbol") or p["new"], "reads": 0}
+    if fix.codemod == "rename-attribute":
+        if site.receiver and site.member:
+            return {"check": "member", "receiver": site.receiver, "member": p["new"]}
+        parts = site.symbol.split(".")
+        at = len(parts) - 1 - parts[::-1].index(p["old"]) if p["old"] in parts else -1
+        if at < 0:
+            return None
+        parts[at] = p["new"]
+        return {"check": "resolve", "path": ".".join(parts), "reads": site.reads}
+    if shape is None or shape.star or shape.open_keywords:
+        return None
+    keywords = list(shape.keywords)
+    positional = shape.positional
+    if fix.codemod == "rename-keyword":
+        pairs = {
+            v: p.get("new" + k[len("keyword") :], "")
+            for k, v in p.items()
+            if k.startswith("keyword")
+        }
+        keywords = [pairs.get(k) or k for k in keywords]
+    elif fix.codemod == "remove-keyword":
+        gone = {v for k, v in p.items() if k.startswith("keyword")}
+        keywords = [k for k in keywords if k not in gone]
+    elif fix.codemod == "add-keyword":
+        keywords.append(p["keyword"])
+    elif fix.codemod == "positional-to-keyword":
+        names = [n for n in p.get("names", "").split(",") if n]
+        positional = int(p.get("from", positional)) if names else positional
+        keywords.extend(names)
+    else:
+        return None
+    where = (
+        {"receiver": site.receiver, "member": site.member}
+        if site.receiver and site.member
+        else {"path": site.symbol, "reads": site.reads}
+    )
+    return {"check": "bind", **where, "positional": positional, "keywords": keywords}
+
+
 # -- verdicts ---------------------------------------------------------------------------------
 
 

@@ -141,8 +141,25 @@ def verify_result(
     )
 
 
-def _key(spec: dict) -> str:
+def spec_key(spec: dict) -> str:
+    """A program's identity (its JSON)."""
     return json.dumps(spec, sort_keys=True)
+
+
+_key = spec_key
+
+
+def run_on_target(result: ScanResult, specs: list[dict]) -> dict[str, dict]:
+    """Run programs on the scan's target release only (a fix's rewritten uses), keyed by
+    :func:`spec_key`; an environment that cannot be had gives ``env`` outcomes."""
+    api = result.target_api
+    if api is None or not specs:
+        return {}
+    try:
+        env = witness_env(api)
+    except WitnessEnvError as exc:
+        return {_key(s): {"outcome": "env", "detail": str(exc)} for s in specs}
+    return run_batch(env, sorted(api.roots), specs)
 
 
 def _cache_file(env: WitnessEnv, key: str) -> Path | None:

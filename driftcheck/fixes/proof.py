@@ -1,0 +1,169 @@
+"""Fix safety, derived: a fix stays applied only when the host's evidence proves it.
+
+A codemod's fix is offered as ``safe`` only when the host's own evidence names the replacement
+(the check or rule says where it read it). Before anything is written, :func:`prove` then holds
+every planned fix to two more tests and declines the ones that fail, with the reason:
+
+1. **It binds statically on the target.** The client is copied with the fixes applied and
+   scanned again against the same target and baseline: every rewritten file must parse, each
+   fixed finding must be gone, and no new finding may appear. A fix that leaves its finding or
+   brings a new one is declined and the rest are planned again (a few rounds at most).
+2. **Its witness passes** (with ``verify``): the original use's witness must fail on the target
+   (a refuted finding needs no fix) and the rewritten use's witness must work there
+   (:func:`driftcheck.witness.programs.rewritten`). Fixes whose use no witness can perform keep
+   the first two grounds alone, and say so.
+"""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from driftcheck.findings import Finding
+from driftcheck.fixes.patches import FileFix, FixPlan, plan
+from driftcheck.pipeline import ScanResult
+
+Key = tuple[str, str, str]
+ROUNDS = 3
+
+
+@dataclass
+class Proof:
+    """What the re-scan and the witnesses said about a plan."""
+
+    plan: FixPlan
+    #: The re-scan of the fixed copy (None when nothing changed).
+    rescan: ScanResult | None = None
+    #: Applied fixes whose rewritten use a witness ran on the target: finding id -> outcome.
+    witnessed: dict[int, str] = field(default_factory=dict)
+    rounds: int = 0
+
+
+def _key(f: Finding) -> Key:
+    return (f.file, f.rule, f.symbol)
+
+
+def prove(
+    result: ScanResult,
+    rescan: Callable[[Path], ScanResult],
+    *,
+    unsafe: bool = False,
+    verify: bool = False,
+) -> Proof:
+    """Plan the fixes of ``result`` and keep only those the re-scan (and, with ``verify``, the
+    witnesses) bear out. ``rescan(folder)`` scans a folder as the original scan did."""
+    declined: dict[int, str] = {}
+    if verify:
+        declined.update(_witness_declines(result, unsafe=unsafe))
+    proof = Proof(FixPlan([], [], []))
+    for n in range(1, ROUNDS + 1):
+        fix_plan = _replan(result, declined, unsafe=unsafe)
+        proof.plan, proof.rounds = fix_plan, n
+        broken = _unparsable(fix_plan)
+        if broken:
+            declined.update(broken)
+            continue
+        if not fix_plan.pending:
+            proof.rescan = None
+            break
+        with tempfile.TemporaryDirectory(prefix="driftcheck-fixed-") as tmp:
+            _write_copy(result, fix_plan, Path(tmp))
+            proof.rescan = again = rescan(Path(tmp))
+        bad = _not_borne_out(fix_plan, result.findings, again.findings)
+        if not bad:
+            break
+        declined.update(bad)
+    else:
+        # Rounds exhausted: nothing unproven is applied.
+        left = {id(f): "the re-scan did not bear it out" for f in result.findings if f.fix}
+        proof.plan = _replan(result, {**left, **declined}, unsafe=unsafe)
+    return proof
+
+
+def _replan(result: ScanResult, declined: dict[int, str], *, unsafe: bool) -> FixPlan:
+    todo = [f for f in result.findings if id(f) not in declined]
+    fix_plan = plan(todo, result.client_texts, unsafe=unsafe)
+    by_file = {ff.file: ff for ff in fix_plan.files}
+    for f in result.findings:
+        why = declined.get(id(f))
+        if why is None or f.fix is None or not f.fix.codemod:
+            continue
+        ff = by_file.get(f.file)
+        if ff is None:
+            text = result.client_texts.get(f.file, "")
+            ff = by_file[f.file] = FileFix(f.file, text, text)
+            fix_plan.files.append(ff)
+        ff.declined.append((f, why))
+    fix_plan.files.sort(key=lambda ff: ff.file)
+    return fix_plan
+
+
+def _unparsable(fix_plan: FixPlan) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for ff in fix_plan.pending:
+        try:
+            ast.parse(ff.new)
+        except SyntaxError as exc:
+            why = f"the rewritten file does not parse (line {exc.lineno}: {exc.msg})"
+            out.update((id(f), why) for f in ff.applied)
+    return out
+
+
+def _write_copy(result: ScanResult, fix_plan: FixPlan, root: Path) -> None:
+    new = {ff.file: ff.new for ff in fix_plan.pending}
+    for rel, code in {**result.client_other, **result.client_texts}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(new.get(rel, code), encoding="utf-8")
+
+
+def _not_borne_out(
+    fix_plan: FixPlan, before: list[Finding], after: list[Finding]
+) -> dict[int, str]:
+    """Applied fixes whose finding the re-scan still reports, or that brought new drift."""
+    applied = [f for ff in fix_plan.pending for f in ff.applied]
+    expected = Counter(_key(f) for f in before) - Counter(_key(f) for f in applied)
+    seen = Counter(_key(f) for f in after)
+    out: dict[int, str] = {}
+    for f in applied:
+        k = _key(f)
+        if seen[k] > expected[k]:
+            out[id(f)] = "the re-scan of the fixed code still reports it"
+    for k, n in seen.items():
+        if n <= expected[k] or any(_key(f) == k for f in applied):
+            continue
+        new = next(f for f in after if _key(f) == k)
+        why = f"the rewritten code has new drift: {new.rule} {new.symbol} at line {new.line}"
+        here = [f for f in applied if f.file == new.file]
+        named = [f for f in here if any(v and v in new.symbol for _, v in f.fix.params)]  # type: ignore[union-attr]
+        out.update((id(f), why) for f in named or here)
+    return out
+
+
+def _witness_declines(result: ScanResult, *, unsafe: bool) -> dict[int, str]:
+    """With witnesses: decline fixes of refuted findings and fixes whose rewritten use fails
+    on the target."""
+    from driftcheck.witness.programs import rewritten
+    from driftcheck.witness.verify import run_on_target, spec_key
+
+    out: dict[int, str] = {}
+    programs: dict[int, dict] = {}
+    for f in result.findings:
+        if f.fix is None or not f.fix.codemod or (f.fix.safety == "unsafe" and not unsafe):
+            continue
+        if f.verification is not None and f.verification.status == "refuted":
+            out[id(f)] = f"no fix needed: {f.verification.reason}"
+            continue
+        spec = rewritten(f)
+        if spec is not None:
+            programs[id(f)] = spec
+    outcomes = run_on_target(result, list(programs.values()))
+    for fid, spec in programs.items():
+        got = outcomes.get(spec_key(spec))
+        if got is not None and got["outcome"] == "fail":
+            out[fid] = f"the rewritten use fails on the target: {got['detail']}"
+    return out
