@@ -103,7 +103,8 @@ def fix(
         return scan(
             str(folder),
             against,
-            baseline=result.baseline or "none",
+            # The baseline as given (a folder stays a folder), else the one the scan found.
+            baseline=baseline or result.baseline or "none",
             host=host,
             exclude=list(exclude),
             disable=disable,
