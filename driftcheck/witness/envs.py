@@ -160,8 +160,9 @@ def _run(cmd: list[str], timeout: float = BUILD_TIMEOUT) -> None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WitnessEnvError(str(exc)) from None
     if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise WitnessEnvError(tail[:300])
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        said = [ln.strip() for ln in lines if ln.startswith("ERROR:")]
+        raise WitnessEnvError((said or lines)[-1][:300])
 
 
 _TOPS = r"""
