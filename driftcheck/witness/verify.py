@@ -60,9 +60,11 @@ def verify(
     baseline: HostAPI | None,
     *,
     build: bool = True,
+    cached: bool = True,
     progress: Progress | None = None,
 ) -> Verified:
-    """Verify each finding with its witness program (see the module docstring)."""
+    """Verify each finding with its witness program (see the module docstring); ``cached``:
+    reuse results of identical programs in the same environment."""
     say = progress or (lambda _m: None)
     start = time.perf_counter()
     findings = list(findings)
@@ -93,7 +95,7 @@ def verify(
             return
         envs[name] = env.label
         say(f"running {len(specs)} witness(es) on {api.name}=={api.version}")
-        results[name] = run_batch(env, sorted(api.roots), specs)
+        results[name] = run_batch(env, sorted(api.roots), specs, cached=cached)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         for fut in [pool.submit(run_side, *s) for s in sides]:
@@ -169,7 +171,9 @@ def _cache_file(env: WitnessEnv, key: str) -> Path | None:
     return cache_root() / "witness" / digest[:2] / f"{digest}.json"
 
 
-def run_batch(env: WitnessEnv, roots: list[str], specs: list[dict]) -> dict[str, dict]:
+def run_batch(
+    env: WitnessEnv, roots: list[str], specs: list[dict], *, cached: bool = True
+) -> dict[str, dict]:
     """Every distinct program's result in ``env``, keyed by the program's JSON."""
     from driftcheck.probes.envs import _clean_env
 
@@ -179,10 +183,10 @@ def run_batch(env: WitnessEnv, roots: list[str], specs: list[dict]) -> dict[str,
         key = _key(spec)
         if key in done or key in todo:
             continue
-        cached = _cache_file(env, key)
-        if cached is not None and cached.is_file():
+        hit = _cache_file(env, key) if cached else None
+        if hit is not None and hit.is_file():
             try:
-                done[key] = json.loads(cached.read_text())
+                done[key] = json.loads(hit.read_text())
                 continue
             except ValueError:
                 pass
@@ -236,8 +240,8 @@ def run_batch(env: WitnessEnv, roots: list[str], specs: list[dict]) -> dict[str,
             done[key] = {"outcome": "env", "detail": f"the witness process ended early: {tail}"}
             continue
         done[key] = item
-        cached = _cache_file(env, key)
-        if cached is not None and "timed out" not in item.get("detail", ""):
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            cached.write_text(json.dumps(item))
+        keep = _cache_file(env, key)
+        if keep is not None and "timed out" not in item.get("detail", ""):
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.write_text(json.dumps(item))
     return done
