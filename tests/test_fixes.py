@@ -1090,3 +1090,27 @@ def test_snapshots_apply_to_the_fixture_client(tmp_path: Path, client: str):
         done = _run(["git", "apply", "-"], copy, patch)
         assert done.returncode == 0, done.stderr.decode()
         assert_valid_python((copy / client / name).read_text())
+
+
+def test_a_follow_up_call_is_safe_only_where_the_result_is_not_read(tmp_path: Path):
+    # The host's own callers show the bare form; ``out = ex.run(b)`` would get finish()'s
+    # result instead of run()'s: the fix is offered, but not as safe.
+    pkg = tmp_path / "readsclient"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from protohost.executor import Executor\n\n\n"
+        "def bare(ex: Executor, batch):\n"
+        "    ex.run(batch)\n\n\n"
+        "def reads(ex: Executor, batch):\n"
+        "    out = ex.run(batch)\n"
+        "    return out\n"
+    )
+    result = scan(
+        str(tmp_path),
+        against=str(HOSTS / "protohost" / "2.0"),
+        baseline=str(HOSTS / "protohost" / "1.0"),
+        host="protohost",
+        rules=RULES_WITH_FIXES,
+    )
+    got = {f.line: f.fix.safety for f in result.findings if f.rule == "run-then-finish"}
+    assert got == {5: "safe", 9: "unsafe"}

@@ -65,7 +65,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         else f"; {new} took {old}'s place"
         for old, (said, new, how) in renames.items()
     )
-    fix = _fix_for(problems, renames)
+    arrived = (
+        [p.name for p in sig_t.params if sig_b.param(p.name) is None and p.kind != "var_keyword"]
+        if sig_b is not None
+        else []
+    )
+    fix = _fix_for(problems, renames, arrived)
     evidence = [e for e in (base_ev,) if e]
     evidence.append(Evidence(ctx.target.version, sig_t.file, sig_t.line))
     return [
@@ -133,7 +138,14 @@ def _in_its_place(keyword: str, before: Signature, after: Signature) -> str:
     return ""
 
 
-def _fix_for(problems: list, renames: dict[str, tuple[str, str, str]] | None = None) -> Fix:
+def _fix_for(
+    problems: list,
+    renames: dict[str, tuple[str, str, str]] | None = None,
+    arrived: list[str] | None = None,
+) -> Fix:
+    """The fix for a call that no longer binds. Dropping a keyword drops its value: where the
+    host gained parameters meanwhile, one may be its new name (pydantic 2's ``constr(regex=)``
+    became ``pattern=``), so the drop is left to a person."""
     renames = renames or {}
     removed = [p.param for p in problems if p.code == "unexpected-keyword"]
     missing = [p.param for p in problems if p.code == "missing-required"]
@@ -155,6 +167,12 @@ def _fix_for(problems: list, renames: dict[str, tuple[str, str, str]] | None = N
             f"rename the keyword(s) {said} ({why})",
             codemod="rename-keyword",
             params=tuple(params),
+        )
+    if removed and not missing and len(problems) == len(removed) and arrived:
+        return Fix(
+            "manual",
+            f"{', '.join(removed)}= is gone; the host added {', '.join(arrived[:6])}: pass the "
+            "value to the one that took its place, or drop it if none did",
         )
     if removed and not missing and len(problems) == len(removed):
         return Fix(

@@ -130,6 +130,17 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
                 if isinstance(base, Found):
                     evidence.insert(0, Evidence(ctx.baseline.version, base.file, base.line))
             span = _span(rule, use)
+            fix = rule.fix
+            if fix is not None and fix.codemod == "follow-up-call" and fix.safety == "safe":
+                if use.result not in (None, "discarded"):
+                    # The host's own callers show the bare form; a client that reads the
+                    # first call's result gets the follow-up's result instead.
+                    fix = replace(
+                        fix,
+                        safety="unsafe",
+                        description=f"{fix.description} (this call's result is {use.result}: "
+                        "check that the follow-up's result is what the code needs)",
+                    )
             message = rule.message.format(
                 receiver=use.receiver_expr or "",
                 member=use.member or "",
@@ -149,7 +160,7 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
                     symbol=rule.match["symbol"],
                     message=message,
                     evidence=tuple(_unique(evidence)),
-                    fix=rule.fix,
+                    fix=fix,
                     references=rule.references,
                     site=site_of(
                         use,
