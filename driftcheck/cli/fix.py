@@ -67,7 +67,9 @@ def fix(
     )
     fix_plan = done.plan
     for ff in fix_plan.files:
-        for f in ff.applied:
+        applied = ff.applied if ff.changed else []
+        click.echo(f"{ff.file}: {len(applied)} fix(es) applied, {len(ff.declined)} declined")
+        for f in applied:
             click.echo(f"{f.file}:{f.line}: {f.rule} -> {f.fix.description} ({f.fix.safety})")
         for f, why in ff.declined:
             click.echo(f"{f.file}:{f.line}: {f.rule}: not fixed: {why}")

@@ -6,8 +6,11 @@ every planned fix to two more tests and declines the ones that fail, with the re
 
 1. **It binds statically on the target.** The client is copied with the fixes applied and
    scanned again against the same target and baseline: every rewritten file must parse, each
-   fixed finding must be gone, and no new finding may appear. A fix that leaves its finding or
-   brings a new one is declined and the rest are planned again (a few rounds at most).
+   fixed finding must be gone, and no new finding may appear. A name a fix moves the client to
+   is new to it, so its uses are also checked against the target alone (a second scan without
+   the baseline): ``url(regex=...)`` moved to ``re_path`` would not bind. A fix that leaves its
+   finding or brings a new one is declined and the rest are planned again (a few rounds at
+   most).
 2. **Its witness passes** (with ``verify``): the original use's witness must fail on the target
    (a refuted finding needs no fix) and the rewritten use's witness must work there
    (:func:`driftcheck.witness.programs.rewritten`). Fixes whose use no witness can perform keep
@@ -49,13 +52,14 @@ def _key(f: Finding) -> Key:
 
 def prove(
     result: ScanResult,
-    rescan: Callable[[Path], ScanResult],
+    rescan: Callable[[Path, bool], ScanResult],
     *,
     unsafe: bool = False,
     verify: bool = False,
 ) -> Proof:
     """Plan the fixes of ``result`` and keep only those the re-scan (and, with ``verify``, the
-    witnesses) bear out. ``rescan(folder)`` scans a folder as the original scan did."""
+    witnesses) bear out. ``rescan(folder, unbased)`` scans a folder as the original scan did
+    (``unbased``: without its baseline)."""
     declined: dict[int, str] = {}
     if verify:
         declined.update(_witness_declines(result, unsafe=unsafe))
@@ -72,8 +76,11 @@ def prove(
             break
         with tempfile.TemporaryDirectory(prefix="driftcheck-fixed-") as tmp:
             _write_copy(result, fix_plan, Path(tmp))
-            proof.rescan = again = rescan(Path(tmp))
-        bad = _not_borne_out(fix_plan, result.findings, again.findings)
+            proof.rescan = again = rescan(Path(tmp), False)
+            bad = _not_borne_out(fix_plan, result.findings, again.findings)
+            moved = _moved_to(fix_plan)
+            if moved and result.baseline is not None:
+                bad.update(_new_names_fail(moved, rescan(Path(tmp), True).findings))
         if not bad:
             break
         declined.update(bad)
@@ -141,6 +148,33 @@ def _not_borne_out(
         here = [f for f in applied if f.file == new.file]
         named = [f for f in here if any(v and v in new.symbol for _, v in f.fix.params)]  # type: ignore[union-attr]
         out.update((id(f), why) for f in named or here)
+    return out
+
+
+def _moved_to(fix_plan: FixPlan) -> dict[int, tuple[str, Finding]]:
+    """Applied fixes that point the client at another host name: id -> (that name, finding)."""
+    out = {}
+    for ff in fix_plan.pending:
+        for f in ff.applied:
+            p = dict(f.fix.params) if f.fix else {}
+            if f.fix and f.fix.codemod == "rename-import":
+                out[id(f)] = (p.get("new_symbol") or p["new"], f)
+            elif f.fix and f.fix.codemod == "rename-attribute" and f.symbol:
+                out[id(f)] = (f.symbol.rsplit(".", 1)[0] + "." + p["new"], f)
+    return out
+
+
+def _new_names_fail(
+    moved: dict[int, tuple[str, Finding]], unbased: list[Finding]
+) -> dict[int, str]:
+    """Fixes whose new name, checked against the target alone, does not work there."""
+    out: dict[int, str] = {}
+    for fid, (name, fixed) in moved.items():
+        for g in unbased:
+            if g.file == fixed.file and (g.symbol == name or g.symbol.startswith(name + ".")):
+                why = f"the rewritten code does not work on the target: {g.message[:200]}"
+                out[fid] = why
+                break
     return out
 
 

@@ -99,12 +99,12 @@ def fix(
 
         result = verify_result(result, progress=progress)
 
-    def rescan(folder: Path) -> ScanResult:
+    def rescan(folder: Path, unbased: bool) -> ScanResult:
         return scan(
             str(folder),
             against,
             # The baseline as given (a folder stays a folder), else the one the scan found.
-            baseline=baseline or result.baseline or "none",
+            baseline="none" if unbased else baseline or result.baseline or "none",
             host=host,
             exclude=list(exclude),
             disable=disable,
