@@ -144,10 +144,14 @@ def test_a_file_edited_after_the_scan_is_refused(client: Path, monkeypatch: pyte
     real_scan = driftcheck.fixes.run.scan
     edited = client / "miniclient" / "runner.py"
 
+    calls = []
+
     def scan_then_edit(*args, **kwargs):
         result = real_scan(*args, **kwargs)
-        with edited.open("a") as handle:
-            handle.write("# edited by someone else\n")
+        calls.append(args)
+        if len(calls) == 1:  # after the scan; later calls re-scan the fixed copy
+            with edited.open("a") as handle:
+                handle.write("# edited by someone else\n")
         return result
 
     monkeypatch.setattr(driftcheck.fixes.run, "scan", scan_then_edit)

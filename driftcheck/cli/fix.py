@@ -91,10 +91,9 @@ def fix(
         click.echo(f"wrote {path}")
     left = done.remaining
     if left:
-        click.echo(
-            f"{len(left)} error finding(s) left without a fix applied; they need a person "
-            "(see the lines above, or 'driftcheck scan')."
-        )
+        click.echo(f"{len(left)} error finding(s) left without a fix applied; they need a person:")
+        for f in left:
+            click.echo(f"  {f.file}:{f.line}: {f.rule}: {f.symbol}")
     elif not fix_plan.pending:
         click.echo("No fixes needed.")
     sys.exit(done.exit_code)

@@ -227,12 +227,12 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
 def make_patches(
     client: str, against: str | None = None, *, baseline: str | None = None, unsafe: bool = False
 ) -> dict[str, str]:
-    """Scan a client and return ``{relative path: patch text}`` for every file the fixes change."""
-    from driftcheck.pipeline import scan
+    """Scan a client and return ``{relative path: patch text}`` for every file the fixes change
+    (the fixes the re-scan of the fixed copy bears out, as ``driftcheck fix`` applies them)."""
+    from driftcheck.fixes.run import fix
 
-    result = scan(client, against, baseline=baseline)
-    fix_plan = plan(result.findings, result.client_texts, unsafe=unsafe)
-    return {ff.file: ff.patch() for ff in fix_plan.pending}
+    done = fix(client, against, baseline=baseline, unsafe=unsafe)
+    return {ff.file: ff.patch() for ff in done.plan.pending}
 
 
 def require_directory(root: Path | None, spec: str) -> Path:
