@@ -364,7 +364,7 @@ def test_fix_without_fix_machinery_is_a_clear_error(tmp_path, monkeypatch):
     from driftcheck.errors import UsageError
     from driftcheck.probes.patches import fix_patches
 
-    monkeypatch.setitem(sys.modules, "driftcheck.fixes.patches", None)
+    monkeypatch.setitem(sys.modules, "driftcheck.fixes.run", None)
     with pytest.raises(UsageError, match="make_patches"):
         fix_patches("speculators==0.3.0", "vllm==0.16.0", tmp_path)
 
@@ -591,7 +591,7 @@ def _probe_json(*args: str) -> tuple[int, dict, str]:
 
 def _fixes_available() -> bool:
     try:
-        from driftcheck.fixes.patches import make_patches  # noqa: F401
+        from driftcheck.fixes.run import make_patches  # noqa: F401
     except ImportError:
         return False
     return True
@@ -649,7 +649,7 @@ def test_probe_speculators_030_on_vllm_0160_with_fix_passes():
     """driftcheck's own patches (driftcheck fix), no hand-written patch: the patched run passes
     every check; both runs are reported side by side."""
     if not _fixes_available():
-        pytest.skip("driftcheck.fixes.patches.make_patches does not exist yet")
+        pytest.skip("driftcheck.fixes.run.make_patches does not exist yet")
     code, data, _ = _probe_json("speculators==0.3.0", "--host", "vllm==0.16.0", "--fix")
     unpatched, patched = data["runs"]
     assert unpatched["label"] == "unpatched" and not unpatched["ok"]

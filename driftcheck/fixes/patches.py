@@ -224,17 +224,6 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
     return done, refused
 
 
-def make_patches(
-    client: str, against: str | None = None, *, baseline: str | None = None, unsafe: bool = False
-) -> dict[str, str]:
-    """Scan a client and return ``{relative path: patch text}`` for every file the fixes change
-    (the fixes the re-scan of the fixed copy bears out, as ``driftcheck fix`` applies them)."""
-    from driftcheck.fixes.run import fix
-
-    done = fix(client, against, baseline=baseline, unsafe=unsafe)
-    return {ff.file: ff.patch() for ff in done.plan.pending}
-
-
 def require_directory(root: Path | None, spec: str) -> Path:
     """``fix --apply`` needs files on disk."""
     if root is None:

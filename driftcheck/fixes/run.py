@@ -122,3 +122,14 @@ def fix(
     elif out is not None:
         done.written = write_patches(fix_plan, Path(out))
     return done
+
+
+def make_patches(
+    client: str, against: str | None = None, *, baseline: str | None = None, unsafe: bool = False
+) -> dict[str, str]:
+    """Scan a client and return ``{relative path: patch text}`` for every file the fixes change
+    (the fixes the re-scan of the fixed copy bears out, as ``driftcheck fix`` applies them)."""
+    from driftcheck.fixes.run import fix
+
+    done = fix(client, against, baseline=baseline, unsafe=unsafe)
+    return {ff.file: ff.patch() for ff in done.plan.pending}

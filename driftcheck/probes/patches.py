@@ -166,16 +166,16 @@ def _why(proc: subprocess.CompletedProcess) -> str:
 
 
 def fix_patches(client: str, against: str, dest: Path) -> list[Path]:
-    """Write driftcheck's own patches (``driftcheck.fixes.patches.make_patches``) into ``dest``.
+    """Write driftcheck's own patches (``driftcheck.fixes.run.make_patches``) into ``dest``.
 
     Raises:
         UsageError: When this driftcheck has no fix machinery yet, or it made no patch.
     """
     try:
-        from driftcheck.fixes.patches import make_patches  # type: ignore[import-not-found]
+        from driftcheck.fixes.run import make_patches  # type: ignore[import-not-found]
     except ImportError as exc:
         raise UsageError(
-            "--fix needs driftcheck.fixes.patches.make_patches, which this driftcheck does not "
+            "--fix needs driftcheck.fixes.run.make_patches, which this driftcheck does not "
             f"have yet ({exc}); run 'driftcheck fix' yourself and pass --patches DIR"
         ) from None
     made = make_patches(client, against)
