@@ -74,6 +74,7 @@ KIND_WITNESS: dict[str, str] = {
     "string-ref": "resolve",
     "call-signature": "bind",
     "positional-shift": "positions",
+    "default-change": "default",
     "attribute-missing": "member",
     "override-signature": "params",
     "deprecated": "warns",
@@ -127,6 +128,9 @@ CHECKS: dict[str, BuiltinCheck] = {
             "driftcheck.checks.implementation_swap",
         ),
         BuiltinCheck("deprecated", "deprecated", "warning", "driftcheck.checks.deprecated"),
+        BuiltinCheck(
+            "default-change", "behaviour-change", "warning", "driftcheck.checks.default_change"
+        ),
     )
 }
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from driftcheck.checks import (
     attribute_missing,
     call_signature,
+    default_change,
     deprecated,
     implementation_swap,
     missing_symbol,
@@ -35,6 +36,7 @@ PER_USE: tuple[Check, ...] = (
     attribute_missing.check,
     call_signature.check,
     positional.check,
+    default_change.check,
     return_semantics.check,
     string_ref.check,
     override_signature.check,

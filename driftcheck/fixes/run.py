@@ -98,6 +98,7 @@ def fix(
         from driftcheck.witness.verify import verify_result
 
         result = verify_result(result, progress=progress)
+        result.findings = [_witnessed(f) for f in result.findings]
 
     def rescan(folder: Path, unbased: bool) -> ScanResult:
         return scan(
@@ -122,6 +123,20 @@ def fix(
     elif out is not None:
         done.written = write_patches(fix_plan, Path(out))
     return done
+
+
+def _witnessed(f: Finding) -> Finding:
+    """A fix offered as safe once witnessed (``witnessed = safe``) whose finding a witness
+    confirmed: safe (its rewritten use is still witnessed before it is applied)."""
+    from dataclasses import replace
+
+    fix_ = f.fix
+    if fix_ is None or dict(fix_.params).get("witnessed") != "safe" or fix_.safety == "safe":
+        return f
+    if f.verification is None or f.verification.status != "confirmed":
+        return f
+    said = f"{fix_.description} (witnessed: {f.verification.reason})"
+    return replace(f, fix=replace(fix_, safety="safe", description=said))
 
 
 def make_patches(

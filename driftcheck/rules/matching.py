@@ -200,8 +200,12 @@ def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
     ruled = rule_findings(ctx)
     index = {(f.file, f.fix_at[0], f.kind): i for i, f in enumerate(ruled)}
     kept: list[Finding] = []
+    params = {r.id: _as_list(r.conditions.get("default_changed")) for r in ctx.rules}
     for f in findings:
         i = index.get((f.file, f.fix_at[0], f.kind))
+        named = f.symbol[f.symbol.find("(") + 1 : -2] if f.symbol.endswith("=)") else ""
+        if i is not None and named and params.get(ruled[i].rule) not in ([], [named]):
+            i = None  # a change of another parameter than the rule's
         if i is None:
             kept.append(f)
         else:

@@ -1,0 +1,255 @@
+"""Default changes: a call that leaves out a host parameter (or a dataclass / pydantic / msgspec /
+attrs field of a constructor) whose default changed between the baseline and the target. The
+call still binds; it now runs with the new default.
+
+Only defaults that are values can be compared (literals, or names of a module's literal
+constants); a default computed at call time is not reported, nor are two falsy defaults of a
+flag or of a parameter the target only tests for truth, a baseline ``None`` its own code filled
+in with the new value, or an old default naming host code the target no longer has. Severity
+from evidence: a flag (``bool``) whose default now takes the other branch is a warning, an
+error where the target's own code asserts or raises under a test of it (in the function or the
+class's ``__init__``/``__post_init__``/validators); any other changed value is information.
+The fix passes the baseline's default explicitly; it is offered as unsafe, and as safe once
+witnesses (``--verify``) show both defaults on the real releases and the rewritten call binds.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.client.use import Use
+from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.signature import Param, Signature, union_members
+
+_VAR = ("var_positional", "var_keyword")
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report parameters a call leaves to a default that changed."""
+    if use.kind != "call" or use.shape is None or ctx.baseline is None:
+        return []
+    target, base = ctx.lookup(ctx.target, use), ctx.lookup(ctx.baseline, use)
+    if not isinstance(target, Found) or not isinstance(base, Found):
+        return []
+    sig_t, sig_b = ctx.target.signature(target), ctx.baseline.signature(base)
+    if sig_t is None or sig_b is None:
+        return []
+    shape = use.shape.on(side(ctx.target))
+    if shape.star or shape.double_star:
+        return []  # unknown what is passed
+    passed = set(shape.keywords) | set(_positional_names(sig_t, shape.positional))
+    name = use.member or use.symbol.rsplit(".", 1)[-1]
+    out: list[Finding] = []
+    for p in sig_t.params:
+        if p.name in passed or not p.has_default or p.kind in _VAR or p.init_var:
+            continue
+        q = sig_b.param(p.name)
+        if q is None or not q.has_default or q.kind in _VAR:
+            continue
+        old, new = _value(ctx.baseline, base, q), _value(ctx.target, target, p)
+        if old is None or new is None or old == new:
+            continue
+        if old == "None" and _filled_in(ctx.baseline, base, p.name, new):
+            continue  # the baseline's None stood for a value its own code filled in
+        if _same_truth(q, p, old, new, lambda p=p: _truth_tested_only(ctx.target, target, p.name)):
+            continue
+        if _names_gone_host_code(ctx, old):
+            continue
+        # A flag that now takes the other branch is a warning (an error where the target's
+        # own code then asserts or raises on it); any other value change is information.
+        flips = _truth(old) != _truth(new) and _is_flag(q, p)
+        refused = _refused_under(ctx.target, target, p.name) if flips else ""
+        severity = "error" if refused else "warning" if flips else "info"
+        why = f"; {refused}" if refused else ""
+        out.append(
+            finding(
+                use,
+                "default-change",
+                severity=severity,
+                symbol=f"{target.path}({p.name}=)",
+                message=(
+                    f"{name}(...) leaves {p.name}= to its default, which changed from "
+                    f"{q.default} to {p.default} in {ctx.target.name} {ctx.target.version}"
+                    f"{why}"
+                ),
+                evidence=(
+                    Evidence(ctx.baseline.version, sig_b.file, sig_b.line, f"{p.name}={q.default}"),
+                    Evidence(ctx.target.version, sig_t.file, sig_t.line, f"{p.name}={p.default}"),
+                ),
+                fix=_fix(p.name, q, p),
+                witness={"check": "default", "field": p.name, "class": target.path},
+            )
+        )
+    return out
+
+
+def _positional_names(sig: Signature, n: int) -> list[str]:
+    slots = [p.name for p in sig.params if p.kind in ("positional_only", "positional_or_keyword")]
+    return slots[:n]
+
+
+def _fix(param: str, old: Param, new: Param) -> Fix:
+    text = old.default or ""
+    literal = _literal(text) is not None
+    if not literal:
+        return Fix(
+            "manual", f"pass {param}={text} (the baseline's default) if the old behaviour is meant"
+        )
+    if text == "None" and new.annotation and "None" not in _members(new.annotation):
+        return Fix(
+            "manual",
+            f"pass {param}= the value that means what None meant: the target takes "
+            f"{new.annotation}, not None",
+        )
+    return Fix(
+        "unsafe",
+        f"pass {param}={text} (the baseline's default) to keep the old behaviour",
+        codemod="add-keyword",
+        params=(("keyword", param), ("value", text), ("witnessed", "safe")),
+    )
+
+
+def _literal(text: str) -> str | None:
+    try:
+        return repr(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _value(api: HostAPI, found: Found, p: Param) -> str | None:
+    """The default as a comparable value: a literal, or a module constant holding one."""
+    text = p.default or ""
+    got = _literal(text)
+    if got is not None:
+        return got
+    if text.isidentifier():
+        module = found.path.rsplit(".", 2 if found.kind == "function" and "." in found.path else 1)[
+            0
+        ]
+        const = api.resolve(f"{module}.{text}")
+        value = getattr(getattr(const, "obj", None), "value", None)
+        if isinstance(value, str):
+            return _literal(value)
+    return None
+
+
+def _members(annotation: str) -> set[str]:
+    return {m.strip() for m in union_members(annotation)}
+
+
+_FALSY = ("None", "False", "0", "''", "0.0")
+
+
+def _truth(value: str) -> bool | None:
+    try:
+        return bool(ast.literal_eval(value))
+    except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+def _is_flag(old: Param, new: Param) -> bool:
+    kinds = _members(old.annotation or "") | _members(new.annotation or "")
+    return bool(kinds) and kinds <= {"bool", "None", "Optional[bool]"}
+
+
+def _same_truth(old: Param, new: Param, a: str, b: str, truth_only: Callable[[], bool]) -> bool:
+    """Two falsy defaults (None and False, None and ''), where the parameter is a flag or the
+    target's own code only tests its truth: they take the same path."""
+    if not (a in _FALSY and b in _FALSY):
+        return False
+    return _is_flag(old, new) or truth_only()
+
+
+def _truth_tested_only(api: HostAPI, found: Found, param: str) -> bool:
+    """Is every read of ``param`` in the target's own code a truth test?"""
+    seen = False
+    for root in _bodies(api, found):
+        parents = {c: n for n in ast.walk(root) for c in ast.iter_child_nodes(n)}
+        for node in ast.walk(root):
+            if not _is(node, param) or isinstance(getattr(node, "ctx", None), ast.Store):
+                continue
+            seen = True
+            up = parents.get(node)
+            tested = (
+                (isinstance(up, (ast.If, ast.While, ast.IfExp)) and up.test is node)
+                or isinstance(up, ast.BoolOp)
+                or (isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not))
+            )
+            if not tested:
+                return False
+    return seen
+
+
+def _names_gone_host_code(ctx: CheckContext, value: str) -> bool:
+    """An old default that names host code the target no longer has (``"vllm.core.scheduler.
+    Scheduler"``): the host's own default moved with its code; passing it would break."""
+    text = value.strip("'\"")
+    if text == value or "." not in text or text.split(".", 1)[0] not in ctx.target.roots:
+        return False
+    return ctx.target.resolve(text) is None
+
+
+def _bodies(api: HostAPI, found: Found) -> list[ast.AST]:
+    """The code that runs with the arguments: the function, or a class's ``__init__``,
+    ``__post_init__`` and decorated methods (validators)."""
+    if found.kind == "class":
+        cls = api.class_node(found)
+        if cls is None:
+            return []
+        return [
+            s
+            for s in cls.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (s.name in ("__post_init__", "__init__") or s.decorator_list)
+        ]
+    node = getattr(getattr(found, "obj", None), "node", None)
+    return [node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+
+
+def _filled_in(api: HostAPI, found: Found, param: str, new: str) -> bool:
+    """Does the code fill in ``param`` when it is None (``if self.x is None: self.x = 0``)
+    with the target's new default, or with something that cannot be read as a value?"""
+    for root in _bodies(api, found):
+        for node in ast.walk(root):
+            if not (isinstance(node, ast.If) and _none_test(node.test, param)):
+                continue
+            for stmt in ast.walk(node):
+                if isinstance(stmt, ast.Assign) and any(_is(t, param) for t in stmt.targets):
+                    got = _literal(ast.unparse(stmt.value))
+                    if got is None or got == new:
+                        return True
+    return False
+
+
+def _is(node: ast.AST, param: str) -> bool:
+    return (isinstance(node, ast.Name) and node.id == param) or (
+        isinstance(node, ast.Attribute) and node.attr == param
+    )
+
+
+def _none_test(test: ast.AST, param: str) -> bool:
+    return any(
+        isinstance(n, ast.Compare)
+        and _is(n.left, param)
+        and any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
+        for n in ast.walk(test)
+    )
+
+
+def _refused_under(api: HostAPI, found: Found, param: str) -> str:
+    """An ``assert``/``raise`` of the target's own code under a test naming ``param``."""
+    for root in _bodies(api, found):
+        for node in ast.walk(root):
+            if isinstance(node, ast.Assert) and _names(node.test, param):
+                return f"the host asserts on it ({found.file}:{node.lineno})"
+            if isinstance(node, ast.If) and _names(node.test, param):
+                if any(isinstance(s, ast.Raise) for s in ast.walk(node)):
+                    return f"the host raises under a test of it ({found.file}:{node.lineno})"
+    return ""
+
+
+def _names(test: ast.AST, param: str) -> bool:
+    return any(_is(n, param) for n in ast.walk(test))
