@@ -310,6 +310,218 @@ def test_rename_import_keeps_import_groups_apart():
     assert got == "import os\n\nfrom pkg.utils import helper, other\n"
 
 
+# Real-code shapes of import moves: one import split into several new modules (once a
+# CSTValidationError on real Django code: an import left with no names), function-local and
+# guarded imports, names the client re-exports in __all__, ``import x as y`` and names read off
+# an alias. Several findings at once go through fix_code, as a scan's findings do.
+
+OTHER = {"old": "pkg.core.other", "new": "pkg.extra.other"}
+RENAMED = {"old": "pkg.core.helper", "new": "pkg.utils.new_helper"}
+MODULE = {"old": "pkg.core", "new": "pkg.base"}
+
+
+def fix_all(code: str, *sites: tuple[str, dict[str, str]], codemod: str = "rename-import") -> str:
+    """``fix_code`` with one finding per (text it points at, fix parameters); all must apply."""
+    findings = [finding_at(codemod, code, at, **p) for at, p in sites]
+    new, applied, declined = fix_code(code, findings)
+    assert declined == [] and len(applied) == len(findings), declined
+    assert_valid_python(new)
+    return new
+
+
+IMPORT_MOVES = params(
+    (
+        "every-name-to-a-different-module",
+        "from pkg.core import helper, other\n\nhelper(other)\n",
+        [("helper,", MOVE), ("other\n", OTHER)],
+        "from pkg.utils import helper\nfrom pkg.extra import other\n\nhelper(other)\n",
+    ),
+    (
+        "parenthesized-each-comment-with-its-name",
+        "from pkg.core import (\n    helper,  # the helper\n    other,  # the other\n)\n",
+        [("helper,", MOVE), ("other,", OTHER)],
+        "from pkg.utils import (\n    helper,  # the helper\n)\n"
+        "from pkg.extra import other  # the other\n",
+    ),
+    (
+        "two-move-one-stays",
+        "from pkg.core import helper, keep, other\n",
+        [("helper,", MOVE), ("other\n", OTHER)],
+        "from pkg.core import keep\nfrom pkg.utils import helper\nfrom pkg.extra import other\n",
+    ),
+    (
+        "function-local",
+        "def f():\n    from pkg.core import helper, other  # lazy\n\n    return helper(other)\n",
+        [("helper,", MOVE), ("other  #", OTHER)],
+        "def f():\n    from pkg.utils import helper  # lazy\n    from pkg.extra import other\n\n"
+        "    return helper(other)\n",
+    ),
+    (
+        "inside-try-except",
+        "try:\n    from pkg.core import helper, other\nexcept ImportError:\n    helper = other = None\n",
+        [("helper,", MOVE), ("other\n", OTHER)],
+        "try:\n    from pkg.utils import helper\n    from pkg.extra import other\n"
+        "except ImportError:\n    helper = other = None\n",
+    ),
+    (
+        "re-exported-and-renamed",
+        "from pkg.core import helper, other\n\n__all__ = ['helper', 'other']\n",
+        [("helper,", RENAMED), ("other\n", OTHER)],
+        "from pkg.utils import new_helper as helper\nfrom pkg.extra import other\n\n"
+        "__all__ = ['helper', 'other']\n",
+    ),
+    (
+        "aliased-and-renamed",
+        "from pkg.core import helper as h, other\n",
+        [("helper as", RENAMED), ("other\n", OTHER)],
+        "from pkg.utils import new_helper as h\nfrom pkg.extra import other\n",
+    ),
+    (
+        "last-of-parenthesized-without-trailing-comma",
+        "from pkg.core import (\n    keep,  # stays\n    helper  # moves\n)\n",
+        [("helper  #", MOVE)],
+        "from pkg.core import (\n    keep  # stays\n)\nfrom pkg.utils import helper  # moves\n",
+    ),
+    (
+        "already-imported-from-the-new-home",
+        "from pkg.utils import helper, x\nfrom pkg.core import helper as helper\n",
+        [("helper as", MOVE)],
+        "from pkg.utils import helper, x\n",
+    ),
+    (
+        "import-as",
+        "import pkg.core as core\n\ncore.helper(1)\n",
+        [("pkg.core", MODULE)],
+        "from pkg import base as core\n\ncore.helper(1)\n",
+    ),
+    (
+        "import-as-beside-another",
+        "import os, pkg.core as core  # why\n",
+        [("pkg.core", MODULE)],
+        "import os  # why\nfrom pkg import base as core\n",
+    ),
+    (
+        "import-as-function-local",
+        "def f():\n    import pkg.core as core\n    return core\n",
+        [("pkg.core", MODULE)],
+        "def f():\n    from pkg import base as core\n    return core\n",
+    ),
+    (
+        "read-off-an-alias-imported-from-the-new-home",
+        "import pkg.core as core\nfrom pkg.utils import helper\n\n\ndef f():\n"
+        "    return core.helper(1)\n",
+        [("core.helper", MOVE)],
+        "import pkg.core as core\nfrom pkg.utils import helper\n\n\ndef f():\n"
+        "    return helper(1)\n",
+    ),
+    (
+        "read-off-a-from-imported-module-under-another-local-name",
+        "from pkg import core\nfrom pkg.utils import helper as h\n\nrun(core.helper, (core.helper))\n",
+        [("core.helper,", MOVE), ("core.helper)", MOVE)],
+        "from pkg import core\nfrom pkg.utils import helper as h\n\nrun(h, (h))\n",
+    ),
+    (
+        "a-moved-module-inside-a-chain",
+        "import pkg as p\nfrom pkg import base\n\np.core.helper(1)\n",
+        [("p.core", MODULE)],
+        "import pkg as p\nfrom pkg import base\n\nbase.helper(1)\n",
+    ),
+)
+
+
+@pytest.mark.parametrize(("before", "sites", "after"), IMPORT_MOVES)
+def test_import_moves_on_real_code_shapes(before: str, sites: list, after: str):
+    assert fix_all(before, *sites) == after
+
+
+IMPORT_MOVES_DECLINED = params(
+    (
+        "split-on-a-one-line-suite",
+        "try: from pkg.core import keep, helper\nexcept E: pass\n",
+        "helper\n",
+        "shares its line",
+    ),
+    (
+        "split-beside-another-statement",
+        "import os; from pkg.core import keep, helper\n",
+        "helper\n",
+        "shares its line",
+    ),
+    (
+        "read-off-an-alias-nothing-imported",
+        "import pkg.core as core\n\ncore.helper(1)\n",
+        "core.helper",
+        "import helper from pkg.utils",
+    ),
+    (
+        "new-home-imported-below-the-use",
+        "import pkg.core as core\nx = core.helper\nfrom pkg.utils import helper\n",
+        "core.helper",
+        "import helper from pkg.utils",
+    ),
+    (
+        "assigned-through-the-alias",
+        "import pkg.core as core\nfrom pkg.utils import helper\ncore.helper = None\n",
+        "core.helper",
+        "assigned or deleted",
+    ),
+    (
+        "alias-bound-twice",
+        "try:\n    import pkg.core as core\nexcept ImportError:\n    core = None\n"
+        "from pkg.utils import helper\ncore.helper(1)\n",
+        "core.helper",
+        "neither an import nor",
+    ),
+    (
+        "the-alias-is-another-module",
+        "import pkg.other as core\nfrom pkg.utils import helper\ncore.helper(1)\n",
+        "core.helper",
+        "neither an import nor",
+    ),
+    (
+        "new-home-name-bound-otherwise",
+        "import pkg.core as core\nfrom pkg.utils import helper\nhelper = 2\ncore.helper(1)\n",
+        "core.helper",
+        "import helper from pkg.utils",
+    ),
+)
+
+
+@pytest.mark.parametrize(("before", "at", "why"), IMPORT_MOVES_DECLINED)
+def test_import_moves_decline(before: str, at: str, why: str):
+    with pytest.raises(Decline, match=why):
+        rewrite("rename-import", before, at, **MOVE)
+
+
+def test_import_of_a_module_that_binds_the_top_package_declines():
+    with pytest.raises(Decline, match="binds the top package"):
+        rewrite("rename-import", "import pkg.core\n\npkg.core.helper()\n", "pkg.core\n", **MODULE)
+
+
+NEW_HOMES_DECLINED = params(
+    # The module made private: the finding names what became of the module, not of the name.
+    ("module-made-private", "from pkg.helpers import tool\n", "pkg.helpers.tool", "pkg._helpers"),
+    # A module replaced by the class it held.
+    ("module-to-its-class", "from pkg import things\n", "pkg.things", "pkg.Things"),
+    ("public-to-private", "from pkg import tool\n", "pkg.tool", "pkg._impl.tool"),
+    ("not-a-dotted-name", "from pkg import tool\n", "pkg.tool", "tool"),
+)
+
+
+@pytest.mark.parametrize(("before", "old", "new"), NEW_HOMES_DECLINED)
+def test_rename_import_declines_a_home_it_cannot_trust(before: str, old: str, new: str):
+    name = old.rpartition(".")[2]
+    with pytest.raises(Decline, match=r"became of the module|private to the host|not a name"):
+        rewrite("rename-import", before, f"{name}\n", old=old, new=new)
+
+
+def test_rename_import_keeps_a_case_only_rename():
+    got = rewrite(
+        "rename-import", "from pkg import NaN as X\n", "NaN", old="pkg.NaN", new="pkg.nan"
+    )
+    assert got == "from pkg import nan as X\n"
+
+
 # -- rename-attribute --------------------------------------------------------------------------
 
 RENAME = {"old": "old_method", "new": "describe"}
@@ -555,6 +767,91 @@ def test_rename_keyword_declines_a_keyword_already_passed():
         code, [finding_at("rename-keyword", code, "connect", keyword="retries", new="attempts")]
     )
     assert (new, applied, len(declined)) == (code, [], 1)
+
+
+# Multi-line calls as real code writes them: the argument's value, its layout and every comment
+# stay; only the keyword changes (or the argument goes, with its own comment).
+
+RETRIES = {"keyword": "retries", "new": "attempts"}
+
+KEYWORDS_MULTI_LINE = params(
+    (
+        "rename-keeps-value-and-comments",
+        "rename-keyword",
+        RETRIES,
+        "x = connect(\n    'h',  # host\n    retries = compute(  # how many\n        5,\n    ),  # after\n"
+        "    port=1\n)\n",
+        "x = connect(\n    'h',  # host\n    attempts = compute(  # how many\n        5,\n    ),  # after\n"
+        "    port=1\n)\n",
+    ),
+    (
+        "rename-last-without-trailing-comma",
+        "rename-keyword",
+        RETRIES,
+        "connect(\n    'h',\n    retries=5  # five\n)\n",
+        "connect(\n    'h',\n    attempts=5  # five\n)\n",
+    ),
+    (
+        "rename-two",
+        "rename-keyword",
+        {**RETRIES, "keyword2": "verbose", "new2": "debug"},
+        "connect(\n    'h',\n    retries=5,\n    verbose=True,\n)\n",
+        "connect(\n    'h',\n    attempts=5,\n    debug=True,\n)\n",
+    ),
+    (
+        "rename-in-a-method-chain",
+        "rename-keyword",
+        RETRIES,
+        "x = (\n    client\n    .connect(retries=1)  # once\n)\n",
+        "x = (\n    client\n    .connect(attempts=1)  # once\n)\n",
+    ),
+    (
+        "rename-a-decorator-argument",
+        "rename-keyword",
+        RETRIES,
+        "@connect(retries=1)\ndef f():\n    pass\n",
+        "@connect(attempts=1)\ndef f():\n    pass\n",
+    ),
+    (
+        "remove-last-without-trailing-comma",
+        "remove-keyword",
+        {"keyword": "retries"},
+        "connect(\n    'h',  # host\n    retries=5  # five\n)\n",
+        "connect(\n    'h'  # host\n)\n",
+    ),
+    (
+        "remove-the-only-one-keeps-the-calls-comment",
+        "remove-keyword",
+        {"keyword": "retries"},
+        "def f():\n    connect(  # why\n        retries=5,\n    )\n",
+        "def f():\n    connect(  # why\n    )\n",
+    ),
+    (
+        "positional-to-keyword-keeps-comments",
+        "positional-to-keyword",
+        {"from": "1", "names": "y,rate"},
+        "fit(\n    X,  # data\n    y,  # target\n    0.5  # rate\n)\n",
+        "fit(\n    X,  # data\n    y=y,  # target\n    rate=0.5  # rate\n)\n",
+    ),
+)
+
+
+@pytest.mark.parametrize(("codemod", "fix_params", "before", "after"), KEYWORDS_MULTI_LINE)
+def test_keyword_codemods_on_multi_line_calls(
+    codemod: str, fix_params: dict[str, str], before: str, after: str
+):
+    at = "connect" if "connect" in before else "fit"
+    if before.startswith("x = (\n    client"):
+        at = "client"
+    assert fix_all(before, (at, fix_params), codemod=codemod) == after
+
+
+def test_rename_keyword_declines_two_keywords_that_swap_names():
+    with pytest.raises(Decline, match="already passed"):
+        rewrite(
+            "rename-keyword", "connect(a=1, b=2)\n", "connect",
+            keyword="a", new="b", keyword2="b", new2="a",
+        )  # fmt: skip
 
 
 # -- unwrap-result -----------------------------------------------------------------------------

@@ -237,7 +237,24 @@ def remove_arg(call: cst.Call, keyword: str) -> cst.Call:
         raise Decline(f"no keyword {keyword!r} in this call")
     args = without(call.args, idx)
     if not args:
-        return call.with_changes(args=[], whitespace_before_args=cst.SimpleWhitespace(""))
+        opening = call.whitespace_before_args
+        removed = call.args[idx]
+        closing = (
+            removed.comma.whitespace_after
+            if isinstance(removed.comma, cst.Comma)
+            else removed.whitespace_after_arg
+        )
+        if isinstance(opening, cst.ParenthesizedWhitespace) and opening.first_line.comment:
+            # ``f(  # why`` keeps its comment: the closing bracket stays on its own line.
+            kept = (
+                {"indent": closing.indent, "last_line": closing.last_line}
+                if isinstance(closing, cst.ParenthesizedWhitespace)
+                else {"indent": True, "last_line": cst.SimpleWhitespace("")}
+            )
+            opening = opening.with_changes(empty_lines=[], **kept)
+        else:
+            opening = cst.SimpleWhitespace("")
+        return call.with_changes(args=[], whitespace_before_args=opening)
     return call.with_changes(args=args)
 
 

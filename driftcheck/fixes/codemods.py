@@ -3,7 +3,9 @@ parameters (they live in calls.py, keywords.py and renames.py).
 
 * ``follow-up-call``: ``x = recv.m(a)`` → ``recv.m(a)`` then ``x = recv.s(None)`` (also a bare
   call, a ``return`` and an ``if`` test).
-* ``rename-import``: move an imported name to the module that now holds it.
+* ``rename-import``: move an imported name to the module that now holds it (``from`` and
+  ``import x as y`` statements, where they stand); a name read off a module is pointed at a
+  name already imported from its new home.
 * ``rename-attribute``: ``recv.old(...)`` → ``recv.new(...)``.
 * ``add-keyword``: pass a keyword with a value the rule supplies (``{arg:NAME}`` stands for the
   code passed as keyword ``NAME`` at that call).

@@ -195,11 +195,11 @@ class MoveImport(Located):
             sibling = _lone_import(body[target])
             assert sibling is not None and not isinstance(sibling.names, cst.ImportStar)
             have = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in sibling.names]
-            written = {code_of(a) for a in have}
+            written = {_binding(a) for a in have}
             add = [
                 a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
                 for a in imp.names  # type: ignore[union-attr]
-                if code_of(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) not in written
+                if _binding(a) not in written
             ]
             names = have + add
             if [code_of(a) for a in have] == sorted(code_of(a) for a in have):
@@ -225,6 +225,12 @@ def _lone_import(stmt: cst.CSTNode) -> cst.ImportFrom | None:
         only = stmt.body[0]
         return only if isinstance(only, cst.ImportFrom) else None
     return None
+
+
+def _binding(alias: cst.ImportAlias) -> tuple[str, str]:
+    """(imported name, local name): ``a`` and ``a as a`` are the same import."""
+    name = code_of(alias.name)
+    return name, code_of(alias.asname.name) if alias.asname else name
 
 
 def _closing_as_comma(node: cst.ImportFrom) -> cst.ImportFrom:
