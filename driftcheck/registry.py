@@ -131,6 +131,9 @@ CHECKS: dict[str, BuiltinCheck] = {
         BuiltinCheck(
             "default-change", "behaviour-change", "warning", "driftcheck.checks.default_change"
         ),
+        BuiltinCheck(
+            "host-migration", "return-semantics", "error", "driftcheck.checks.host_migration"
+        ),
     )
 }
 

@@ -56,6 +56,42 @@ def test_protocol_rule_carries_the_guard_and_a_fix(on_016):
     assert guards and guards[0].file == "vllm/v1/worker/gpu_model_runner.py"
 
 
+# What --mined-only (no built-in drift rule; binding rules stay) reports: the eight real drifts.
+MINED_016 = {
+    (WORKER, 30, "attribute-missing", "attribute-missing"),
+    (GEN, 139, "call-signature", "call-signature"),
+    (GEN, 152, "call-signature", "call-signature"),
+    (GEN, 166, "behaviour-change", "default-change"),
+    (GEN, 194, "behaviour-change", "default-change"),
+    (GEN, 198, "call-signature", "call-signature"),
+    (GEN, 261, "call-protocol", "call-protocol"),
+    (GEN, 267, "return-semantics", "host-migration"),
+}
+
+
+def test_mined_only_reports_every_real_drift_with_the_host_as_evidence():
+    rules = BUILTIN.mined_only()
+    assert "binding" in {r.kind for r in rules} and "prefix-caching-default" not in rules.ids
+    result = scan("speculators==0.3.0", against="vllm==0.16.0", rules=rules)
+    got = {(f.file, f.line, f.kind, f.rule) for f in result.findings}
+    assert got - {(WORKER, 17, "override-signature", "override-signature")} == MINED_016
+    by = {(f.file, f.line): f for f in result.findings}
+    # The follow-up call is learned from vLLM's engine core, which calls sample_tokens() on
+    # the same executor after execute_model() (with a variable: sample_tokens takes None).
+    protocol = by[(GEN, 261)]
+    assert dict(protocol.fix.params) == {"method": "sample_tokens", "args": "None"}
+    assert "vllm/v1/engine/core.py" in protocol.fix.description
+    assert ("0.16.0", "vllm/v1/engine/core.py") in {(e.version, e.file) for e in protocol.evidence}
+    # collective_rpc(..., unique_reply_rank=): vLLM's own callers unpacked [0] in 0.11.0 and
+    # use the reply whole in 0.16.0.
+    unwrap = by[(GEN, 267)]
+    assert unwrap.fix.codemod == "unwrap-result"
+    notes = {(e.version, e.note) for e in unwrap.evidence}
+    assert {("0.11.0", "unwraps [0]"), ("0.16.0", "uses it whole")} <= notes
+    prefix = by[(GEN, 166)]
+    assert "enable_prefix_caching" in prefix.symbol and prefix.severity == "warning"
+
+
 def test_protocol_is_mined_without_any_rule():
     """With the vLLM rule removed, the host's raise-guard alone shows the protocol."""
     rules = BUILTIN.without({"execute-model-sample-tokens"})

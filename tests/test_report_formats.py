@@ -112,12 +112,14 @@ def test_sarif_with_rule_files_validates(proto: ScanResult, sarif_validator):
 
 def test_sarif_rules_of_the_vllm_rule_files():
     rules = {r["id"]: r for r in sarif.rule_descriptors("vllm", BUILTIN)}
-    rule = rules["execute-model-sample-tokens"]
+    rule = rules["prefix-caching-default"]
     assert rule["helpUri"].startswith("https://github.com/vllm-project/vllm/")
     assert rule["defaultConfiguration"] == {"level": "error"}
-    assert "<receiver>.execute_model() no longer samples" in rule["fullDescription"]["text"]
-    assert "Fix (safe): call sample_tokens(None)" in rule["help"]["text"]
-    assert rule["properties"]["source"] == "rules/vllm/execute-model-sample-tokens.toml"
+    assert "CacheConfig() without enable_prefix_caching" in rule["fullDescription"]["text"]
+    assert "Fix (safe): pass enable_prefix_caching=False" in rule["help"]["text"]
+    assert rule["properties"]["source"] == "rules/vllm/prefix-caching-default.toml"
+    # A rule reduced to its words (its fix is mined from the host's own callers) has no fix.
+    assert "Fix (" not in rules["execute-model-sample-tokens"]["help"]["text"]
     assert "worker-extension-mixin" not in rules  # binding rules report nothing
     assert set(rules) == {r["id"] for r in sarif.rule_descriptors("vllm-cpu", BUILTIN)}
 

@@ -45,13 +45,15 @@ def test_every_finding_gets_the_verdict_its_line_names() -> None:
     assert all(not f.refuted for f in result.findings)
     assert [f.file for f in result.refuted] == ["witnessclient/dynamic.py"]
     assert result.verification["refuted"] == 1
-    assert result.verification["confirmed"] == len(result.findings)
+    counts = result.verification
+    assert counts["confirmed"] + counts["unverifiable"] == len(result.findings)
+    assert counts["unverifiable"] == sum(1 for v in _marked().values() if v == "unverifiable")
 
 
 def test_a_refuted_finding_does_not_count_in_the_exit_code(tmp_path: Path) -> None:
     only = [
         *("--exclude", "witnessclient/jobs.py", "--exclude", "witnessclient/routes.py"),
-        *("--exclude", "witnessclient/configs.py"),
+        *("--exclude", "witnessclient/configs.py", "--exclude", "witnessclient/pools.py"),
     ]
     plain = CliRunner().invoke(main, ["scan", str(CLIENT), *ARGS, *only, "--format", "json"])
     assert plain.exit_code == 1, plain.output
@@ -79,7 +81,11 @@ def test_verify_reads_a_saved_report(tmp_path: Path) -> None:
     assert got == _marked()
     sarif = CliRunner().invoke(main, ["verify", str(report), *ARGS, "--format", "sarif"])
     results = json.loads(sarif.output)["runs"][0]["results"]
-    assert {r["properties"]["verified"] for r in results} == {"confirmed", "refuted"}
+    assert {r["properties"]["verified"] for r in results} == {
+        "confirmed",
+        "refuted",
+        "unverifiable",
+    }
     assert sum(1 for r in results if r.get("suppressions")) == 1
 
 
@@ -156,7 +162,8 @@ def test_fix_keeps_what_the_rescan_bears_out(tmp_path: Path, verify: bool) -> No
     applied = sorted(f.rule for ff in done.plan.files for f in ff.applied)
     # Passing the baseline's default is offered as safe once witnesses saw both defaults.
     witnessed = ["default-change", "default-change"] if verify else []
-    assert applied == [*witnessed, "positional-shift"]
+    mined = ["call-protocol", "host-migration"]  # pools.py: the host's own migration
+    assert applied == sorted([*mined, *witnessed, "positional-shift"])
     assert done.proof is not None and done.proof.rescan is not None
     left = {(f.file, f.rule) for f in done.proof.rescan.findings}
     assert ("witnessclient/jobs.py", "positional-shift") not in left
@@ -165,3 +172,21 @@ def test_fix_keeps_what_the_rescan_bears_out(tmp_path: Path, verify: bool) -> No
     declined = {f.file: why for ff in done.plan.files for f, why in ff.declined}
     assert "no parameter named 'regex'" in declined["witnessclient/routes.py"]
     assert "import make" in (copy / "witnessclient" / "routes.py").read_text()
+
+
+def test_what_the_host_migrated_in_its_own_code_is_the_evidence_and_the_fix() -> None:
+    result = _scan()
+    by_line = {f.line: f for f in result.findings if f.file == "witnessclient/pools.py"}
+    unwrap, follow = by_line[8], by_line[9]
+    assert unwrap.rule == "host-migration" and unwrap.fix.codemod == "unwrap-result"
+    assert {(e.version, e.note) for e in unwrap.evidence} == {
+        ("1.0", "unwraps [0]"),
+        ("2.0", "uses it whole"),
+    }
+    # The follow-up's argument is a variable at the host's call site; collect() takes None.
+    assert follow.rule == "call-protocol" and dict(follow.fix.params) == {
+        "method": "collect",
+        "args": "None",
+    }
+    assert "witnesshost itself does (witnesshost/core.py:" in follow.fix.description
+    assert follow.fix.safety == "safe"

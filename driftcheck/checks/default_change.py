@@ -16,6 +16,7 @@ witnesses (``--verify``) show both defaults on the real releases and the rewritt
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 from driftcheck.checks.context import CheckContext, finding, side
@@ -150,9 +151,14 @@ def _truth(value: str) -> bool | None:
         return None
 
 
+#: Names an annotation of a flag may consist of (``SkipValidation[bool] | None`` is a flag).
+_FLAG_WORDS = {"bool", "None", "NoneType", "Optional", "Union", "SkipValidation", "typing"}
+
+
 def _is_flag(old: Param, new: Param) -> bool:
-    kinds = _members(old.annotation or "") | _members(new.annotation or "")
-    return bool(kinds) and kinds <= {"bool", "None", "Optional[bool]"}
+    """Both sides annotated, with nothing but ``bool`` (and ``None``) inside."""
+    words = [set(re.findall(r"[A-Za-z_]\w*", p.annotation or "")) for p in (old, new)]
+    return all(w and "bool" in w and w <= _FLAG_WORDS for w in words if w) and any(words)
 
 
 def _same_truth(old: Param, new: Param, a: str, b: str, truth_only: Callable[[], bool]) -> bool:

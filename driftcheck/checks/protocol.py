@@ -14,8 +14,9 @@ from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
+from driftcheck.host.callers import call_sites
 from driftcheck.host.facts import Guard, all_guards, follow_up, new_members
-from driftcheck.host.signature import return_change
+from driftcheck.host.signature import return_change, union_members
 
 
 def _followed(use: Use, method: str, uses: list[Use]) -> bool:
@@ -115,6 +116,8 @@ def _finding(use: Use, then: str, guards: list[Guard], method: Found, ctx: Check
                 and return_change(sb.returns, st.returns) in ("gained-none", "became-none")
             ):
                 note = f" {use.member}() may now return None (-> {st.returns})."
+    fix, shown = _as_the_host_does(use, then, method, ctx)
+    evidence.extend(shown)
     return finding(
         use,
         "call-protocol",
@@ -125,5 +128,65 @@ def _finding(use: Use, then: str, guards: list[Guard], method: Found, ctx: Check
             f'the host raises "{guard.message}"{note}'
         ),
         evidence=tuple(evidence),
-        fix=Fix("manual", f"call {use.receiver_expr}.{then}(...) after {use.member}(...)"),
+        fix=fix,
     )
+
+
+def _as_the_host_does(
+    use: Use, then: str, method: Found, ctx: CheckContext
+) -> tuple[Fix, list[Evidence]]:
+    """The follow-up call as the host's own callers make it (its arguments: a literal as
+    written, a variable as ``None`` where the follow-up's parameter takes ``None``)."""
+    manual = Fix("manual", f"call {use.receiver_expr}.{then}(...) after {use.member}(...)")
+    assert use.member is not None
+    sites = [s for s in call_sites(ctx.target, use.member) if any(m == then for m, _ in s.then)]
+    if not sites:
+        return manual, []
+    site = sites[0]
+    args = next(a for m, a in site.then if m == then)
+    sig = ctx.target.signature(method)
+    slots = (
+        [p for p in sig.params if p.kind in ("positional_only", "positional_or_keyword")]
+        if sig
+        else []
+    )
+    values = []
+    for i, text in enumerate(args):
+        if _literal(text):
+            values.append(text)
+        elif i < len(slots) and "None" in {
+            m.strip() for m in union_members(slots[i].annotation or "")
+        }:
+            values.append("None")
+        else:
+            return manual, []
+    shown = [
+        Evidence(
+            ctx.target.version, s.file, s.line, f"the host calls {then}() after {use.member}()"
+        )
+        for s in sites[:2]
+    ]
+    said = ", ".join(values)
+    where = f"{site.file}:{site.line}"
+    used = use.result not in (None, "discarded")
+    return (
+        Fix(
+            "unsafe" if used else "safe",
+            f"call {then}({said}) on the same receiver right after {use.member}(), as "
+            f"{ctx.target.name} itself does ({where})"
+            + (f"; this call's result is {use.result}: check what the code needs" if used else ""),
+            codemod="follow-up-call",
+            params=(("method", then), ("args", said)),
+        ),
+        shown,
+    )
+
+
+def _literal(text: str) -> bool:
+    import ast
+
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return False
+    return True

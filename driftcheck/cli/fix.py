@@ -42,6 +42,7 @@ def fix(
     exclude: tuple[str, ...],
     config_path: str | None,
     rule_dirs: tuple[str, ...],
+    mined_only: bool,
     out: str,
     apply_: bool,
     unsafe_fixes: bool,

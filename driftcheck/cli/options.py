@@ -81,6 +81,12 @@ def scan_options(func: Callable) -> Callable:
             help="A folder of your own rules (<host>/<rule-id>.toml), used beside the built-in "
             "ones (repeat).",
         ),
+        click.option(
+            "--mined-only",
+            is_flag=True,
+            help="Run without the built-in drift rules (binding rules stay): only what the "
+            "checks read from the host's own code.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -102,6 +108,8 @@ def run_settings(params: dict) -> dict:
 
     cfg = config_for(client, config_path)
     rules = load_rules(*(rule_dirs or cfg.rules))
+    if params.get("mined_only"):
+        rules = rules.mined_only()
     if disable:
         check_ids(disable, rules, where="--disable")
     else:

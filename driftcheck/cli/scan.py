@@ -59,6 +59,7 @@ def scan(
     exclude: tuple[str, ...],
     config_path: str | None,
     rule_dirs: tuple[str, ...],
+    mined_only: bool,
     accepted_path: str | None,
     write_baseline: str | None,
     output: click.utils.LazyFile,

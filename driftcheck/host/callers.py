@@ -1,0 +1,209 @@
+"""The host's own call sites of a method, as data: how the host itself uses what the client uses.
+
+When a release changes what a method returns or what must follow it, the host usually migrates
+its own callers in the same release (vLLM stopped indexing ``collective_rpc(...,
+unique_reply_rank=...)[0]`` and started calling ``sample_tokens()`` after ``execute_model()``).
+Reading those call sites in both releases turns the host's migration into evidence and into the
+fix. Mined once per release and method (files are searched as text first, then only the files
+that call it are parsed) and kept in the host snapshot.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import asdict, dataclass
+
+from driftcheck.host.api import HostAPI
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One host call of ``.member(...)``.
+
+    Attributes:
+        file: Host file, relative to its root.
+        line: 1-based line of the call.
+        receiver: Source of the receiver expression (``self.model_executor``).
+        keywords: Keyword names passed.
+        result: discarded, returned, assigned, unpacked, subscripted or used.
+        unwrapped: The result's element [0] is taken: ``f()[0]``, ``(x,) = f()``, or the
+            variable it was assigned to indexed ``[0]``.
+        then: Later calls on the same receiver in the same function: (method, argument
+            sources).
+    """
+
+    file: str
+    line: int
+    receiver: str
+    keywords: tuple[str, ...]
+    result: str
+    unwrapped: bool
+    then: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def call_sites(api: HostAPI, member: str) -> list[CallSite]:
+    """Every call of ``.member(...)`` on some receiver in the host's own code."""
+    rows = api.fact(f"callers:{FORMAT}:{member}", lambda: [asdict(s) for s in _mine(api, member)])
+    return [
+        CallSite(
+            file=r["file"],
+            line=r["line"],
+            receiver=r["receiver"],
+            keywords=tuple(r["keywords"]),
+            result=r["result"],
+            unwrapped=r["unwrapped"],
+            then=tuple((m, tuple(a)) for m, a in r["then"]),
+        )
+        for r in rows  # type: ignore[union-attr]
+    ]
+
+
+def _mine(api: HostAPI, member: str) -> list[CallSite]:
+    """Text first: only the functions around an occurrence of ``.member(`` are parsed (a large
+    module is not parsed for one call in it)."""
+    needle = f".{member}("
+    out: list[CallSite] = []
+    for rel in api.tree.python_files():
+        try:
+            text = api.tree.read_text(rel)
+        except Exception:  # noqa: BLE001 - an unreadable file has no call sites to offer
+            continue
+        if needle not in text:
+            continue
+        lines = text.splitlines()
+        done: set[int] = set()
+        for n, line in enumerate(lines):
+            if needle not in line:
+                continue
+            start = _enclosing_def(lines, n)
+            if start is None or start in done:
+                continue
+            done.add(start)
+            func = _parse_function(lines, start)
+            if func is not None:
+                out.extend(_in_function(rel, func, member))
+    return out
+
+
+_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _enclosing_def(lines: list[str], n: int) -> int | None:
+    """The line of the ``def`` whose body holds line ``n`` (the innermost one)."""
+    here = _indent(lines[n])
+    for i in range(n, -1, -1):
+        m = _DEF.match(lines[i])
+        if m and len(m.group(1)) < here:
+            return i
+        if lines[i].strip() and _indent(lines[i]) < here and not _DEF.match(lines[i]):
+            here = min(here, _indent(lines[i]) + 1)
+    return None
+
+
+def _parse_function(lines: list[str], start: int) -> ast.AST | None:
+    """The function that starts at ``start``, parsed alone (its lines keep their numbers)."""
+    indent = _indent(lines[start])
+    depth, end = 0, start
+    while end < len(lines):  # past the header, which may span lines (``) -> X:`` at the indent)
+        code = lines[end].split("#", 1)[0]
+        depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        end += 1
+        if depth <= 0 and code.rstrip().endswith(":"):
+            break
+    while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > indent):
+        end += 1
+    src = "\n" * start + textwrap.dedent("\n".join(lines[start:end]))
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return next(
+        (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None
+    )
+
+
+def _own_nodes(func: ast.AST) -> list[ast.AST]:
+    """The nodes of a function, not of functions or classes nested in it, in source order."""
+    out: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(func))
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        out.append(node)
+        todo[:0] = list(ast.iter_child_nodes(node))
+    return out
+
+
+def _in_function(rel: str, func: ast.AST, member: str) -> list[CallSite]:
+    nodes = _own_nodes(func)
+    parents = {c: n for n in [func, *nodes] for c in ast.iter_child_nodes(n)}
+    calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    out = []
+    for call in calls:
+        attr = call.func
+        assert isinstance(attr, ast.Attribute)
+        if attr.attr != member:
+            continue
+        receiver = ast.unparse(attr.value)
+        result, unwrapped, name = _result(call, parents)
+        if name is not None:
+            unwrapped = unwrapped or any(
+                isinstance(n, ast.Subscript)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == name
+                and isinstance(n.slice, ast.Constant)
+                and n.slice.value == 0
+                for n in nodes
+            )
+        later = [
+            (c.func.attr, tuple(ast.unparse(a) for a in c.args))  # type: ignore[attr-defined]
+            for c in calls
+            if (c.lineno, c.col_offset) > (call.lineno, call.col_offset)
+            and ast.unparse(c.func.value) == receiver  # type: ignore[attr-defined]
+            and c.func.attr != member  # type: ignore[attr-defined]
+        ]
+        out.append(
+            CallSite(
+                file=rel,
+                line=call.lineno,
+                receiver=receiver,
+                keywords=tuple(k.arg for k in call.keywords if k.arg),
+                result=result,
+                unwrapped=unwrapped,
+                then=tuple(later),
+            )
+        )
+    return out
+
+
+def _result(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> tuple[str, bool, str | None]:
+    """How the call's result is used: (kind, element [0] taken, the name it is assigned to)."""
+    up = parents.get(call)
+    if isinstance(up, ast.Await):
+        call, up = up, parents.get(up)  # type: ignore[assignment]
+    if isinstance(up, ast.Expr):
+        return "discarded", False, None
+    if isinstance(up, ast.Return):
+        return "returned", False, None
+    if isinstance(up, ast.Subscript) and up.value is call:
+        zero = isinstance(up.slice, ast.Constant) and up.slice.value == 0
+        return "subscripted", zero, None
+    if isinstance(up, (ast.Assign, ast.AnnAssign)):
+        targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+        if len(targets) == 1:
+            t = targets[0]
+            if isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == 1:
+                return "unpacked", True, None
+            if isinstance(t, ast.Name):
+                return "assigned", False, t.id
+        return "assigned", False, None
+    return "used", False, None
