@@ -177,7 +177,7 @@ def test_fix_keeps_what_the_rescan_bears_out(tmp_path: Path, verify: bool) -> No
 def test_what_the_host_migrated_in_its_own_code_is_the_evidence_and_the_fix() -> None:
     result = _scan()
     by_line = {f.line: f for f in result.findings if f.file == "witnessclient/pools.py"}
-    unwrap, follow = by_line[8], by_line[9]
+    unwrap, follow = by_line[9], by_line[10]
     assert unwrap.rule == "host-migration" and unwrap.fix.codemod == "unwrap-result"
     assert {(e.version, e.note) for e in unwrap.evidence} == {
         ("1.0", "unwraps [0]"),
@@ -190,3 +190,7 @@ def test_what_the_host_migrated_in_its_own_code_is_the_evidence_and_the_fix() ->
     }
     assert "witnesshost itself does (witnesshost/core.py:" in follow.fix.description
     assert follow.fix.safety == "safe"
+    flush = by_line[11]
+    assert (flush.rule, flush.severity) == ("host-migration", "warning")
+    assert dict(flush.fix.params) == {"keyword": "wait", "value": "True"}
+    assert flush.fix.safety == "unsafe"

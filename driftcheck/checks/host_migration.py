@@ -1,4 +1,5 @@
-"""Migrations the host made in its own code: a result the host's own callers stopped unwrapping.
+"""Migrations the host made in its own code: a result its own callers stopped unwrapping, and a
+keyword all of its own callers started passing.
 
 For a client call ``recv.m(...)`` whose result the client indexes ``[0]``, the host's own call
 sites of ``.m(...)`` are read in both releases (:mod:`driftcheck.host.callers`), limited to
@@ -8,6 +9,11 @@ reply_rank=``) and that use the result. When every such site took element ``[0]`
 migrated its callers: the result is now the item itself, and the client's ``[0]`` takes the
 first element of the item. The host's call sites in both releases are the evidence; the fix is
 the host's own before/after: use the result directly.
+
+When every one of the host's own calls of ``.m(...)`` on the target passes a keyword that none
+of them passed at baseline (at least two calls on the target), and the client's call does not,
+the host changed how the method is meant to be called: a warning, with the host's value as an
+(unsafe) fix where all its calls pass the same literal.
 """
 
 from __future__ import annotations
@@ -19,11 +25,80 @@ from driftcheck.host.callers import CallSite, call_sites
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
-    """Report ``[0]`` on a result the host's own callers stopped unwrapping."""
-    if use.kind != "call" or not use.member or not use.result_indexed or ctx.baseline is None:
+    """Report what the host's own callers of the method changed and the client's call lacks."""
+    if use.kind != "call" or not use.member or ctx.baseline is None or use.receiver is None:
         return []
-    if use.receiver is None:
+    out = _keywords_added(use, ctx)
+    if use.result_indexed:
+        out += _unwrapped(use, ctx)
+    return out
+
+
+def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
+    assert use.member is not None and ctx.baseline is not None
+    shape = use.shape
+    if shape is None or shape.double_star:
         return []
+    after = call_sites(ctx.target, use.member)
+    if len(after) < 2:
+        return []
+    before = call_sites(ctx.baseline, use.member)
+    if not before:
+        return []
+    common = set.intersection(*(set(s.keywords) for s in after))
+    new = common - {k for s in before for k in s.keywords} - set(shape.keywords)
+    out = []
+    for k in sorted(new):
+        values = {s.values[s.keywords.index(k)] for s in after if len(s.values) == len(s.keywords)}
+        fix = Fix("manual", f"pass {k}= as {ctx.target.name}'s own calls do")
+        if len(values) == 1 and _literal(next(iter(values))):
+            value = next(iter(values))
+            fix = Fix(
+                "unsafe",
+                f"pass {k}={value}, as every one of {ctx.target.name}'s own calls does",
+                codemod="add-keyword",
+                params=(("keyword", k), ("value", value)),
+            )
+        out.append(
+            finding(
+                use,
+                "host-migration",
+                severity="warning",
+                symbol=f"{use.receiver}.{use.member}({k}=)",
+                message=(
+                    f"every one of {ctx.target.name}'s own calls of {use.member}() passes {k}= "
+                    f"in {ctx.target.version} ({len(after)} calls), none did in "
+                    f"{ctx.baseline.version}; this call does not"
+                ),
+                evidence=(
+                    *(
+                        Evidence(ctx.baseline.version, s.file, s.line, f"no {k}=")
+                        for s in before[:2]
+                    ),
+                    *(
+                        Evidence(ctx.target.version, s.file, s.line, f"passes {k}=")
+                        for s in after[:3]
+                    ),
+                ),
+                fix=fix,
+                witness={"check": "workload", "reason": f"what {k}= changes shows when it runs"},
+            )
+        )
+    return out
+
+
+def _literal(text: str) -> bool:
+    import ast
+
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return False
+    return True
+
+
+def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
+    assert use.member is not None and ctx.baseline is not None
     before = [s for s in call_sites(ctx.baseline, use.member) if s.result != "discarded"]
     if not any(s.unwrapped for s in before):
         return []

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 from driftcheck.host.api import HostAPI
 
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class CallSite:
     result: str
     unwrapped: bool
     then: tuple[tuple[str, tuple[str, ...]], ...]
+    #: The source of each keyword's value, in the order of ``keywords``.
+    values: tuple[str, ...] = ()
 
 
 def call_sites(api: HostAPI, member: str) -> list[CallSite]:
@@ -57,6 +59,7 @@ def call_sites(api: HostAPI, member: str) -> list[CallSite]:
             result=r["result"],
             unwrapped=r["unwrapped"],
             then=tuple((m, tuple(a)) for m, a in r["then"]),
+            values=tuple(r.get("values", ())),
         )
         for r in rows  # type: ignore[union-attr]
     ]
@@ -177,6 +180,7 @@ def _in_function(rel: str, func: ast.AST, member: str) -> list[CallSite]:
                 line=call.lineno,
                 receiver=receiver,
                 keywords=tuple(k.arg for k in call.keywords if k.arg),
+                values=tuple(ast.unparse(k.value) for k in call.keywords if k.arg),
                 result=result,
                 unwrapped=unwrapped,
                 then=tuple(later),
