@@ -361,7 +361,10 @@ def test_patches_when_nothing_to_fix_exit_0(client: Path, tmp_path: Path):
     out = tmp_path / "patches"
     result = fix(client, "--out", str(out))
     assert result.exit_code == 1  # nothing to patch, but the manual findings are still left
-    assert LEFT in result.stdout.splitlines()[-1]
+    lines = result.stdout.splitlines()
+    summary = next(i for i, line in enumerate(lines) if LEFT in line)
+    # The summary, then each finding left, one per line.
+    assert lines[summary + 1 :] and all(line.startswith("  ") for line in lines[summary + 1 :])
     assert not out.exists()
     result = fix(client, "--out", str(out), "--disable", NOT_FIXABLE)
     assert result.exit_code == 0

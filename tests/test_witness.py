@@ -192,5 +192,5 @@ def test_what_the_host_migrated_in_its_own_code_is_the_evidence_and_the_fix() ->
     assert follow.fix.safety == "safe"
     flush = by_line[11]
     assert (flush.rule, flush.severity) == ("host-migration", "warning")
-    assert dict(flush.fix.params) == {"keyword": "wait", "value": "True"}
+    assert dict(flush.fix.params) == {"keyword": "drain", "value": "True"}
     assert flush.fix.safety == "unsafe"

@@ -10,10 +10,11 @@ migrated its callers: the result is now the item itself, and the client's ``[0]`
 first element of the item. The host's call sites in both releases are the evidence; the fix is
 the host's own before/after: use the result directly.
 
-When every one of the host's own calls of ``.m(...)`` on the target passes a keyword that none
-of them passed at baseline (at least two calls on the target), and the client's call does not,
-the host changed how the method is meant to be called: a warning, with the host's value as an
-(unsafe) fix where all its calls pass the same literal.
+When the method's signature changed and every one of the host's own calls of ``.m(...)`` on the
+target passes a keyword that none of them passed at baseline (at least two calls on the
+target), and the client's call does not, the host changed how the method is meant to be called:
+a warning, with the host's value as an (unsafe) fix where all its calls pass the same literal.
+Only methods whose signature changed are searched for, all of them in one pass.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.api import Found
 from driftcheck.host.callers import CallSite, call_sites
 
 
@@ -34,15 +36,45 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return out
 
 
+def changed_members(ctx: CheckContext) -> list[str]:
+    """The methods the client calls on host receivers whose signature differs between the
+    releases: the only ones whose host callers may have had to change (searched together)."""
+    cached = ctx.__dict__.get("_changed_members")
+    if cached is not None:
+        return cached
+    out: set[str] = set()
+    for u in ctx.uses:
+        if u.kind == "call" and u.member and u.receiver and _signature_changed(u, ctx):
+            out.add(u.member)
+    ctx.__dict__["_changed_members"] = sorted(out)
+    return ctx.__dict__["_changed_members"]
+
+
+def _signature_changed(use: Use, ctx: CheckContext) -> bool:
+    if ctx.baseline is None:
+        return False
+    t, b = ctx.lookup(ctx.target, use), ctx.lookup(ctx.baseline, use)
+    if not isinstance(t, Found) or not isinstance(b, Found):
+        return False
+    st, sb = ctx.target.signature(t), ctx.baseline.signature(b)
+    if st is None or sb is None:
+        return False
+    shape = [(p.name, p.kind, p.default) for p in st.params], st.returns
+    return shape != ([(p.name, p.kind, p.default) for p in sb.params], sb.returns)
+
+
 def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
     assert use.member is not None and ctx.baseline is not None
     shape = use.shape
     if shape is None or shape.double_star:
         return []
-    after = call_sites(ctx.target, use.member)
+    changed = changed_members(ctx)
+    if use.member not in changed:
+        return []
+    after = call_sites(ctx.target, use.member, also=changed)
     if len(after) < 2:
         return []
-    before = call_sites(ctx.baseline, use.member)
+    before = call_sites(ctx.baseline, use.member, also=changed)
     if not before:
         return []
     common = set.intersection(*(set(s.keywords) for s in after))
@@ -99,10 +131,11 @@ def _literal(text: str) -> bool:
 
 def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     assert use.member is not None and ctx.baseline is not None
-    before = [s for s in call_sites(ctx.baseline, use.member) if s.result != "discarded"]
+    also = changed_members(ctx)
+    before = [s for s in call_sites(ctx.baseline, use.member, also) if s.result != "discarded"]
     if not any(s.unwrapped for s in before):
         return []
-    after = [s for s in call_sites(ctx.target, use.member) if s.result != "discarded"]
+    after = [s for s in call_sites(ctx.target, use.member, also) if s.result != "discarded"]
     keys = _keys(use, before + after)
     was = [s for s in before if keys <= set(s.keywords)]
     now = [s for s in after if keys <= set(s.keywords)]

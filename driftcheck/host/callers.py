@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from driftcheck.host.api import HostAPI
@@ -47,9 +48,20 @@ class CallSite:
     values: tuple[str, ...] = ()
 
 
-def call_sites(api: HostAPI, member: str) -> list[CallSite]:
-    """Every call of ``.member(...)`` on some receiver in the host's own code."""
-    rows = api.fact(f"callers:{FORMAT}:{member}", lambda: [asdict(s) for s in _mine(api, member)])
+def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[CallSite]:
+    """Every call of ``.member(...)`` on some receiver in the host's own code.
+
+    ``also``: other methods likely asked for next; when the host's files have to be searched,
+    they are searched for all of them in the same pass (each kept as its own fact).
+    """
+    key = f"callers:{FORMAT}:{member}"
+    facts = getattr(api.tree, "data", {}).get("facts", None)
+    if facts is not None and key not in facts:
+        wanted = sorted({member, *also} - {m for m in also if f"callers:{FORMAT}:{m}" in facts})
+        mined = _mine(api, wanted)
+        for m in wanted:
+            api.fact(f"callers:{FORMAT}:{m}", lambda m=m: [asdict(s) for s in mined.get(m, [])])
+    rows = api.fact(key, lambda: [asdict(s) for s in _mine(api, [member]).get(member, [])])
     return [
         CallSite(
             file=r["file"],
@@ -65,30 +77,36 @@ def call_sites(api: HostAPI, member: str) -> list[CallSite]:
     ]
 
 
-def _mine(api: HostAPI, member: str) -> list[CallSite]:
-    """Text first: only the functions around an occurrence of ``.member(`` are parsed (a large
-    module is not parsed for one call in it)."""
-    needle = f".{member}("
-    out: list[CallSite] = []
-    for rel in api.tree.python_files():
+def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
+    """One pass over the host's files for every ``.member(``; only the functions around a match
+    are parsed (a large module is not parsed for one call in it). The files are read from the
+    release itself, not kept in its snapshot."""
+    found = re.compile(r"\.(" + "|".join(re.escape(m) for m in members) + r")\(")
+    tree = api.tree
+    read = getattr(tree, "real", tree).read_text
+    out: dict[str, list[CallSite]] = {m: [] for m in members}
+    for rel in tree.python_files():
         try:
-            text = api.tree.read_text(rel)
+            text = read(rel)
         except Exception:  # noqa: BLE001 - an unreadable file has no call sites to offer
             continue
-        if needle not in text:
+        hits = {m.group(1) for m in found.finditer(text)}
+        if not hits:
             continue
         lines = text.splitlines()
-        done: set[int] = set()
-        for n, line in enumerate(lines):
-            if needle not in line:
-                continue
-            start = _enclosing_def(lines, n)
-            if start is None or start in done:
-                continue
-            done.add(start)
-            func = _parse_function(lines, start)
-            if func is not None:
-                out.extend(_in_function(rel, func, member))
+        for member in sorted(hits):
+            needle = f".{member}("
+            done: set[int] = set()
+            for n, line in enumerate(lines):
+                if needle not in line:
+                    continue
+                start = _enclosing_def(lines, n)
+                if start is None or start in done:
+                    continue
+                done.add(start)
+                func = _parse_function(lines, start)
+                if func is not None:
+                    out[member].extend(_in_function(rel, func, member))
     return out
 
 
