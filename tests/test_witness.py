@@ -194,3 +194,7 @@ def test_what_the_host_migrated_in_its_own_code_is_the_evidence_and_the_fix() ->
     assert (flush.rule, flush.severity) == ("host-migration", "warning")
     assert dict(flush.fix.params) == {"keyword": "drain", "value": "True"}
     assert flush.fix.safety == "unsafe"
+    fetch = by_line[12]
+    assert (fetch.rule, fetch.severity) == ("host-migration", "warning")
+    assert "may now return None" in fetch.message
+    assert {e.note for e in fetch.evidence} == {"no None test", "tests None"}

@@ -1,5 +1,5 @@
-"""Migrations the host made in its own code: a result its own callers stopped unwrapping, and a
-keyword all of its own callers started passing.
+"""Migrations the host made in its own code: a result its own callers stopped unwrapping, a
+keyword all of its own callers started passing, a result they started testing for None.
 
 For a client call ``recv.m(...)`` whose result the client indexes ``[0]``, the host's own call
 sites of ``.m(...)`` are read in both releases (:mod:`driftcheck.host.callers`), limited to
@@ -14,6 +14,10 @@ When the method's signature changed and every one of the host's own calls of ``.
 target passes a keyword that none of them passed at baseline (at least two calls on the
 target), and the client's call does not, the host changed how the method is meant to be called:
 a warning, with the host's value as an (unsafe) fix where all its calls pass the same literal.
+When most of the host's own calls that keep the result of a method whose signature changed
+(at least two) test it for None on the target and none did at baseline, a client call that
+reads an attribute, an item or the elements of the result as is gets a warning.
+
 Only methods whose signature changed are searched for, all of them in one pass.
 """
 
@@ -33,7 +37,47 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     out = _keywords_added(use, ctx)
     if use.result_indexed:
         out += _unwrapped(use, ctx)
+    elif use.result in ("attribute", "subscripted", "iterated"):
+        out += _none_checked(use, ctx)
     return out
+
+
+def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
+    """The host's own callers started testing the result for None; this call reads it as is."""
+    assert use.member is not None and ctx.baseline is not None
+    changed = changed_members(ctx)
+    if use.member not in changed:
+        return []
+    after = [s for s in call_sites(ctx.target, use.member, changed) if s.result == "assigned"]
+    before = [s for s in call_sites(ctx.baseline, use.member, changed) if s.result == "assigned"]
+    checked = [s for s in after if s.none_checked]
+    if not before or any(s.none_checked for s in before) or len(checked) < 2:
+        return []
+    if 2 * len(checked) < len(after):
+        return []  # not the host's rule: most of its callers still take the result as is
+    return [
+        finding(
+            use,
+            "host-migration",
+            severity="warning",
+            symbol=f"{use.receiver}.{use.member}",
+            message=(
+                f"{use.member}() may now return None: {len(checked)} of {ctx.target.name}'s "
+                f"{len(after)} own calls that keep its result test it for None in "
+                f"{ctx.target.version}, none did in {ctx.baseline.version}; this call's result "
+                f"is {use.result} as is"
+            ),
+            evidence=(
+                *(
+                    Evidence(ctx.baseline.version, s.file, s.line, "no None test")
+                    for s in before[:2]
+                ),
+                *(Evidence(ctx.target.version, s.file, s.line, "tests None") for s in checked[:3]),
+            ),
+            fix=Fix("manual", f"handle a None result of {use.member}() here, as the host does"),
+            witness={"check": "workload", "reason": "a None result shows when it runs"},
+        )
+    ]
 
 
 def changed_members(ctx: CheckContext) -> list[str]:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 from driftcheck.host.api import HostAPI
 
-FORMAT = 2
+FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class CallSite:
     then: tuple[tuple[str, tuple[str, ...]], ...]
     #: The source of each keyword's value, in the order of ``keywords``.
     values: tuple[str, ...] = ()
+    #: The result (or the variable it was assigned to) is compared with None afterwards.
+    none_checked: bool = False
 
 
 def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[CallSite]:
@@ -72,6 +74,7 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
             unwrapped=r["unwrapped"],
             then=tuple((m, tuple(a)) for m, a in r["then"]),
             values=tuple(r.get("values", ())),
+            none_checked=bool(r.get("none_checked", False)),
         )
         for r in rows  # type: ignore[union-attr]
     ]
@@ -185,6 +188,15 @@ def _in_function(rel: str, func: ast.AST, member: str) -> list[CallSite]:
                 and n.slice.value == 0
                 for n in nodes
             )
+        none_checked = name is not None and any(
+            isinstance(n, ast.Compare)
+            and isinstance(n.left, ast.Name)
+            and n.left.id == name
+            and any(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops)
+            and any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
+            and n.lineno >= call.lineno
+            for n in nodes
+        )
         later = [
             (c.func.attr, tuple(ast.unparse(a) for a in c.args))  # type: ignore[attr-defined]
             for c in calls
@@ -202,6 +214,7 @@ def _in_function(rel: str, func: ast.AST, member: str) -> list[CallSite]:
                 result=result,
                 unwrapped=unwrapped,
                 then=tuple(later),
+                none_checked=none_checked,
             )
         )
     return out
