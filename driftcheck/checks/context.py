@@ -173,6 +173,17 @@ def site_of(
     )
 
 
+def is_literal(text: str) -> bool:
+    """Is this source text a literal value (what a fix may write into the client as is)?"""
+    import ast
+
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 def runs(api: HostAPI, found: Found | None) -> Found | None:
     """The host function a call of ``found`` runs: itself, or a class's host ``__init__``."""
     if found is None:

@@ -23,7 +23,7 @@ Only methods whose signature changed are searched for, all of them in one pass.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.context import CheckContext, finding, is_literal
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -127,7 +127,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
     for k in sorted(new):
         values = {s.values[s.keywords.index(k)] for s in after if len(s.values) == len(s.keywords)}
         fix = Fix("manual", f"pass {k}= as {ctx.target.name}'s own calls do")
-        if len(values) == 1 and _literal(next(iter(values))):
+        if len(values) == 1 and is_literal(next(iter(values))):
             value = next(iter(values))
             fix = Fix(
                 "unsafe",
@@ -161,16 +161,6 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
             )
         )
     return out
-
-
-def _literal(text: str) -> bool:
-    import ast
-
-    try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return False
-    return True
 
 
 def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:

@@ -10,7 +10,7 @@ text is the evidence.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.context import CheckContext, finding, is_literal
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
@@ -152,7 +152,7 @@ def _as_the_host_does(
     )
     values = []
     for i, text in enumerate(args):
-        if _literal(text):
+        if is_literal(text):
             values.append(text)
         elif i < len(slots) and "None" in {
             m.strip() for m in union_members(slots[i].annotation or "")
@@ -180,13 +180,3 @@ def _as_the_host_does(
         ),
         shown,
     )
-
-
-def _literal(text: str) -> bool:
-    import ast
-
-    try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return False
-    return True
