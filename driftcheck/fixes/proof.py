@@ -134,6 +134,16 @@ def _not_borne_out(
     """Applied fixes whose finding the re-scan still reports, or that brought new drift."""
     applied = [f for ff in fix_plan.pending for f in ff.applied]
     expected = Counter(_key(f) for f in before) - Counter(_key(f) for f in applied)
+    # A drift is reported once per file: the re-scan of a fixed file may show its next site, on
+    # a line no fix touched. That is the drift left, not the fix failing.
+    touched = {ff.file: _changed_lines(ff.old, ff.new) for ff in fix_plan.pending}
+    after = [
+        g
+        for g in after
+        if g.file not in touched
+        or g.line in touched[g.file]
+        or not any(_key(f) == _key(g) for f in applied)
+    ]
     seen = Counter(_key(f) for f in after)
     out: dict[int, str] = {}
     for f in applied:
@@ -148,6 +158,18 @@ def _not_borne_out(
         here = [f for f in applied if f.file == new.file]
         named = [f for f in here if any(v and v in new.symbol for _, v in f.fix.params)]  # type: ignore[union-attr]
         out.update((id(f), why) for f in named or here)
+    return out
+
+
+def _changed_lines(old: str, new: str) -> set[int]:
+    """1-based lines of ``new`` that a diff from ``old`` inserts or replaces."""
+    import difflib
+
+    out: set[int] = set()
+    matcher = difflib.SequenceMatcher(a=old.splitlines(), b=new.splitlines(), autojunk=False)
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            out.update(range(j1 + 1, max(j2, j1 + 1) + 1))
     return out
 
 
