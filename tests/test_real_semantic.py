@@ -89,7 +89,9 @@ def test_mined_only_reports_every_real_drift_with_the_host_as_evidence():
     notes = {(e.version, e.note) for e in unwrap.evidence}
     assert {("0.11.0", "unwraps [0]"), ("0.16.0", "uses it whole")} <= notes
     prefix = by[(GEN, 166)]
-    assert "enable_prefix_caching" in prefix.symbol and prefix.severity == "warning"
+    # None -> True: a None may stand for a value worked out elsewhere, so the checks alone say
+    # info; the rule (with the assertion it leads to) makes it an error.
+    assert "enable_prefix_caching" in prefix.symbol and prefix.severity == "info"
 
 
 def test_protocol_is_mined_without_any_rule():

@@ -4,9 +4,11 @@ call still binds; it now runs with the new default.
 
 Only defaults that are values can be compared (literals, or names of a module's literal
 constants); a default computed at call time is not reported, nor are two falsy defaults of a
-flag or of a parameter the target only tests for truth, a baseline ``None`` its own code filled
-in with the new value, or an old default naming host code the target no longer has. Severity
-from evidence: a flag (``bool``) whose default now takes the other branch is a warning, an
+flag or of a parameter the target only tests for truth, a ``None`` the code of its release fills
+in with the other release's value (or with one it works out), a deprecation cycle's marker
+(``'deprecated'``, ``'warn'``: the old behaviour, with a warning), or an old default naming host
+code the target no longer has. Severity
+from evidence: a flag (``bool``) whose default went from True to False or back is a warning, an
 error where the target's own code asserts or raises under a test of it (in the function or the
 class's ``__init__``/``__post_init__``/validators); any other changed value is information.
 The fix passes the baseline's default explicitly; it is offered as unsafe, and as safe once
@@ -55,13 +57,19 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             continue
         if old == "None" and _filled_in(ctx.baseline, base, p.name, new):
             continue  # the baseline's None stood for a value its own code filled in
+        if new == "None" and _filled_in(ctx.target, target, p.name, old):
+            continue  # the target's None stands for the old value (or one it works out)
+        if _sentinel(new):
+            continue  # a deprecation cycle's marker: the old behaviour, with a warning
         if _same_truth(q, p, old, new, lambda p=p: _truth_tested_only(ctx.target, target, p.name)):
             continue
         if _names_gone_host_code(ctx, old):
             continue
         # A flag that now takes the other branch is a warning (an error where the target's
         # own code then asserts or raises on it); any other value change is information.
-        flips = _truth(old) != _truth(new) and _is_flag(q, p)
+        # A None may stand for a value worked out elsewhere ("auto"): only True <-> False is a
+        # flip for certain.
+        flips = _truth(old) != _truth(new) and _is_flag(q, p) and "None" not in (old, new)
         refused = _refused_under(ctx.target, target, p.name) if flips else ""
         severity = "error" if refused else "warning" if flips else "info"
         why = f"; {refused}" if refused else ""
@@ -81,7 +89,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                     Evidence(ctx.target.version, sig_t.file, sig_t.line, f"{p.name}={p.default}"),
                 ),
                 fix=_fix(p.name, q, p),
-                witness={"check": "default", "field": p.name, "class": target.path},
+                witness={"check": "default", "field": p.name},
             )
         )
     return out
@@ -211,13 +219,19 @@ def _bodies(api: HostAPI, found: Found) -> list[ast.AST]:
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
             and (s.name in ("__post_init__", "__init__") or s.decorator_list)
         ]
-    node = getattr(getattr(found, "obj", None), "node", None)
+    node = api.def_node(found)
     return [node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+
+
+def _sentinel(value: str) -> bool:
+    """``'deprecated'`` / ``'warn'``: the default a deprecation cycle puts in place, which keeps
+    the old behaviour and warns (the value the default will become is announced, not in use)."""
+    return value.strip("'\"").lower() in ("deprecated", "warn") and value[:1] in "'\""
 
 
 def _filled_in(api: HostAPI, found: Found, param: str, new: str) -> bool:
     """Does the code fill in ``param`` when it is None (``if self.x is None: self.x = 0``)
-    with the target's new default, or with something that cannot be read as a value?"""
+    with ``new``, or with something that cannot be read as a value?"""
     for root in _bodies(api, found):
         for node in ast.walk(root):
             if not (isinstance(node, ast.If) and _none_test(node.test, param)):

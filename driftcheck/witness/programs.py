@@ -90,8 +90,14 @@ def _spec(check: str, site: Site, shape: Shape | None, declared: dict[str, str])
         field = declared.get("field")
         if not field:
             raise _NoWitness("the rule's [witness] names no field")
-        path = declared.get("class") or site.receiver or site.symbol
-        return {"check": "default", "path": path, "field": field}
+        if declared.get("class"):
+            return {"check": "default", "path": declared["class"], "field": field}
+        if site.receiver and site.member:  # a method of a typed receiver
+            path = f"{site.receiver}.{site.member}"
+            return {"check": "default", "path": path, "field": field, "reads": 0}
+        # What the client calls, as the client reaches it (the host's own path may differ
+        # between the releases: numpy.genfromtxt lives in another module in 2.0).
+        return {"check": "default", "path": site.symbol, "field": field, "reads": site.reads}
     if check == "params":
         if not (site.receiver and site.member) or not site.params:
             raise _NoWitness("no host method and client parameters to compare")
@@ -221,7 +227,11 @@ def verdict(
         return out("refuted", f"every positional argument lands where it did on {bv}")
     if check == "default":
         if target["outcome"] != "ok" or baseline is None or baseline["outcome"] != "ok":
-            return out("unverifiable", "the default could not be read on both releases")
+            why = (baseline or target).get("detail", "") if baseline is not None else ""
+            return out(
+                "unverifiable",
+                "the default could not be read on both releases" + (f": {why}" if why else ""),
+            )
         now, was = target["data"]["value"], baseline["data"]["value"]
         if now != was:
             return out("confirmed", f"default {was} on {bv}, {now} on {tv}")

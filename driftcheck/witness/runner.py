@@ -254,7 +254,7 @@ def member(spec: dict) -> dict:
 
 def default(spec: dict) -> dict:
     """The default of a field or parameter, as source-like text (factories are not called)."""
-    cls = resolve(spec["path"])
+    cls = resolve(spec["path"], reads=int(spec.get("reads", 0)))
     name = spec["field"]
     if isinstance(cls, type) and dataclasses.is_dataclass(cls):
         for f in dataclasses.fields(cls):
