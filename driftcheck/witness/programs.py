@@ -234,7 +234,10 @@ def verdict(
             )
         now, was = target["data"]["value"], baseline["data"]["value"]
         if now != was:
-            return out("confirmed", f"default {was} on {bv}, {now} on {tv}")
+            return out(
+                "confirmed",
+                f"default {was} on {bv}, {now} on {tv} (what it leads to, the workload shows)",
+            )
         return out("refuted", f"the default is {now} on both")
     if check == "params":
         return _params_verdict(f, target, baseline, out, tv)
