@@ -161,7 +161,7 @@ def _run(cmd: list[str], timeout: float = BUILD_TIMEOUT) -> None:
         raise WitnessEnvError(str(exc)) from None
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or ["no output"]
-        said = [ln.strip() for ln in lines if ln.startswith("ERROR:")]
+        said = [ln.strip() for ln in lines if ln.strip().lower().startswith("error:")]
         raise WitnessEnvError((said or lines)[-1][:300])
 
 
