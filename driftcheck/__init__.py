@@ -8,6 +8,7 @@ A library first; the command line (``driftcheck``) is a thin layer over these fu
     for finding in result.findings:
         print(finding.file, finding.line, finding.kind, finding.message)
 
+    checked = driftcheck.verify_result(result)    # each finding's witness on the real releases
     done = driftcheck.fix("./src", against="vllm==0.16.0", apply=True)
     rules = driftcheck.load_rules("my-rules/")   # the built-in rules and your own
     history = driftcheck.timeline("speculators==0.3.0", "vllm", "0.11.0", "0.16.0")
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from driftcheck.rules import Rule, RuleSet, load_rules
     from driftcheck.sources.specs import PackageSpec, parse_spec
     from driftcheck.timelines import TimelineResult, timeline
+    from driftcheck.witness.verify import verify_result
 
 #: Public name -> the module that defines it, imported on first use (``driftcheck --help``
 #: stays fast: the CLI does not pay for the analysis modules it does not run).
@@ -46,6 +48,7 @@ _LAZY = {
     "parse_spec": "driftcheck.sources.specs",
     "TimelineResult": "driftcheck.timelines",
     "timeline": "driftcheck.timelines",
+    "verify_result": "driftcheck.witness.verify",
 }
 
 
@@ -107,4 +110,5 @@ __all__ = [
     "probe",
     "scan",
     "timeline",
+    "verify_result",
 ]
