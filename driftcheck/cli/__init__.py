@@ -57,8 +57,8 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("driftcheck: interrupted", err=True)
             sys.exit(130)
-        except BrokenPipeError:
-            raise  # click's own handling: quiet exit when the reader went away
+        except (BrokenPipeError, click.exceptions.Exit):
+            raise  # click's own handling: quiet exit when the reader went away (or a command's)
         except OSError as exc:
             # Writing the report, reading a file: an environment problem, not a bug.
             if _debug():
