@@ -128,7 +128,8 @@ def test_the_runner_performs_uses_the_way_python_runs_them() -> None:
 
 
 def test_binding_a_class_checks_its_new_and_its_init() -> None:
-    ok, keyword_only = _run(
+    token = {"check": "bind", "path": "witnesshost.core.Token", "positional": 1}
+    ok, keyword_only, init_refuses, init_takes = _run(
         {
             "check": "bind",
             "path": "witnesshost.core.Engine",
@@ -136,9 +137,14 @@ def test_binding_a_class_checks_its_new_and_its_init() -> None:
             "keywords": ["block"],
         },
         {"check": "positions", "path": "witnesshost.core.connect", "positional": 2, "keywords": []},
+        # __new__(*args, **kwargs) takes anything; the __init__ it is followed by does not.
+        {**token, "keywords": ["loose"]},
+        {**token, "keywords": ["strict"]},
     )
     assert ok == {"outcome": "ok", "data": {"names": ["settings"]}}
     assert keyword_only["outcome"] == "fail"
+    assert init_refuses["outcome"] == "fail" and "loose" in init_refuses["detail"]
+    assert init_takes == {"outcome": "ok", "data": {"names": ["value"]}}
 
 
 def test_the_rewritten_use_of_a_fix_is_witnessed_too() -> None:

@@ -25,7 +25,7 @@ from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
-from driftcheck.host.signature import Param, Signature, union_members
+from driftcheck.host.signature import Param, Signature, accepts_none
 
 _VAR = ("var_positional", "var_keyword")
 
@@ -107,7 +107,7 @@ def _fix(param: str, old: Param, new: Param) -> Fix:
         return Fix(
             "manual", f"pass {param}={text} (the baseline's default) if the old behaviour is meant"
         )
-    if text == "None" and new.annotation and "None" not in _members(new.annotation):
+    if text == "None" and new.annotation and not accepts_none(new.annotation):
         return Fix(
             "manual",
             f"pass {param}= the value that means what None meant: the target takes "
@@ -145,10 +145,6 @@ def _value(api: HostAPI, found: Found, p: Param) -> str | None:
     return None
 
 
-def _members(annotation: str) -> set[str]:
-    return {m.strip() for m in union_members(annotation)}
-
-
 _FALSY = ("None", "False", "0", "''", "0.0")
 
 
@@ -159,13 +155,28 @@ def _truth(value: str) -> bool | None:
         return None
 
 
-#: Names an annotation of a flag may consist of (``SkipValidation[bool] | None`` is a flag).
-_FLAG_WORDS = {"bool", "None", "NoneType", "Optional", "Union", "SkipValidation", "typing"}
+#: Names a flag's annotation may hold beside ``bool``.
+_FLAG_WORDS = {"bool", "None", "NoneType", "Optional", "Union", "typing"}
+#: Generic names that hold values rather than wrap a type: ``list[bool]`` is no flag.
+_CONTAINERS = {
+    "list", "dict", "set", "frozenset", "tuple", "type", "List", "Dict", "Set", "FrozenSet",
+    "Tuple", "Type", "Sequence", "Mapping", "Iterable", "Iterator", "Collection", "Callable",
+}  # fmt: skip
+
+
+def _flag_words(annotation: str) -> set[str]:
+    """The names of an annotation, less wrappers of one type (``SkipValidation[bool]``,
+    ``Final[bool]``: a name subscripted with a single argument that is no container)."""
+    words = set(re.findall(r"[A-Za-z_]\w*", annotation))
+    for m in re.finditer(r"([A-Za-z_]\w*)\[([^\[\],]*)\]", annotation):
+        if m.group(1) not in _CONTAINERS and m.group(1) not in _FLAG_WORDS:
+            words.discard(m.group(1))
+    return words
 
 
 def _is_flag(old: Param, new: Param) -> bool:
     """Both sides annotated, with nothing but ``bool`` (and ``None``) inside."""
-    words = [set(re.findall(r"[A-Za-z_]\w*", p.annotation or "")) for p in (old, new)]
+    words = [_flag_words(p.annotation or "") for p in (old, new)]
     return all(w and "bool" in w and w <= _FLAG_WORDS for w in words if w) and any(words)
 
 

@@ -16,7 +16,7 @@ from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
 from driftcheck.host.callers import call_sites
 from driftcheck.host.facts import Guard, all_guards, follow_up, new_members
-from driftcheck.host.signature import return_change, union_members
+from driftcheck.host.signature import accepts_none, return_change
 
 
 def _followed(use: Use, method: str, uses: list[Use]) -> bool:
@@ -154,9 +154,7 @@ def _as_the_host_does(
     for i, text in enumerate(args):
         if is_literal(text):
             values.append(text)
-        elif i < len(slots) and "None" in {
-            m.strip() for m in union_members(slots[i].annotation or "")
-        }:
+        elif i < len(slots) and accepts_none(slots[i].annotation):
             values.append("None")
         else:
             return manual, []

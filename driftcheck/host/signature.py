@@ -343,7 +343,13 @@ def union_members(text: str) -> set[str]:
         else:
             cur += ch
     members.add(cur)
-    return {m for m in members if m}
+    return {m.strip() for m in members if m.strip()}
+
+
+def accepts_none(annotation: str | None) -> bool:
+    """Does the annotation admit ``None`` (``X | None``, ``Optional[X]``, ``None``)?"""
+    text = (annotation or "").replace(" ", "")
+    return "None" in union_members(text) or text.startswith("Optional[")
 
 
 def container_item(text: str) -> str | None:
