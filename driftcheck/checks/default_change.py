@@ -135,9 +135,10 @@ def _value(api: HostAPI, found: Found, p: Param) -> str | None:
     if got is not None:
         return got
     if text.isidentifier():
-        module = found.path.rsplit(".", 2 if found.kind == "function" and "." in found.path else 1)[
-            0
-        ]
+        # The name is read in the module that defines the function or class.
+        module = getattr(getattr(getattr(found, "obj", None), "module", None), "path", None)
+        if not module:
+            return None
         const = api.resolve(f"{module}.{text}")
         value = getattr(getattr(const, "obj", None), "value", None)
         if isinstance(value, str):
