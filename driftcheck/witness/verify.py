@@ -91,7 +91,7 @@ def verify(
             env = witness_env(api, build=build)
         except WitnessEnvError as exc:
             envs[name] = f"{api.name}=={api.version}: {exc}"
-            results[name] = {_key(s): {"outcome": "env", "detail": str(exc)} for s in specs}
+            results[name] = {spec_key(s): {"outcome": "env", "detail": str(exc)} for s in specs}
             return
         envs[name] = env.label
         say(f"running {len(specs)} witness(es) on {api.name}=={api.version}")
@@ -106,9 +106,9 @@ def verify(
         if isinstance(prog, str):
             out.append(replace(f, verification=Verification("unverifiable", prog)))
             continue
-        t = results["target"][_key(prog.target)]
+        t = results["target"][spec_key(prog.target)]
         b = (
-            results["baseline"][_key(prog.baseline)]
+            results["baseline"][spec_key(prog.baseline)]
             if baseline is not None and prog.baseline is not None
             else None
         )
@@ -148,9 +148,6 @@ def spec_key(spec: dict) -> str:
     return json.dumps(spec, sort_keys=True)
 
 
-_key = spec_key
-
-
 def run_on_target(result: ScanResult, specs: list[dict]) -> dict[str, dict]:
     """Run programs on the scan's target release only (a fix's rewritten uses), keyed by
     :func:`spec_key`; an environment that cannot be had gives ``env`` outcomes."""
@@ -160,7 +157,7 @@ def run_on_target(result: ScanResult, specs: list[dict]) -> dict[str, dict]:
     try:
         env = witness_env(api)
     except WitnessEnvError as exc:
-        return {_key(s): {"outcome": "env", "detail": str(exc)} for s in specs}
+        return {spec_key(s): {"outcome": "env", "detail": str(exc)} for s in specs}
     return run_batch(env, sorted(api.roots), specs)
 
 
@@ -180,7 +177,7 @@ def run_batch(
     todo: dict[str, dict] = {}
     done: dict[str, dict] = {}
     for spec in specs:
-        key = _key(spec)
+        key = spec_key(spec)
         if key in done or key in todo:
             continue
         hit = _cache_file(env, key) if cached else None
