@@ -191,8 +191,11 @@ def _reference(spec: dict, batch: list[list[int]], results: list, layer_ids: lis
     import torch.nn.functional as F
     from transformers import AutoModelForCausalLM
 
+    # A built-in model may name a plain transformers model of its text weights to compare with.
     model = AutoModelForCausalLM.from_pretrained(
-        spec["model"], torch_dtype=torch.float32, trust_remote_code=spec["trust_remote_code"]
+        spec.get("reference_model") or spec["model"],
+        torch_dtype=torch.float32,
+        trust_remote_code=spec["trust_remote_code"],
     )
     model.eval()
     layers = model.model.layers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from driftcheck.probes.envs import ProbeEnv, _clean_env
@@ -121,8 +122,9 @@ def run_environment(
     return env
 
 
-def shown_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables the probe sets (for the report and ``--plan``)."""
+def shown_env(env: dict[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    """The variables the probe sets (for the report and ``--plan``), and ``extra`` ones (what a
+    built-in model needs)."""
     keys = (
         "PYTHONPATH",
         "DRIFTCHECK_PROBE_CLIENT_ROOT",
@@ -135,7 +137,7 @@ def shown_env(env: dict[str, str]) -> dict[str, str]:
         "HF_HUB_OFFLINE",
         "TRANSFORMERS_OFFLINE",
     )
-    return {k: env[k] for k in keys if k in env}
+    return {k: env[k] for k in (*keys, *extra) if k in env}
 
 
 def driver_command(python: Path, work: Path) -> list[str]:

@@ -26,6 +26,7 @@ from driftcheck.cache import cache_root
 from driftcheck.errors import UsageError
 from driftcheck.probes import driver as driver_module
 from driftcheck.probes import runner
+from driftcheck.probes.builtin_models import DEFAULT_MODEL, ResolvedModel, recipe, resolve_model
 from driftcheck.probes.client_deps import ensure_client_deps
 from driftcheck.probes.driver_env import (
     driver_command,
@@ -99,15 +100,9 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             shims.append(platform_plugin_dir(work / "shims"))
             extra_path.append(work / "shims")
 
-        tiny = options.model is None
-        if tiny:
-            from driftcheck.probes.model import ensure_tiny_model
-
-            say("preparing the tiny local model")
-            model = str(ensure_tiny_model(env.python))
-        else:
-            path = Path(options.model).expanduser()
-            model = str(path.resolve()) if path.exists() else options.model
+        resolved = _resolve_model(options, env, say)
+        model, tiny = resolved.path, resolved.builtin is not None
+        shims += resolved.shims
 
         shutil.copyfile(driver_module.__file__, work / "driver.py")
         logs_root = _logs_dir()
@@ -124,8 +119,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                 client_version,
                 workload,
                 env,
-                model,
-                tiny,
+                resolved,
                 options,
                 work,
                 extra_path,
@@ -145,11 +139,18 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             shims=shims,
             runs=runs,
             command=driver_command(env.python, Path("WORK")),
-            run_env=shown_env(last_env),
+            run_env=shown_env(last_env, extra=resolved.env),
         )
     finally:
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _resolve_model(options: ProbeOptions, env: ProbeEnv, say: Progress) -> ResolvedModel:
+    """``--model``: a built-in model (generated on first use) or a path or hub name as given."""
+    if recipe(options.model) is not None:
+        say(f"preparing the built-in model {options.model or DEFAULT_MODEL}")
+    return resolve_model(options.model, env.python, cpu=env.cpu_build)
 
 
 def _logs_dir() -> Path:
@@ -171,8 +172,7 @@ def _run_variant(
     client_version: str,
     workload: Workload,
     env: ProbeEnv,
-    model: str,
-    tiny: bool,
+    resolved: ResolvedModel,
     options: ProbeOptions,
     work: Path,
     extra_path: list[Path],
@@ -192,17 +192,20 @@ def _run_variant(
         "label": label,
         "client_root": str(copy_root),
         "entry": workload.entry,
-        "model": model,
+        "model": resolved.path,
         "tensor_parallel_size": options.tensor_parallel_size,
         "layer_ids": options.layer_ids,
         "max_model_len": options.max_model_len,
-        "trust_remote_code": options.trust_remote_code,
-        "reference": tiny,
+        "trust_remote_code": options.trust_remote_code or resolved.trust_remote_code,
+        "reference": resolved.builtin is not None,
+        "reference_model": resolved.reference_model,
         "cosine_min": COSINE_MIN,
         "result": str(result_path),
     }
     (work / "spec.json").write_text(json.dumps(spec, indent=2))
-    run_env = run_environment(copy_root, extra_path, workload, cpu=env.cpu_build, offline=tiny)
+    offline = resolved.builtin is not None
+    run_env = run_environment(copy_root, extra_path, workload, cpu=env.cpu_build, offline=offline)
+    run_env.update(resolved.env)
     md = tree.metadata
     run_shims += ensure_client_deps(
         env,

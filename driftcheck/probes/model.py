@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+NAME = "tiny-llama"
 RECIPE_VERSION = 1
 SEED = 1234
 NUM_LAYERS = 8
@@ -29,6 +27,9 @@ HEADS = 2
 HEAD_DIM = 32
 VOCAB = 384
 MAX_LEN = 2048
+TRUST_REMOTE_CODE = False
+REFERENCE = ""  # the reference stage loads the model's own folder
+CPU_NEEDS: list[tuple[str, str, str, list[tuple[str, str]]]] = []
 
 # A small fixed corpus for the tokenizer (any text works; it only has to be the same each time).
 CORPUS = """\
@@ -74,9 +75,23 @@ def config_dict(vocab_size: int, bos: int, eos: int) -> dict:
     }
 
 
+def describe() -> str:
+    """One line for ``--plan`` and the report."""
+    return (
+        f"tiny local Llama ({NUM_LAYERS} layers, hidden {HIDDEN}, {HEADS} heads of {HEAD_DIM}, "
+        "random weights, offline-trained tokenizer)"
+    )
+
+
+def plan_config() -> dict:
+    """The config with placeholder token ids (before the tokenizer is trained): for ``--plan``
+    and the recipe's key."""
+    return config_dict(VOCAB, 1, 2)
+
+
 def recipe_key() -> str:
     """Identifies this recipe: a changed recipe generates a new model folder."""
-    text = json.dumps([RECIPE_VERSION, SEED, config_dict(VOCAB, 1, 2), CORPUS], sort_keys=True)
+    text = json.dumps([RECIPE_VERSION, SEED, plan_config(), CORPUS], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -85,9 +100,9 @@ def recipe_key() -> str:
 
 def tiny_model_dir() -> Path:
     """Where the tiny model lives in the cache (whether or not it was generated yet)."""
-    from driftcheck.cache import cache_root
+    from driftcheck.probes.builtin_models import model_dir
 
-    return cache_root() / "models" / f"tiny-llama-{recipe_key()}"
+    return model_dir(sys.modules[__name__])
 
 
 def ensure_tiny_model(python: Path | str, *, timeout: float = 600) -> Path:
@@ -97,39 +112,9 @@ def ensure_tiny_model(python: Path | str, *, timeout: float = 600) -> Path:
     Raises:
         EnvError: When the generation script fails.
     """
-    from driftcheck.cache import locked
-    from driftcheck.probes.envs import EnvError, _clean_env
+    from driftcheck.probes.builtin_models import ensure_model
 
-    out = tiny_model_dir()
-    if (out / "ready.json").exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with locked(out, timeout=timeout):
-        if (out / "ready.json").exists():
-            return out
-        if out.exists():
-            shutil.rmtree(out)
-        part = out.with_name(out.name + ".part")
-        shutil.rmtree(part, ignore_errors=True)
-        try:
-            proc = subprocess.run(
-                [str(python), os.path.abspath(__file__), str(part)],
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-                env=_clean_env(),
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise EnvError(f"cannot generate the tiny model: {exc}") from None
-        if proc.returncode != 0:
-            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-            shutil.rmtree(part, ignore_errors=True)
-            raise EnvError(f"generating the tiny model failed: {tail}")
-        os.replace(part, out)
-    return out
+    return ensure_model(sys.modules[__name__], python, timeout=timeout)
 
 
 # -- script side (the target environment's interpreter) ----------------------------------------

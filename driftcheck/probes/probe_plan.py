@@ -13,6 +13,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from driftcheck.errors import UsageError
 from driftcheck.probes.driver_env import driver_command, run_environment, shown_env
@@ -70,8 +71,8 @@ class ProbePlan:
 def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     """Describe the probe run without running, importing or building anything."""
     from driftcheck.host.load import load_host
+    from driftcheck.probes.builtin_models import recipe
     from driftcheck.probes.envs import EnvError, has_gpu
-    from driftcheck.probes.model import HIDDEN, NUM_LAYERS, VOCAB, config_dict, tiny_model_dir
     from driftcheck.probes.plan import check_model, client_needs
 
     if options.patches is not None and options.fix:
@@ -146,16 +147,10 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
             notes.append(str(exc))
     variants = [("unpatched", [])] + ([("patched", patch_desc)] if patch_desc else [])
 
-    tiny = options.model is None
-    if tiny:
-        where = tiny_model_dir()
-        state = "generated" if (where / "ready.json").exists() else "generated on first use"
-        model_lines = [
-            f"tiny local Llama ({NUM_LAYERS} layers, hidden {HIDDEN}, 2 heads of 32, random "
-            f"weights, offline-trained tokenizer): {where} ({state})",
-        ]
-        model_arg = str(where)
-        config = config_dict(VOCAB, 1, 2)
+    rec = recipe(options.model)
+    tiny = rec is not None
+    if rec is not None:
+        model_lines, model_arg, config = _builtin_model_lines(rec)
     else:
         model_lines = [f"{options.model}"]
         model_arg = options.model
@@ -171,7 +166,9 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     work = Path(tempfile.gettempdir()) / "driftcheck-probe-XXXX"
     copy_root = work / "unpatched" / "client"
     extra = [work / "shims"] if any("platform_plugins" in s for s in shims) else []
-    run_env = shown_env(run_environment(copy_root, extra, workload, cpu=cpu, offline=tiny))
+    model_env = {var: value for var, value, _, _ in rec.CPU_NEEDS} if rec and cpu else {}
+    run_env = run_environment(copy_root, extra, workload, cpu=cpu, offline=tiny)
+    run_env = shown_env({**run_env, **model_env}, extra=model_env)
     python = env.python if env is not None else Path("PYTHON")
     command = driver_command(python, work)
 
@@ -232,6 +229,20 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
         model_checks=model_checks,
         notes=notes,
     )
+
+
+def _builtin_model_lines(rec: ModuleType) -> tuple[list[str], str, dict]:
+    """A built-in model for ``--plan``: its lines, its folder, and its config (with placeholder
+    token ids: the static check reads only the architecture)."""
+    from driftcheck.probes.builtin_models import model_dir
+
+    where = model_dir(rec)
+    state = "generated" if (where / "ready.json").exists() else "generated on first use"
+    lines = [f"{rec.NAME}: {rec.describe()}: {where} ({state})"]
+    lines += [f"on the CPU: {var}={value} ({why})" for var, value, why, _ in rec.CPU_NEEDS]
+    if rec.TRUST_REMOTE_CODE:
+        lines.append("its folder carries its own configuration code (trusted)")
+    return lines, str(where), rec.plan_config()
 
 
 def plan_env_description(env: ProbeEnv) -> list[str]:

@@ -59,7 +59,7 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
     ver = f" ({report.client_version})" if report.client_version else ""
     w(f"driftcheck probe: {report.client}{ver} against {report.host}\n")
     w(f"  workload  {report.workload.description}\n")
-    model = "tiny local Llama " if report.tiny_model else ""
+    model = "built-in " if report.tiny_model else ""
     w(f"  model     {model}{report.model}\n")
     w(f"  env       {report.env.describe()}\n")
     for note in report.env.notes:

@@ -42,9 +42,48 @@ WORKLOADS = {
 }
 
 
+def declared_workload(tree: SourceTree) -> Workload | None:
+    """The workload a client declares itself, in its ``pyproject.toml``::
+
+        [tool.driftcheck.probe]
+        entry = "package.module:Class"
+        worker-module = "package.worker"
+
+    Raises:
+        UsageError: The table is there but incomplete.
+    """
+    from driftcheck.compat import tomllib
+
+    if not tree.exists("pyproject.toml"):
+        return None
+    try:
+        data = tomllib.loads(tree.read_text("pyproject.toml"))
+    except (tomllib.TOMLDecodeError, ValueError):
+        return None
+    table = data.get("tool", {}).get("driftcheck", {}).get("probe")
+    if not isinstance(table, dict):
+        return None
+    entry, worker = table.get("entry"), table.get("worker-module")
+    if not isinstance(entry, str) or ":" not in entry or not isinstance(worker, str):
+        raise UsageError(
+            f"{tree.label}: [tool.driftcheck.probe] needs entry = 'module:Class' and "
+            "worker-module = 'module'"
+        )
+    return Workload(
+        entry=entry, worker_module=worker, description=str(table.get("description", entry))
+    )
+
+
 def workload_for(tree: SourceTree) -> Workload:
+    """The client's workload: the one it declares, else the one the probe knows for its package."""
+    declared = declared_workload(tree)
+    if declared is not None:
+        return declared
     for top in tree.top_level_packages():
         if top in WORKLOADS:
             return WORKLOADS[top]
     known = ", ".join(sorted(WORKLOADS))
-    raise UsageError(f"no probe workload for {tree.label} (the probe knows: {known})")
+    raise UsageError(
+        f"no probe workload for {tree.label} (the probe knows: {known}; a client can declare "
+        "its own in [tool.driftcheck.probe])"
+    )

@@ -1,0 +1,177 @@
+"""The probe's built-in models: a name (``--model tiny-kimi-k2.5``; none means ``tiny-llama``)
+maps to a recipe module that is also a script. :func:`ensure_model` runs the script once with the
+target environment's interpreter (torch, transformers and tokenizers live there, not here) into a
+cache folder keyed by the recipe's hash; :func:`resolve_model` turns ``--model`` into what a run
+needs: the folder, whether its own code must be trusted, the transformers model its reference
+stage runs, and the environment variables vLLM needs for it on the CPU, each with the line in the
+target's vLLM that shows why (found in its source; a variable whose reason is not there is not
+set).
+
+A recipe module has ``NAME``, ``recipe_key()``, ``describe()``, ``config_dict(...)``,
+``TRUST_REMOTE_CODE``, ``REFERENCE`` (the folder, relative to the model's, that transformers
+loads for the reference stage: ``""`` is the model's own) and ``CPU_NEEDS`` (``(variable, value,
+why, evidence)``, the evidence a list of (file in the vllm package, text on its line), the first
+one the reason: the variable is set only when that text is in the target's source).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from driftcheck.cache import cache_root, locked
+from driftcheck.probes.envs import EnvError, _clean_env
+
+DEFAULT_MODEL = "tiny-llama"
+BUILTIN_MODELS = {
+    "tiny-llama": "driftcheck.probes.model",
+    "tiny-kimi-k2.5": "driftcheck.probes.tiny_kimi",
+}
+
+
+def recipe(name: str | None) -> ModuleType | None:
+    """The recipe module of a built-in model name (None: the default one), or None."""
+    module = BUILTIN_MODELS.get(name or DEFAULT_MODEL)
+    return importlib.import_module(module) if module else None
+
+
+def model_dir(rec: ModuleType) -> Path:
+    """Where a built-in model lives in the cache (whether or not it was generated yet)."""
+    return cache_root() / "models" / f"{rec.NAME}-{rec.recipe_key()}"
+
+
+def ensure_model(rec: ModuleType, python: Path | str, *, timeout: float = 600) -> Path:
+    """Generate a built-in model with ``python`` (an interpreter with torch and transformers),
+    once; later calls return the cached folder.
+
+    Raises:
+        EnvError: When the generation script fails.
+    """
+    out = model_dir(rec)
+    if (out / "ready.json").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with locked(out, timeout=timeout):
+        if (out / "ready.json").exists():
+            return out
+        if out.exists():
+            shutil.rmtree(out)
+        part = out.with_name(out.name + ".part")
+        shutil.rmtree(part, ignore_errors=True)
+        try:
+            proc = subprocess.run(
+                [str(python), os.path.abspath(rec.__file__), str(part)],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                env=_clean_env(),
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise EnvError(f"cannot generate the {rec.NAME} model: {exc}") from None
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+            shutil.rmtree(part, ignore_errors=True)
+            raise EnvError(f"generating the {rec.NAME} model failed: {tail}")
+        os.replace(part, out)
+    return out
+
+
+@dataclass
+class ResolvedModel:
+    """What ``--model`` means for a run."""
+
+    path: str
+    builtin: str | None = None  # the built-in model's name
+    trust_remote_code: bool = False
+    reference_model: str | None = None  # what the reference stage loads (built-in models only)
+    env: dict[str, str] = field(default_factory=dict)
+    shims: list[str] = field(default_factory=list)
+
+
+_VLLM_DIR = (
+    "import importlib.util as u; s = u.find_spec('vllm'); "
+    "print(list(s.submodule_search_locations)[0] if s else '')"
+)
+
+
+def vllm_dir(python: Path | str) -> Path | None:
+    """The target environment's ``vllm`` package folder (found, not imported)."""
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", _VLLM_DIR],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=_clean_env(),
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout.strip()
+    return Path(text) if proc.returncode == 0 and text else None
+
+
+def find_line(root: Path | None, rel: str, text: str) -> int | None:
+    """The first line of ``root/rel`` that contains ``text``."""
+    if root is None:
+        return None
+    try:
+        lines = (root / rel).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((i for i, line in enumerate(lines, start=1) if text in line), None)
+
+
+def cpu_needs(rec: ModuleType, python: Path | str) -> tuple[dict[str, str], list[str]]:
+    """The variables a built-in model needs on vLLM's CPU platform, and a shim line for each:
+    set only where the target's vLLM source shows the reason."""
+    needs = getattr(rec, "CPU_NEEDS", [])
+    if not needs:
+        return {}, []
+    root = vllm_dir(python)
+    env: dict[str, str] = {}
+    shims: list[str] = []
+    for var, value, why, evidence in needs:
+        found = [(rel, find_line(root, rel, text)) for rel, text in evidence]
+        if not found or found[0][1] is None:
+            continue
+        env[var] = value
+        where = ", ".join(f"vllm/{rel}:{line}" for rel, line in found if line is not None)
+        shims.append(f"{var}={value} for {rec.NAME} on the CPU: {why} ({where})")
+    return env, shims
+
+
+def resolve_model(
+    name: str | None, python: Path | str, *, cpu: bool, timeout: float = 600
+) -> ResolvedModel:
+    """``--model`` for a run: a built-in name (generated on first use), else a path or a hub
+    name as given.
+
+    Raises:
+        EnvError: A built-in model cannot be generated.
+    """
+    rec = recipe(name)
+    if rec is None:
+        assert name is not None
+        path = Path(name).expanduser()
+        return ResolvedModel(path=str(path.resolve()) if path.exists() else name)
+    where = ensure_model(rec, python, timeout=timeout)
+    env, shims = cpu_needs(rec, python) if cpu else ({}, [])
+    ref = getattr(rec, "REFERENCE", "")
+    return ResolvedModel(
+        path=str(where),
+        builtin=rec.NAME,
+        trust_remote_code=bool(getattr(rec, "TRUST_REMOTE_CODE", False)),
+        reference_model=str(where / ref) if ref else str(where),
+        env=env,
+        shims=shims,
+    )

@@ -1,0 +1,447 @@
+"""The built-in ``tiny-kimi-k2.5``: Kimi-K2.5's architecture (``KimiK25ForConditionalGeneration``,
+a multimodal wrapper around a DeepSeek-V3-like text model: MLA attention weights, a dense first
+layer, then routed plus shared experts; a MoonViT vision tower and a patch-merger projector) at a
+size that runs on the CPU, with random weights and an offline-trained tokenizer.
+
+The text model keeps the real config's proportions: the first layer dense
+(``first_k_dense_replace=1``), the rest MoE (4 routed experts, top 2, one shared, sigmoid
+scores with a correction bias, ``noaux_tc``), low-rank query and key/value projections, and a
+rotary part of half the non-rotary query/key width. vLLM's CPU platform refuses MLA, so the
+probe runs it with MLA disabled, where ``DeepseekV2Attention`` hands the attention backend the
+full query/key head (``qk_nope_head_dim + qk_rope_head_dim`` = 96, a size the CPU kernels take;
+``v`` is padded up to it). :data:`CPU_NEEDS` says so, with the line in vLLM that shows it.
+
+transformers has no ``kimi_k25`` model type, so the folder carries its own small configuration
+module (``configuration_kimi_k25.py``, named by ``auto_map``) and image processor
+(``image_processing_tiny_kimi.py``: every image or video chunk becomes one fixed 4x4-patch grid,
+4 tokens after the 2x2 merge). ``reference/`` holds the same language-model weights as a plain
+transformers ``DeepseekV3ForCausalLM``, for the probe's reference stage.
+
+Like :mod:`driftcheck.probes.model`, this file is also a script, run with the target
+environment's interpreter (``python tiny_kimi.py OUT_DIR``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+NAME = "tiny-kimi-k2.5"
+RECIPE_VERSION = 1
+SEED = 2511
+VOCAB = 512
+MAX_LEN = 2048
+SPECIAL_TOKENS = [
+    "<unk>",
+    "<s>",
+    "</s>",
+    "<|media_begin|>",
+    "<|media_content|>",
+    "<|media_end|>",
+    "<|media_pad|>",
+]
+MEDIA_PAD = "<|media_pad|>"
+TRUST_REMOTE_CODE = True  # the folder's own configuration module (transformers has no kimi_k25)
+
+# What vLLM needs to run this model on its CPU platform: (variable, value, why, evidence), the
+# evidence being (file in the vllm package, text on the line); the first one is the reason.
+CPU_NEEDS = [
+    (
+        "VLLM_MLA_DISABLE",
+        "1",
+        "vLLM's CPU platform refuses MLA attention; with MLA disabled ModelConfig.use_mla is "
+        "False and the DeepSeek-V2 decoder layer builds DeepseekV2Attention (the same weights, "
+        "not absorbed; head size qk_nope_head_dim + qk_rope_head_dim)",
+        [
+            ("platforms/cpu.py", "MLA is not supported on CPU"),
+            ("config/model.py", "return self.is_deepseek_mla and not envs.VLLM_MLA_DISABLE"),
+            ("model_executor/models/deepseek_v2.py", "elif model_config.use_mla:"),
+        ],
+    ),
+]
+
+CORPUS = """\
+Kimi reads long documents, looks at pictures and short videos, and answers in several languages.
+A mixture of experts routes every token to a few of its feed-forward experts; a shared expert
+sees every token. Multi-head latent attention compresses keys and values into a small latent.
+Speculative decoding trains a small draft model on hidden states taken from the target model.
+The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.
+0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 100 1000 3.14159 2.71828
+User: Describe the image. Assistant: A red kite flies over a green hill under a pale sky.
+User: Summarise the video. Assistant: Two cats chase a ball of yarn across a wooden floor.
+"""
+
+
+def text_config(vocab_size: int, bos: int, eos: int) -> dict:
+    """The text model's config: Kimi-K2.5's ``text_config`` keys, scaled down."""
+    return {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "kimi_k2",
+        "vocab_size": vocab_size,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "moe_intermediate_size": 32,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "n_shared_experts": 1,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "routed_scaling_factor": 2.827,
+        "n_group": 1,
+        "topk_group": 1,
+        "topk_method": "noaux_tc",
+        "scoring_func": "sigmoid",
+        "norm_topk_prob": True,
+        "first_k_dense_replace": 1,
+        "moe_layer_freq": 1,
+        "q_lora_rank": 32,
+        "kv_lora_rank": 32,
+        "qk_nope_head_dim": 64,
+        "qk_rope_head_dim": 32,
+        "v_head_dim": 64,
+        "num_nextn_predict_layers": 0,
+        "hidden_act": "silu",
+        "max_position_embeddings": MAX_LEN,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 50000.0,
+        "rope_scaling": None,
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "initializer_range": 0.02,
+        "tie_word_embeddings": False,
+        "bos_token_id": bos,
+        "eos_token_id": eos,
+        "torch_dtype": "float32",
+        "use_cache": True,
+    }
+
+
+def vision_config() -> dict:
+    """The vision tower's and projector's config (Kimi-K2.5's ``vision_config`` keys)."""
+    return {
+        "model_type": "kimi_k25_vision",
+        "patch_size": 14,
+        "init_pos_emb_height": 4,
+        "init_pos_emb_width": 4,
+        "init_pos_emb_time": 4,
+        "pos_emb_type": "divided_fixed",
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "merge_kernel_size": [2, 2],
+        "video_attn_type": "spatial_temporal",
+        "merge_type": "sd2_tpool",
+        "mm_projector_type": "patchmerger",
+        "mm_hidden_size": 32,
+        "projector_hidden_act": "gelu",
+        "projector_ln_eps": 1e-5,
+    }
+
+
+def config_dict(vocab_size: int, bos: int, eos: int, media_pad: int) -> dict:
+    """The model's ``config.json``."""
+    return {
+        "architectures": ["KimiK25ForConditionalGeneration"],
+        "model_type": "kimi_k25",
+        "auto_map": {"AutoConfig": "configuration_kimi_k25.KimiK25Config"},
+        "media_placeholder_token_id": media_pad,
+        "pad_token_id": 0,
+        "ignore_index": -100,
+        "use_unified_vision_chunk": False,
+        "video_placeholder": "<|kimi_k25_video_placeholder|>",
+        "bos_token_id": bos,
+        "eos_token_id": eos,
+        "torch_dtype": "float32",
+        "text_config": text_config(vocab_size, bos, eos),
+        "vision_config": vision_config(),
+    }
+
+
+def describe() -> str:
+    """One line for ``--plan`` and the report."""
+    t = text_config(VOCAB, 1, 2)
+    v = vision_config()
+    return (
+        f"tiny Kimi-K2.5 (KimiK25ForConditionalGeneration: {t['num_hidden_layers']} DeepSeek-V3 "
+        f"layers, {t['first_k_dense_replace']} dense, {t['n_routed_experts']} routed experts "
+        f"top-{t['num_experts_per_tok']} + {t['n_shared_experts']} shared, MLA weights "
+        f"q_lora {t['q_lora_rank']} kv_lora {t['kv_lora_rank']}, hidden {t['hidden_size']}; "
+        f"{v['num_hidden_layers']}-layer vision tower; random weights, offline-trained tokenizer)"
+    )
+
+
+def plan_config() -> dict:
+    """The config with placeholder token ids (before the tokenizer is trained): for ``--plan``
+    and the recipe's key."""
+    return config_dict(VOCAB, 1, 2, len(SPECIAL_TOKENS) - 1)
+
+
+def recipe_key() -> str:
+    """Identifies this recipe: a changed recipe generates a new model folder."""
+    text = json.dumps(
+        [
+            RECIPE_VERSION,
+            SEED,
+            plan_config(),
+            CORPUS,
+            SPECIAL_TOKENS,
+            CONFIG_MODULE,
+            PROCESSOR_MODULE,
+        ],
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# -- the folder's own code (run by transformers from the model folder) -------------------------
+
+CONFIG_MODULE = '''\
+"""Kimi-K2.5's configuration as transformers reads it from this folder (``auto_map``): a
+wrapper config with a text and a vision sub-config. Written for driftcheck's tiny model."""
+
+from transformers import PretrainedConfig
+
+
+class KimiK25TextConfig(PretrainedConfig):
+    model_type = "kimi_k2"
+
+
+class KimiK25VisionConfig(PretrainedConfig):
+    model_type = "kimi_k25_vision"
+
+
+class KimiK25Config(PretrainedConfig):
+    model_type = "kimi_k25"
+    sub_configs = {"text_config": KimiK25TextConfig, "vision_config": KimiK25VisionConfig}
+
+    def __init__(self, text_config=None, vision_config=None, **kwargs):
+        if not isinstance(text_config, PretrainedConfig):
+            text_config = KimiK25TextConfig(**(text_config or {}))
+        if not isinstance(vision_config, PretrainedConfig):
+            vision_config = KimiK25VisionConfig(**(vision_config or {}))
+        self.text_config = text_config
+        self.vision_config = vision_config
+        super().__init__(**kwargs)
+'''
+
+PROCESSOR_MODULE = '''\
+"""A tiny image processor with the methods vLLM's Kimi-K2.5 processing calls: every image or
+video chunk is resized to one fixed grid of patches. Written for driftcheck's tiny model."""
+
+import numpy as np
+import torch
+from transformers.image_processing_utils import BaseImageProcessor
+
+
+class TinyKimiImageProcessor(BaseImageProcessor):
+    model_input_names = ["pixel_values", "grid_thws"]
+
+    def __init__(self, patch_size=14, grid=4, merge_kernel_size=(2, 2), num_frames_per_chunk=4,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.patch_size = patch_size
+        self.grid = grid
+        self.merge_kernel_size = list(merge_kernel_size)
+        self.num_frames_per_chunk = num_frames_per_chunk
+
+    def _frames(self, chunk):
+        if chunk["type"] == "image":
+            return [chunk["image"]]
+        return list(chunk["video_chunk"])
+
+    def media_tokens_calculator(self, chunk):
+        kh, kw = self.merge_kernel_size
+        return (self.grid // kh) * (self.grid // kw)
+
+    def _patches(self, frame):
+        side = self.patch_size * self.grid
+        img = frame.convert("RGB").resize((side, side))
+        x = torch.from_numpy(np.asarray(img, dtype=np.float32) / 127.5 - 1.0)
+        x = x.permute(2, 0, 1)
+        p, g = self.patch_size, self.grid
+        x = x.reshape(3, g, p, g, p).permute(1, 3, 0, 2, 4)
+        return x.reshape(g * g, 3, p, p)
+
+    def preprocess(self, vision_chunks, **kwargs):
+        pixels, grids = [], []
+        for chunk in vision_chunks:
+            frames = self._frames(chunk)
+            pixels += [self._patches(f) for f in frames]
+            grids.append([len(frames), self.grid, self.grid])
+        return {"pixel_values": torch.cat(pixels), "grid_thws": torch.tensor(grids)}
+
+    def split_video_chunks(self, video):
+        n = self.num_frames_per_chunk
+        frames = list(video)
+        return [
+            {"type": "video_chunk", "video_chunk": frames[i : i + n]}
+            for i in range(0, len(frames), n)
+        ]
+'''
+
+PROCESSOR_CONFIG = {
+    "auto_map": {"AutoImageProcessor": "image_processing_tiny_kimi.TinyKimiImageProcessor"},
+    "image_processor_type": "TinyKimiImageProcessor",
+    "patch_size": 14,
+    "grid": 4,
+    "merge_kernel_size": [2, 2],
+    "num_frames_per_chunk": 4,
+}
+
+
+# -- script side (the target environment's interpreter) ----------------------------------------
+
+
+def _train_tokenizer(out: Path) -> tuple[int, int, int, int]:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator([CORPUS] * 4, trainer=trainer)
+    tok.save(str(out / "tokenizer.json"))
+    ids = [tok.token_to_id(t) for t in ("<s>", "</s>", MEDIA_PAD)]
+    specials = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    extra = [t for t in SPECIAL_TOKENS if t.startswith("<|")]
+    (out / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                **specials,
+                "additional_special_tokens": extra,
+                "model_max_length": MAX_LEN,
+                "clean_up_tokenization_spaces": False,
+            },
+            indent=2,
+        )
+    )
+    (out / "special_tokens_map.json").write_text(
+        json.dumps({**specials, "additional_special_tokens": extra}, indent=2)
+    )
+    return tok.get_vocab_size(), ids[0], ids[1], ids[2]
+
+
+def _draw(shape: tuple[int, ...], name: str, gen: object) -> object:
+    """Unit-ish gain: norms near 1, matrices scaled by their fan-in, the rest small."""
+    import torch
+
+    if "norm" in name and name.endswith(".weight"):
+        return 1.0 + 0.1 * torch.randn(shape, generator=gen)
+    if name.endswith("e_score_correction_bias") or name.endswith(".bias"):
+        return 0.02 * torch.randn(shape, generator=gen)
+    if "embed_tokens" in name or "pos_emb" in name:
+        return torch.randn(shape, generator=gen)
+    fan_in = 1
+    for d in shape[1:]:
+        fan_in *= d
+    return torch.randn(shape, generator=gen) / (fan_in**0.5)
+
+
+def _text_state(cfg: dict, gen: object) -> dict:
+    """The language model's weights, named as transformers' DeepseekV3ForCausalLM names them."""
+    import torch
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+    keep = {k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
+    config = DeepseekV3Config(**keep)
+    with torch.device("meta"):
+        model = DeepseekV3ForCausalLM(config)
+    return {
+        name: _draw(tuple(t.shape), name, gen).contiguous().to(torch.float32)
+        for name, t in model.state_dict().items()
+        if "rotary_emb" not in name
+    }
+
+
+def vision_shapes(v: dict, text_hidden: int) -> dict[str, tuple[int, ...]]:
+    """The vision tower's and projector's checkpoint names and shapes (the names vLLM's
+    ``MoonViT3dPretrainedModel`` and ``KimiK25MultiModalProjector`` load, the projector's
+    linears as ``proj.0``/``proj.2``, which vLLM's weight mapper renames)."""
+    h, m, p = v["hidden_size"], v["intermediate_size"], v["patch_size"]
+    kh, kw = v["merge_kernel_size"]
+    merged = h * kh * kw
+    shapes: dict[str, tuple[int, ...]] = {
+        "vision_tower.patch_embed.proj.weight": (h, 3, p, p),
+        "vision_tower.patch_embed.proj.bias": (h,),
+        "vision_tower.patch_embed.pos_emb.weight": (
+            v["init_pos_emb_height"],
+            v["init_pos_emb_width"],
+            h,
+        ),
+        "vision_tower.encoder.final_layernorm.weight": (h,),
+        "vision_tower.encoder.final_layernorm.bias": (h,),
+        "mm_projector.pre_norm.weight": (h,),
+        "mm_projector.pre_norm.bias": (h,),
+        "mm_projector.proj.0.weight": (merged, merged),
+        "mm_projector.proj.0.bias": (merged,),
+        "mm_projector.proj.2.weight": (text_hidden, merged),
+        "mm_projector.proj.2.bias": (text_hidden,),
+    }
+    for i in range(v["num_hidden_layers"]):
+        b = f"vision_tower.encoder.blocks.{i}"
+        for norm in ("norm0", "norm1"):
+            shapes[f"{b}.{norm}.weight"] = (h,)
+            shapes[f"{b}.{norm}.bias"] = (h,)
+        shapes[f"{b}.wqkv.weight"] = (3 * h, h)
+        shapes[f"{b}.wqkv.bias"] = (3 * h,)
+        shapes[f"{b}.wo.weight"] = (h, h)
+        shapes[f"{b}.wo.bias"] = (h,)
+        shapes[f"{b}.mlp.fc0.weight"] = (m, h)
+        shapes[f"{b}.mlp.fc0.bias"] = (m,)
+        shapes[f"{b}.mlp.fc1.weight"] = (h, m)
+        shapes[f"{b}.mlp.fc1.bias"] = (h,)
+    return shapes
+
+
+def _write_model(out: Path, vocab: int, bos: int, eos: int, media_pad: int) -> dict:
+    import torch
+    from safetensors.torch import save_file
+
+    cfg = config_dict(vocab, bos, eos, media_pad)
+    (out / "config.json").write_text(json.dumps(cfg, indent=2))
+    (out / "configuration_kimi_k25.py").write_text(CONFIG_MODULE)
+    (out / "image_processing_tiny_kimi.py").write_text(PROCESSOR_MODULE)
+    (out / "preprocessor_config.json").write_text(json.dumps(PROCESSOR_CONFIG, indent=2))
+    gen_cfg = {"bos_token_id": bos, "eos_token_id": eos}
+    (out / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2))
+    gen = torch.Generator().manual_seed(SEED)
+    text = _text_state(cfg["text_config"], gen)
+    vision = {
+        name: _draw(shape, name, gen).contiguous().to(torch.float32)
+        for name, shape in vision_shapes(
+            cfg["vision_config"], cfg["text_config"]["hidden_size"]
+        ).items()
+    }
+    state = {f"language_model.{k}": v for k, v in text.items()} | vision
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    # The reference: the same language-model tensors as a plain transformers model.
+    ref = out / "reference"
+    ref.mkdir()
+    ref_cfg = {**cfg["text_config"], "model_type": "deepseek_v3"}
+    (ref / "config.json").write_text(json.dumps(ref_cfg, indent=2))
+    save_file(text, str(ref / "model.safetensors"), metadata={"format": "pt"})
+    return {"tensors": len(state), "parameters": sum(t.numel() for t in state.values())}
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    vocab, bos, eos, media_pad = _train_tokenizer(out)
+    sizes = _write_model(out, vocab, bos, eos, media_pad)
+    ready = {"recipe": recipe_key(), "name": NAME, "vocab_size": vocab, **sizes}
+    (out / "ready.json").write_text(json.dumps(ready))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
