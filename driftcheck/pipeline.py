@@ -25,6 +25,8 @@ from driftcheck.findings import Finding
 from driftcheck.gates import Gate, all_of
 from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
+from driftcheck.host.served_model import ServedModel
+from driftcheck.model_configs import served_for
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.specs import PackageSpec, parse_spec
@@ -61,6 +63,8 @@ class ScanResult:
     #: verification's counts, time and environments.
     refuted: list[Finding] = field(default_factory=list)
     verification: dict | None = None
+    #: The classes the host builds for the served model (hosts that serve models).
+    served: ServedModel | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict:
         """The JSON contract."""
@@ -70,6 +74,7 @@ class ScanResult:
             "findings": [f.to_dict() for f in self.findings],
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "stats": {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()},
+            **({"served_model": self.served.to_dict()} if self.served is not None else {}),
             **(
                 {
                     "verification": self.verification,
@@ -81,12 +86,19 @@ class ScanResult:
         }
 
 
-def collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: RuleSet) -> list[Use]:
+def collect_uses(
+    client: Client,
+    types_api: HostAPI,
+    roots: set[str],
+    rules: RuleSet,
+    served: ServedModel | None = None,
+) -> list[Use]:
     """The client's uses of the host, from the uses cache when the same client files were
-    analysed against the same host release and rules before."""
+    analysed against the same host release, rules and served model before."""
     from driftcheck.client.cache import load_uses, save_uses, uses_key
 
-    key = uses_key({**client.texts, **client.unread}, types_api, roots, rules.digest)
+    digest = rules.digest + (served.digest() if served is not None else "")
+    key = uses_key({**client.texts, **client.unread}, types_api, roots, digest)
     client.uses_key = key
     cached = load_uses(key)
     if cached is not None:
@@ -94,7 +106,7 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Rul
         client.skipped.extend(skipped)
         return uses
     parse_client(client)
-    uses = _collect_uses(client, types_api, roots, rules)
+    uses = _collect_uses(client, types_api, roots, rules, served)
     client.mixed, client.own_names = client.mixed_methods(), client.names()
     client.index = None  # the syntax trees are not needed past this point: free them
     client.modules.clear()
@@ -102,7 +114,13 @@ def collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Rul
     return uses
 
 
-def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: RuleSet) -> list[Use]:
+def _collect_uses(
+    client: Client,
+    types_api: HostAPI,
+    roots: set[str],
+    rules: RuleSet,
+    served: ServedModel | None,
+) -> list[Use]:
     """Index the client repo-wide, then collect every use of the host, file by file."""
     index = ClientIndex()
     client.index = index
@@ -112,7 +130,10 @@ def _collect_uses(client: Client, types_api: HostAPI, roots: set[str], rules: Ru
         except RecursionError:
             client.skipped.append((info.file, "too deeply nested to analyse"))
             del client.modules[name]
-    types = TypeInferrer(index, types_api, rules.bindings(types_api.name))
+    bindings = rules.bindings(types_api.name)
+    if served is not None:
+        bindings.attributes.update(served.attributes)
+    types = TypeInferrer(index, types_api, bindings)
     apply_bindings(index, types)
     dists = {types_api.name, types_api.name.removesuffix("-cpu")}
     gates = GateReader(index, roots, dists)
@@ -165,7 +186,12 @@ def _function_gate(gates: dict[str, Gate], scope: str) -> Gate | None:
 
 
 def run_checks(
-    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client, rules: RuleSet
+    uses: list[Use],
+    target: HostAPI,
+    baseline: HostAPI | None,
+    client: Client,
+    rules: RuleSet,
+    served: ServedModel | None = None,
 ) -> list[Finding]:
     """Run every registered check on every use; findings sorted by place.
 
@@ -180,7 +206,7 @@ def run_checks(
         if isinstance(cached, dict) and isinstance(cached.get("findings"), list):
             target.undecided = list(cached.get("undecided", []))
             return cached["findings"]
-    findings = _run_checks(uses, target, baseline, client, rules)
+    findings = _run_checks(uses, target, baseline, client, rules, served)
     target.undecided = _undecided(uses, target)
     if key is not None:
         save_findings(key, {"findings": findings, "undecided": target.undecided})
@@ -198,7 +224,12 @@ def _undecided(uses: list[Use], target: HostAPI) -> list[str]:
 
 
 def _run_checks(
-    uses: list[Use], target: HostAPI, baseline: HostAPI | None, client: Client, rules: RuleSet
+    uses: list[Use],
+    target: HostAPI,
+    baseline: HostAPI | None,
+    client: Client,
+    rules: RuleSet,
+    served: ServedModel | None,
 ) -> list[Finding]:
     from driftcheck.rules.matching import apply_rules
 
@@ -212,6 +243,7 @@ def _run_checks(
         client_names=client.names(),
         rules=rules,
         fresh=fresh,
+        served=served,
     )
     unbased = replace(ctx, baseline=None)  # shares ``reported``: each drift is reported once
     findings: list[Finding] = []
@@ -303,6 +335,7 @@ def scan(
     exclude: tuple[str, ...] | list[str] = (),
     disable: Iterable[str] = (),
     rules: RuleSet | None = None,
+    model: str | None = None,
 ) -> ScanResult:
     """Scan a client against a target host release.
 
@@ -316,13 +349,16 @@ def scan(
         disable: Ids not to report (:mod:`driftcheck.registry`): a check or rule id drops
             its findings (a disabled rule is not run), a kind every finding of that kind.
         rules: The rules to use; default: the built-in rules (:func:`driftcheck.load_rules`).
+        model: The model the host serves (a folder, a ``config.json``, a cached model id or a
+            built-in tiny model); default: the probe's tiny Llama. Only for hosts whose binding
+            rules say where they keep their models.
 
     Raises:
         UsageError: A bad spec, an unknown id in ``disable``, or a host without a name.
         DriftcheckError: Fetching or reading a package failed.
     """
     with fewer_gc_passes():
-        return _scan(client, against, baseline, host, progress, exclude, disable, rules)
+        return _scan(client, against, baseline, host, progress, exclude, disable, rules, model)
 
 
 @contextmanager
@@ -348,6 +384,7 @@ def _scan(
     exclude: tuple[str, ...] | list[str],
     disable: Iterable[str],
     rules: RuleSet | None,
+    model: str | None = None,
 ) -> ScanResult:
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
@@ -370,9 +407,16 @@ def _scan(
     )
     t1 = time.perf_counter()
     roots = target.roots | (base_api.roots if base_api else set())
-    uses = collect_uses(cl, base_api or target, roots, rules)
+    spec = rules.bindings(target.name).served
+    if spec is None and model is not None:
+        raise UsageError(
+            f"--model {model}: no binding rule says where {host_name} keeps the models it "
+            "serves ([binding.served_model])"
+        )
+    served = served_for(spec, model, target, base_api) if spec is not None else None
+    uses = collect_uses(cl, base_api or target, roots, rules, served)
     t2 = time.perf_counter()
-    findings = run_checks(uses, target, base_api, cl, rules)
+    findings = run_checks(uses, target, base_api, cl, rules, served)
     findings = [f for f in findings if not is_disabled(f, disabled)]
     save_snapshots()
     t3 = time.perf_counter()
@@ -393,6 +437,7 @@ def _scan(
         rules=rules,
         target_api=target,
         baseline_api=base_api,
+        served=served,
         stats={
             "load_seconds": t1 - t0,
             "uses_seconds": t2 - t1,

@@ -47,6 +47,7 @@ KINDS: dict[str, str] = {
     "string-ref": "host code named in a string is gone",
     "behaviour-change": "the code runs, but does something else (defaults, implementation swaps)",
     "deprecated": "a host API the client uses now warns that it is deprecated",
+    "served-model": "the class the served model's config selects lacks what the client reaches",
 }
 SEVERITIES = ("info", "warning", "error")
 
@@ -81,6 +82,7 @@ KIND_WITNESS: dict[str, str] = {
     "return-semantics": "workload",
     "call-protocol": "workload",
     "behaviour-change": "workload",
+    "served-model": "workload",
 }
 
 
@@ -134,6 +136,7 @@ CHECKS: dict[str, BuiltinCheck] = {
         BuiltinCheck(
             "host-migration", "return-semantics", "error", "driftcheck.checks.host_migration"
         ),
+        BuiltinCheck("served-model", "served-model", "error", "driftcheck.checks.served_model"),
     )
 }
 

@@ -22,6 +22,7 @@ from driftcheck.checks import (
     positional,
     protocol,
     return_semantics,
+    served_model,
     string_ref,
 )
 from driftcheck.checks.context import CheckContext
@@ -35,6 +36,7 @@ ClientCheck = Callable[[CheckContext], list[Finding]]
 PER_USE: tuple[Check, ...] = (
     missing_symbol.check,
     attribute_missing.check,
+    served_model.check,
     call_signature.check,
     positional.check,
     default_change.check,

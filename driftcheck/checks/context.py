@@ -10,6 +10,7 @@ from driftcheck.findings import Evidence, Finding, Fix, Shape, Site
 from driftcheck.gates import Side
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.host.served import REMOVED, Served
+from driftcheck.host.served_model import ServedModel
 from driftcheck.registry import CHECKS
 from driftcheck.rules.ruleset import Bindings, RuleSet
 
@@ -33,6 +34,8 @@ class CheckContext:
     rules: RuleSet = field(default_factory=RuleSet)
     #: ``id()`` of the uses gated away from the baseline: code only newer releases run.
     fresh: set[int] = field(default_factory=set)
+    #: The classes the host builds for the served model (``scan --model``), if it serves one.
+    served: ServedModel | None = None
 
     @property
     def bindings(self) -> Bindings:

@@ -43,6 +43,7 @@ def fix(
     config_path: str | None,
     rule_dirs: tuple[str, ...],
     mined_only: bool,
+    model: str | None,
     out: str,
     apply_: bool,
     unsafe_fixes: bool,

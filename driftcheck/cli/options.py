@@ -82,6 +82,13 @@ def scan_options(func: Callable) -> Callable:
             "ones (repeat).",
         ),
         click.option(
+            "--model",
+            metavar="NAME_OR_PATH",
+            help="The model the host serves, for hosts that build the model from its config "
+            "(vLLM): a folder or config.json, a model id in the Hugging Face cache, or a "
+            "built-in tiny model. Default: the probe's tiny Llama.",
+        ),
+        click.option(
             "--mined-only",
             is_flag=True,
             help="Run without the built-in drift rules (binding rules stay): only what the "
@@ -121,5 +128,6 @@ def run_settings(params: dict) -> dict:
         "disable": frozenset(disable or cfg.disable),
         "exclude": list(exclude or cfg.exclude),
         "rules": rules,
+        "model": params.get("model"),
         "config": cfg,
     }

@@ -60,6 +60,7 @@ def scan(
     config_path: str | None,
     rule_dirs: tuple[str, ...],
     mined_only: bool,
+    model: str | None,
     accepted_path: str | None,
     write_baseline: str | None,
     output: click.utils.LazyFile,

@@ -35,8 +35,12 @@ class MemberUses:
         if owner is None:
             return None
         cls = self.types.host_class(owner)
-        if cls is None:
+        if cls is None and owner.kind == "host" and owner.path in self.types.bound_classes:
+            path = owner.path  # a class a binding names that only the other release has
+        elif cls is None:
             return None
+        else:
+            path = cls.path
         member = attr.attr
         if owner.kind == "client":
             info = self.index.classes.get(owner.path)
@@ -45,11 +49,11 @@ class MemberUses:
         use = self._add(
             kind,
             at,
-            f"{cls.path}.{member}",
-            receiver=cls.path,
+            f"{path}.{member}",
+            receiver=path,
             member=member,
             receiver_expr=self.source.segment(attr.value),
-            via=self._via(attr.value) if gate is None else self._arm(attr.value, cls.path, gate),
+            via=self._via(attr.value) if gate is None else self._arm(attr.value, path, gate),
             holder=self._holder(attr.value),
             **kw,
         )

@@ -36,6 +36,8 @@ class TypeInferrer:
         self.bindings = bindings or Bindings()
         #: Host attribute path -> runtime class, from binding rules.
         self.attribute_overrides = self.bindings.attributes
+        #: The classes those bindings name.
+        self.bound_classes = set(self.attribute_overrides.values())
         #: ``id()`` of values assigned in the arms of ``if``\ s on the host -> the arm's gate.
         self.value_gates: dict[int, Gate] = {}
 
@@ -290,6 +292,10 @@ class TypeInferrer:
                     if got is not None:
                         return got
                 return None
+        if owner.kind == "host" and f"{owner.path}.{name}" in self.attribute_overrides:
+            # Bindings may name classes of the other release (a served model only the target
+            # has): they are followed by path.
+            return TypeRef("host", self.attribute_overrides[f"{owner.path}.{name}"])
         cls = self.host_class(owner)
         if cls is None:
             return None

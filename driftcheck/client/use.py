@@ -54,3 +54,9 @@ class Use:
     #: Attribute reads after the client's imported name (``np.compat.os_fspath``: 2): what the
     #: client imports is the symbol without them; 0 for imports and members.
     reads: int = 0
+    #: For calls of host functions: the host classes of the positional arguments ('' where
+    #: unknown; None when none is known).
+    arg_classes: tuple[str, ...] | None = None
+    #: For a tested call: what the client does when it is False (``raise ValueError``,
+    #: ``return``), when the branch starts with that.
+    on_false: str | None = None

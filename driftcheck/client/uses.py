@@ -266,6 +266,8 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                     result=result,
                     result_indexed=indexed,
                     reads=_reads(node.func),
+                    arg_classes=self._arg_classes(positional),
+                    on_false=_on_false(node, self.parents) if result == "truth-tested" else None,
                 )
                 self._string_args(node, name)
                 return
@@ -290,6 +292,13 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         via=f"{name.rsplit('.', 1)[-1]} inherits its __init__",
                     )
                 return
+
+    def _arg_classes(self, args: list[ast.expr]) -> tuple[str, ...] | None:
+        """The host classes of a host call's positional arguments ('' where unknown), or None
+        when none is known."""
+        refs = [self.types.infer(a, self.func, self.module) for a in args[:4]]
+        paths = tuple(r.path if r is not None and r.kind == "host" else "" for r in refs)
+        return paths if any(paths) else None
 
     def _assigned_name_indexed(self, node: ast.Call) -> bool:
         """For ``x = call(...)``: is ``x`` subscripted in the same function?"""
@@ -355,6 +364,24 @@ def _result_usage(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
         if isinstance(parent, ast.comprehension) and node in parent.ifs:
             return "truth-tested"
     return "used"
+
+
+def _on_false(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
+    """What the client does when a tested call returns False: ``raise ValueError`` or
+    ``return`` when the branch an ``if`` takes then starts with it (None: anything else)."""
+    parent, negated = parents.get(node), False
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        node, parent, negated = parent, parents.get(parent), True
+    if not (isinstance(parent, ast.If) and parent.test is node):
+        return None
+    branch = parent.body if negated else parent.orelse
+    first = branch[0] if branch else None
+    if isinstance(first, ast.Raise):
+        exc = first.exc.func if isinstance(first.exc, ast.Call) else first.exc
+        return f"raise {ast.unparse(exc)}" if exc is not None else "raise"
+    if isinstance(first, ast.Return):
+        return "return"
+    return None
 
 
 def _client_params(node: ast.AST) -> list[tuple[str, str, bool]]:

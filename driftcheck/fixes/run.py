@@ -62,6 +62,7 @@ def fix(
     disable: Iterable[str] = (),
     rules: RuleSet | None = None,
     progress: Callable[[str], None] | None = None,
+    model: str | None = None,
 ) -> FixResult:
     """Scan ``client`` and fix its drift: patches into ``out``, or rewrites with ``apply``.
 
@@ -80,6 +81,7 @@ def fix(
         disable: Ids not to report or fix (as for :func:`driftcheck.scan`).
         rules: The rules to use; default: the built-in rules.
         progress: Callback receiving short progress messages.
+        model: The served model (as for :func:`driftcheck.scan`).
 
     Raises:
         UsageError: ``apply`` on a client that is not a directory, or bad arguments.
@@ -93,6 +95,7 @@ def fix(
         disable=disable,
         rules=rules,
         progress=progress,
+        model=model,
     )
     if verify:
         from driftcheck.witness.verify import verify_result
@@ -110,6 +113,7 @@ def fix(
             exclude=list(exclude),
             disable=disable,
             rules=rules,
+            model=model,
         )
 
     proof = prove(result, rescan, unsafe=unsafe, verify=verify)

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from driftcheck.accepted import Triage
 from driftcheck.findings import Finding
+from driftcheck.host.served_model import ServedModel
 from driftcheck.pipeline import ScanResult
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -33,6 +34,8 @@ def render(
         f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] against "
         f"[bold]{escape(result.host_name)} {escape(result.target)}[/] (baseline {escape(base)})"
     )
+    if result.served is not None:
+        console.print(escape(served_line(result.served)))
     for file, group in groupby(result.findings, key=lambda f: f.file):
         console.print()
         console.print(f"[bold underline]{escape(file)}[/]")
@@ -116,3 +119,12 @@ def summary(result: ScanResult) -> str:
     parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
     files = len({f.file for f in result.findings})
     return f"Found {len(result.findings)} drift(s) in {files} file(s): {', '.join(parts)}."
+
+
+def served_line(served: ServedModel) -> str:
+    """``served model: NAME -> Class (module)``, or why no class was found."""
+    if served.top is None:
+        return f"served model: {served.model}: {served.problem}"
+    module, _, cls = served.top.rpartition(".")
+    arch = "" if served.architecture == cls else f" (architecture {served.architecture})"
+    return f"served model: {served.model}{arch} -> {cls} ({module})"

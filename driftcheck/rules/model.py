@@ -134,6 +134,12 @@ def load_rule(path: Path) -> Rule:
         if match.get("use", "any") not in USE_KINDS:
             raise RuleError(f"{path}: [match] use must be one of {', '.join(USE_KINDS)}")
         need("message", str)
+    served = data.get("binding", {}).get("served_model")
+    if served is not None and not (
+        isinstance(served, dict)
+        and all(isinstance(served.get(k), str) for k in ("holder", "registry", "package"))
+    ):
+        raise RuleError(f"{path}: [binding.served_model] needs holder, registry and package")
     fix = None
     if "fix" in data:
         f = data["fix"]

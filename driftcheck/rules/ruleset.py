@@ -8,12 +8,13 @@ so an installed wheel has the same rules as a checkout. A user's rule folders ex
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
 from driftcheck.errors import UsageError
+from driftcheck.host.served_model import ServedSpec
 from driftcheck.rules.model import Rule, RuleError, load_rule, norm_host
 
 #: The package that holds the built-in rule files (``<host>/<rule-id>.toml``).
@@ -34,6 +35,8 @@ class Bindings:
     attributes: dict[str, str] = field(default_factory=dict)
     #: Host method path -> the host class whose method its first (string) argument names.
     dispatch: dict[str, str] = field(default_factory=dict)
+    #: Where the host keeps the models it serves (``[binding.served_model]``), if it does.
+    served: ServedSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ class RuleSet:
             if "dispatch" in b:
                 out.dispatch[b["dispatch"]] = b["to"]
             out.attributes.update(b.get("attributes", {}))
+            if isinstance(b.get("served_model"), dict):
+                out = replace(out, served=ServedSpec.from_table(b["served_model"], rule.id))
         return out
 
 

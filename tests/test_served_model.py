@@ -1,0 +1,208 @@
+"""``scan --model``: the served model's class, read from the host's registry, binds the holder
+attribute; uses it cannot serve are reported (fixture host servehost, then real vLLM)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from driftcheck.errors import UsageError
+from driftcheck.host.load import load_host
+from driftcheck.host.served_model import ServedSpec, registry, serve
+from driftcheck.model_configs import model_config
+from driftcheck.pipeline import scan
+from driftcheck.rules import load_rules
+from driftcheck.sources.specs import parse_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+HOST = FIXTURES / "hosts" / "servehost"
+CLIENT = FIXTURES / "clients" / "serveclient"
+RULES = load_rules(FIXTURES / "served_rules")
+SPEC = ServedSpec(
+    holder="servehost.runner.Runner.model",
+    registry="servehost.models.registry",
+    package="servehost.models",
+)
+
+
+def _model(name: str) -> str:
+    return str(FIXTURES / "models" / f"servehost-{name}")
+
+
+def _scan(model: str | None, baseline: str | None = "1.0"):
+    return scan(
+        str(CLIENT),
+        str(HOST / "2.0"),
+        baseline=str(HOST / baseline) if baseline else "none",
+        host="servehost",
+        rules=RULES,
+        model=model,
+    )
+
+
+def _served(result) -> list[tuple[int, str]]:
+    return [(f.line, f.severity) for f in result.findings if f.rule == "served-model"]
+
+
+def _marked(note: str = "") -> list[int]:
+    lines = (CLIENT / "serveclient" / "capture.py").read_text().splitlines()
+    return [
+        n for n, line in enumerate(lines, 1) if "# served: served-model" in line and note in line
+    ]
+
+
+def test_registry_reads_every_dict_literal_of_pairs():
+    api = load_host(parse_spec(str(HOST / "2.0"), default_name="servehost"))
+    reg = registry(api, SPEC.registry)
+    assert reg == {
+        "CausalLM": ("causal", "CausalLM"),
+        "DuckLM": ("duck", "DuckLM"),
+        "WrapperLM": ("wrapper", "WrapperLM"),
+        "GhostLM": ("ghost", "GhostLM"),
+    }
+
+
+def test_serve_follows_helpers_and_the_registry_helper():
+    api = load_host(parse_spec(str(HOST / "2.0"), default_name="servehost"))
+    _, config, _ = model_config(_model("wrapper"))
+    got = serve(api, SPEC, "wrapper", config)
+    assert got.top == "servehost.models.wrapper.WrapperLM"
+    attrs = got.attributes
+    assert attrs[SPEC.holder] == got.top
+    # built by the registry helper with architectures=[...]
+    assert attrs["servehost.models.wrapper.WrapperLM.language_model"] == (
+        "servehost.models.causal.CausalLM"
+    )
+    # built by a method that returns Stack(...)
+    assert attrs["servehost.models.causal.CausalLM.model"] == "servehost.models.causal.Stack"
+    assert attrs["servehost.models.wrapper.WrapperLM.vision"] == "servehost.models.wrapper.Vision"
+
+
+def test_serve_says_why_there_is_no_class():
+    api = load_host(parse_spec(str(HOST / "2.0"), default_name="servehost"))
+    ghost = serve(api, SPEC, "g", {"architectures": ["GhostLM"]})
+    assert ghost.top is None and "where its registry says" in (ghost.problem or "")
+    none = serve(api, SPEC, "n", {"architectures": ["NoSuchLM"]})
+    assert none.top is None and "in its model registry" in (none.problem or "")
+    assert "names no architecture" in (serve(api, SPEC, "e", {}).problem or "")
+
+
+def test_causal_model_serves_everything_the_client_reaches():
+    result = _scan(_model("causal"))
+    assert result.served is not None and result.served.top.endswith(".CausalLM")
+    assert _served(result) == []
+
+
+def test_wrapper_model_findings_match_the_markers():
+    result = _scan(_model("wrapper"))
+    got = _served(result)
+    assert [line for line, _ in got] == _marked()
+    severities = dict(got)
+    assert severities[_marked("a warning")[0]] == "warning"
+    assert {s for line, s in got if line not in _marked("a warning")} == {"error"}
+    by_line = {f.line: f for f in result.findings if f.rule == "served-model"}
+    first = by_line[_marked()[0]]
+    assert "raise ValueError" in first.message
+    assert first.fix is not None and "language_model (CausalLM) is a SupportsCapture" in (
+        first.fix.description
+    )
+    model_model = by_line[_marked()[1]]
+    assert "model.language_model.model" in model_model.message
+    assert any(e.file.endswith("causal.py") for e in model_model.evidence)
+
+
+def test_a_class_that_is_a_protocol_by_its_members_passes_the_predicate():
+    result = _scan(_model("duck"))
+    assert [line for line, _ in _served(result)] == _marked("a warning")
+
+
+def test_without_a_baseline_the_target_class_is_used():
+    assert [line for line, _ in _served(_scan(_model("wrapper"), baseline=None))] == _marked()
+
+
+def test_a_model_the_host_cannot_build_is_reported_not_bound():
+    result = _scan(_model("ghost"))
+    assert result.served is not None and result.served.top is None
+    assert "GhostLM" in (result.served.problem or "")
+    assert _served(result) == []
+    assert json.loads(json.dumps(result.to_dict()))["served_model"]["class"] is None
+
+
+def test_no_default_model_no_binding():
+    result = _scan(None)
+    assert result.served is None and _served(result) == []
+
+
+def test_model_errors_are_usage_errors():
+    with pytest.raises(UsageError, match="no config.json"):
+        _scan("/no/such/model")
+    with pytest.raises(UsageError, match=r"no binding rule says where servehost"):
+        scan(
+            str(CLIENT),
+            str(HOST / "2.0"),
+            baseline="none",
+            host="servehost",
+            model=_model("causal"),
+        )
+
+
+def test_served_model_table_is_validated(tmp_path: Path):
+    from driftcheck.rules import RuleError, load_rule
+
+    bad = tmp_path / "x.toml"
+    bad.write_text(
+        'id = "x"\nhost = "h"\nversions = ">=1"\nkind = "binding"\n'
+        '[binding.served_model]\nholder = "a.B.c"\n'
+    )
+    with pytest.raises(RuleError, match="needs holder, registry and package"):
+        load_rule(bad)
+
+
+def test_scan_cli_model_option_and_text_line():
+    got = run_cli(
+        "scan", str(CLIENT), "--against", str(HOST / "2.0"), "--baseline", str(HOST / "1.0"),
+        "--host", "servehost", "--rules", str(FIXTURES / "served_rules"),
+        "--model", _model("wrapper"), "-q",
+    )  # fmt: skip
+    assert got.exit_code == 1
+    assert (
+        "served model: " in got.stdout and "-> WrapperLM (servehost.models.wrapper)" in got.stdout
+    )
+
+
+KIMI = str(FIXTURES / "models" / "kimi-k2.5")
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_speculators_on_kimi_k25_config():
+    """Kimi-K2.5 is served as KimiK25ForConditionalGeneration, a wrapper without SupportsEagle3
+    whose text model sits in .language_model (vllm/model_executor/models/kimi_k25.py)."""
+    result = scan("speculators==0.3.0", "vllm==0.16.0", model=KIMI)
+    assert result.served is not None
+    assert (
+        result.served.top == "vllm.model_executor.models.kimi_k25.KimiK25ForConditionalGeneration"
+    )
+    assert result.served.attributes[f"{result.served.top}.language_model"] == (
+        "vllm.model_executor.models.deepseek_v2.DeepseekV2ForCausalLM"
+    )
+    served = {f.line: f for f in result.findings if f.rule == "served-model"}
+    assert sorted(served) == [102, 107]
+    assert "SupportsEagle3" in served[102].message and served[102].severity == "error"
+    assert "model.language_model.model" in served[107].message
+    # The Llama-only drifts on the decoder stack are not claimed for a model without it.
+    assert not any(f.rule == "embed-input-ids-rename" for f in result.findings)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_speculators_default_model_is_the_tiny_llama():
+    result = scan("speculators==0.3.0", "vllm==0.16.0")
+    assert result.served is not None and result.served.model == "tiny-llama"
+    assert result.served.top == "vllm.model_executor.models.llama.LlamaForCausalLM"
+    assert [f for f in result.findings if f.rule == "served-model"] == []
+    assert any(f.rule == "embed-input-ids-rename" for f in result.findings)
