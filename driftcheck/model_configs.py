@@ -18,9 +18,14 @@ from driftcheck.host.served_model import ServedModel, ServedSpec, serve
 
 def builtin_models() -> dict[str, dict]:
     """The probe's built-in tiny models: name -> ``config.json`` (as the recipe writes it)."""
-    from driftcheck.probes import model
+    import importlib
 
-    return {"tiny-llama": model.config_dict(model.VOCAB, 1, 2)}
+    from driftcheck.probes.builtin_models import BUILTIN_MODELS
+
+    return {
+        name: importlib.import_module(module).plan_config()
+        for name, module in BUILTIN_MODELS.items()
+    }
 
 
 def find_config(model: str) -> Path | None:

@@ -267,6 +267,14 @@ def serve(api: HostAPI, spec: ServedSpec, model: str, config: dict) -> ServedMod
     return out
 
 
+def attr_class(
+    api: HostAPI, spec: ServedSpec, owner: Found, attr: str, config: dict | None = None
+) -> Found | None:
+    """The class of ``owner.attr`` as :func:`serve` reads it (``config``: the model's
+    ``config.json``, for inner models built from a sub-config)."""
+    return _Reader(api, spec, config or {}).attr_class(owner, attr, config or {})
+
+
 def _instance_attributes(api: HostAPI, cls: Found) -> dict[str, bool]:
     """Attributes of the class's host MRO (name -> set by an assignment, not a constant)."""
     out: dict[str, bool] = {}

@@ -11,7 +11,6 @@ embedding method its patched forward calls on the inner model.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -20,12 +19,14 @@ from pathlib import Path
 
 import griffe
 
+from driftcheck.host import served_model
 from driftcheck.host.api import Found, HostAPI
 
 REGISTRY_MODULE = "vllm.model_executor.models.registry"
 MODELS_PACKAGE = "vllm.model_executor.models"
 EAGLE3 = "vllm.model_executor.models.interfaces.SupportsEagle3"
 WRAPPER_ATTRS = ("language_model", "text_model", "llm")
+SPEC = served_model.ServedSpec(holder="", registry=REGISTRY_MODULE, package=MODELS_PACKAGE)
 
 
 @dataclass
@@ -113,30 +114,8 @@ def find_config(model: str) -> Path | None:
 
 
 def registry(api: HostAPI) -> dict[str, tuple[str, str]]:
-    """Architecture name -> (module, class) from the registry module's text (every
-    module-level dict literal whose values are pairs of strings)."""
-    text = api.module_text(REGISTRY_MODULE)
-    if not text:
-        return {}
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return {}
-    out: dict[str, tuple[str, str]] = {}
-    for node in tree.body:
-        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-        if not isinstance(value, ast.Dict):
-            continue
-        for k, v in zip(value.keys, value.values, strict=False):
-            if (
-                isinstance(k, ast.Constant)
-                and isinstance(k.value, str)
-                and isinstance(v, ast.Tuple)
-                and len(v.elts) == 2
-                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
-            ):
-                out.setdefault(k.value, (v.elts[0].value, v.elts[1].value))
-    return out
+    """Architecture name -> (module, class) from vLLM's model registry."""
+    return served_model.registry(api, REGISTRY_MODULE)
 
 
 def check_model(
@@ -296,96 +275,8 @@ def _check_inner(
 
 
 def _attr_class(api: HostAPI, owner: Found, attr: str) -> Found | None:
-    """The class of ``owner.attr`` (an instance attribute set in a method), when it can be read:
-    an annotation, ``self.attr = Cls(...)``, ``self.attr = self.method(...)`` returning
-    ``Cls(...)``, ``self.attr = self.model_cls(...)`` with ``model_cls = Cls``, or a registry
-    helper called with ``architectures=[...]``."""
-    found = api.defined_in_host_mro(owner, attr)
-    if found is None or not isinstance(found.obj, griffe.Attribute):
-        return None
-    cls = api.annotation_class(found.obj.annotation, found.obj)
-    if cls is not None:
-        return cls
-    klass_path = found.path.rsplit(".", 1)[0]
-    klass = api.resolve(klass_path)
-    if not isinstance(klass, Found):
-        return None
-    node = api.class_node(klass)
-    if node is None:
-        return None
-    module = klass.obj.module.path
-    for sub in ast.walk(node):
-        if not (
-            isinstance(sub, ast.Assign)
-            and len(sub.targets) == 1
-            and isinstance(sub.targets[0], ast.Attribute)
-            and sub.targets[0].attr == attr
-            and isinstance(sub.value, ast.Call)
-        ):
-            continue
-        return _call_class(api, klass, module, sub.value)
-    return None
+    """The class of ``owner.attr`` (see :func:`driftcheck.host.served_model.attr_class`)."""
+    return served_model.attr_class(api, SPEC, owner, attr)
 
 
-def _call_class(api: HostAPI, klass: Found, module: str, call: ast.Call) -> Found | None:
-    func = call.func
-    if isinstance(func, ast.Name):
-        target = api.resolve(f"{module}.{func.id}")
-        if isinstance(target, Found) and isinstance(target.obj, griffe.Class):
-            return target
-        for kw in call.keywords:  # init_vllm_registered_model(..., architectures=["X"])
-            if kw.arg == "architectures" and isinstance(kw.value, ast.List) and kw.value.elts:
-                first = kw.value.elts[0]
-                if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    reg = registry(api).get(first.value)
-                    if reg:
-                        got = api.resolve(f"{MODELS_PACKAGE}.{reg[0]}.{reg[1]}")
-                        return got if isinstance(got, Found) else None
-        return None
-    if (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "self"
-    ):
-        member = api.defined_in_host_mro(klass, func.attr)
-        if member is None:
-            return None
-        if isinstance(member.obj, griffe.Function):
-            ret = api.return_class(member)
-            if ret is not None:
-                return ret
-            node = api.def_node(member)
-            for sub in ast.walk(node) if node is not None else []:
-                if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Call):
-                    owner = api.resolve(member.path.rsplit(".", 1)[0])
-                    if isinstance(owner, Found):
-                        return _call_class(api, owner, member.obj.module.path, sub.value)
-            return None
-        if isinstance(member.obj, griffe.Attribute) and member.obj.value is not None:
-            value = str(member.obj.value)
-            target = api.resolve(f"{member.obj.module.path}.{value}")
-            if isinstance(target, Found) and isinstance(target.obj, griffe.Class):
-                return target
-    return None
-
-
-def _has_attr(api: HostAPI, cls: Found, name: str) -> bool:
-    """``cls`` (or a host base) defines ``name``, also through ``self.a, self.b = ...``."""
-    if api.defined_in_host_mro(cls, name) is not None:
-        return True
-    chain, _ = api.mro(cls)
-    for klass in chain:
-        node = api.class_node(klass)
-        for sub in ast.walk(node) if node is not None else []:
-            if isinstance(sub, ast.Assign):
-                for target in sub.targets:
-                    elts = target.elts if isinstance(target, ast.Tuple) else [target]
-                    for e in elts:
-                        if (
-                            isinstance(e, ast.Attribute)
-                            and e.attr == name
-                            and isinstance(e.value, ast.Name)
-                            and e.value.id == "self"
-                        ):
-                            return True
-    return False
+_has_attr = served_model.has_attribute
