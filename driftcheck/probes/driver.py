@@ -11,14 +11,21 @@ stop it):
 
 ``import``         import the workload class; it must load from the client copy
 ``build``          construct the generator (vLLM executor, workers, scheduler, KV cache)
-``worker-origin``  ask every worker where the client's worker-extension module came from
+``worker-origin``  ask every worker its ranks and where the client's worker-extension module
+                   came from (one answer per worker, TP ranks 0..N-1)
 ``generate-1``     the first ``generate()`` batch
 ``generate-2``     a second batch (a broken call protocol fails here)
+``capture``        which workers' capture method returned states, and whose replies the
+                   client's ``collective_rpc`` gather read (does not stop the run)
 ``hidden-states``  one tensor per requested layer, shape (tokens, hidden size), all finite
 ``reference``      (tiny model) cosine >= threshold per token against a transformers forward
 
 The result is written to the JSON file named in the spec after every stage, so a run that is
-killed (timeout) still leaves what it reached.
+killed (timeout) still leaves what it reached. With ``states`` in the spec the checked hidden
+states are saved there (the harness compares a tensor-parallel run with a TP=1 run of the same
+client: its ``tp-match`` stage). The harness copies two sibling files next to this one and the
+driver imports them: ``driver_workers.py`` (what the workers are asked) and ``driver_states.py``
+(the hidden-state checks).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import os
 import sys
 import time
 import traceback
+from types import ModuleType
 
 WORKER_MARKER = "Worker failed with error"
 
@@ -116,22 +124,6 @@ def _versions() -> dict:
     return out
 
 
-def _worker_origin(worker: object) -> dict:
-    """Runs inside each vLLM worker (sent with cloudpickle through collective_rpc)."""
-    import os as _os
-    import sys as _sys
-
-    name = _os.environ.get("DRIFTCHECK_PROBE_WORKER_MODULE", "")
-    mod = _sys.modules.get(name)
-    classes = [f"{c.__module__}.{c.__qualname__}" for c in type(worker).__mro__]
-    return {
-        "pid": _os.getpid(),
-        "module": name,
-        "file": getattr(mod, "__file__", None),
-        "mro": classes,
-    }
-
-
 def _batches(vocab: int) -> list[list[list[int]]]:
     """Two batches of token ids: several prompts each, longer than one KV block (16 tokens)."""
     import random
@@ -149,95 +141,82 @@ def _text_config(model: str, trust: bool) -> object:
     return getattr(cfg, "text_config", None) or cfg
 
 
-def _check_results(
-    batch: list[list[int]], results: object, layer_ids: list[int], hidden: int
-) -> list[str]:
-    import torch
-
-    problems: list[str] = []
-    if not isinstance(results, list) or len(results) != len(batch):
-        n = len(results) if isinstance(results, list) else type(results).__name__
-        return [f"expected {len(batch)} results (one per sequence), got {n}"]
-    for i, (ids, item) in enumerate(zip(batch, results)):  # noqa: B905 (runs on Python 3.9 too)
-        states = item.get("hidden_states") if isinstance(item, dict) else None
-        if not isinstance(states, (list, tuple)):
-            problems.append(f"sequence {i}: no list of hidden states ({type(states).__name__})")
-            continue
-        if len(states) != len(layer_ids):
-            problems.append(
-                f"sequence {i}: {len(states)} hidden-state tensors for {len(layer_ids)} "
-                f"requested layers {layer_ids}"
-            )
-        got_ids = item.get("input_ids")
-        if got_ids is not None and list(torch.as_tensor(got_ids).tolist()) != list(ids):
-            problems.append(f"sequence {i}: input_ids do not match the request")
-        for j, t in enumerate(states):
-            if not isinstance(t, torch.Tensor):
-                problems.append(f"sequence {i} layer #{j}: not a tensor ({type(t).__name__})")
-                continue
-            if tuple(t.shape) != (len(ids), hidden):
-                problems.append(
-                    f"sequence {i} layer #{j}: shape {tuple(t.shape)}, expected "
-                    f"({len(ids)}, {hidden})"
-                )
-            if not torch.isfinite(t.float()).all():
-                problems.append(f"sequence {i} layer #{j}: non-finite values")
-    return problems
+def _failure(kind: str, message: str, *, from_worker: bool = False) -> dict:
+    return {"type": kind, "message": message, "from_worker": from_worker}
 
 
-def _reference(spec: dict, batch: list[list[int]], results: list, layer_ids: list[int]) -> dict:
-    """Cosine similarity per token against a transformers forward pass of the same weights."""
-    import torch
-    import torch.nn.functional as F
-    from transformers import AutoModelForCausalLM
+def _asks(executor: object) -> bool:
+    return executor is not None and hasattr(executor, "collective_rpc")
 
-    # A built-in model may name a plain transformers model of its text weights to compare with.
-    model = AutoModelForCausalLM.from_pretrained(
-        spec.get("reference_model") or spec["model"],
-        torch_dtype=torch.float32,
-        trust_remote_code=spec["trust_remote_code"],
-    )
-    model.eval()
-    layers = model.model.layers
-    n_layers = len(layers)
-    captured: dict[int, torch.Tensor] = {}
 
-    def hook(idx: int):  # noqa: ANN202
-        def fn(_mod, _inp, out):  # noqa: ANN001, ANN202
-            captured[idx] = (out[0] if isinstance(out, tuple) else out).detach()
-
-        return fn
-
-    handles = [layers[i].register_forward_hook(hook(i)) for i in sorted(set(layer_ids))]
-    worst = 1.0
-    per_layer: dict[str, float] = {}
+def _origin_stage(res: _Result, executor: object, spec: dict, workers: ModuleType) -> bool:
+    """The ``worker-origin`` stage (also starts recording the capture method on each worker)."""
+    t = time.monotonic()
+    if not _asks(executor):
+        res.stage("worker-origin", True, 0.0, skipped=True, note="the generator has no executor")
+        return True
     try:
-        for ids, item in zip(batch, results):  # noqa: B905 (runs on Python 3.9 too)
-            captured.clear()
-            with torch.no_grad():
-                out = model(torch.tensor([ids]), output_hidden_states=True)
-            for j, layer in enumerate(layer_ids):
-                # output_hidden_states[k + 1] is the output of decoder layer k, except for the
-                # last layer, where transformers reports it after the final norm: use the hook.
-                if layer < n_layers - 1:
-                    ref = out.hidden_states[layer + 1][0]
-                else:
-                    ref = captured[layer][0]
-                got = item["hidden_states"][j].float()
-                cos = F.cosine_similarity(got, ref.float(), dim=-1)
-                low = float(cos.min())
-                per_layer[str(layer)] = min(per_layer.get(str(layer), 1.0), low)
-                worst = min(worst, low)
-    finally:
-        for h in handles:
-            h.remove()
-    return {
-        "min_cosine": round(worst, 6),
-        "per_layer": {k: round(v, 6) for k, v in per_layer.items()},
-    }
+        replies = executor.collective_rpc(workers.in_worker_origin, args=(spec["capture_method"],))
+    except Exception as exc:
+        note = f"could not ask the workers: {type(exc).__name__}: {exc}"
+        res.stage("worker-origin", True, time.monotonic() - t, skipped=True, note=note)
+        return True
+    replies = replies if isinstance(replies, list) else [replies]
+    problems = workers.origin_facts(replies, spec["client_root"], spec["tensor_parallel_size"])
+    extra = {"error": _failure("ProbeError", "; ".join(problems), from_worker=True)}
+    res.stage(
+        "worker-origin",
+        not problems,
+        time.monotonic() - t,
+        workers=replies,
+        tp_ranks=sorted(r.get("tp_rank") for r in replies if r.get("tp_rank") is not None),
+        **(extra if problems else {}),
+    )
+    return not problems
+
+
+def _capture_stage(
+    res: _Result, executor: object, spec: dict, workers: ModuleType, rpc_log: object
+) -> bool:
+    """The ``capture`` stage: the workers' capture-method returns against the client's gathers."""
+    t = time.monotonic()
+    if rpc_log is None:
+        res.stage("capture", True, 0.0, skipped=True, note="the generator has no executor")
+        return True
+    method, attrs = spec["capture_method"], spec.get("state_attrs") or []
+    try:
+        replies = executor.collective_rpc(workers.in_worker_capture, args=(method, attrs))
+    except Exception as exc:
+        note = f"could not ask the workers: {type(exc).__name__}: {exc}"
+        res.stage("capture", True, time.monotonic() - t, skipped=True, note=note)
+        return True
+    replies = replies if isinstance(replies, list) else [replies]
+    facts = workers.capture_facts(replies, rpc_log.calls, spec["tensor_parallel_size"])
+    problems = facts.pop("problems")
+    extra = {"error": _failure("CheckFailed", "; ".join(problems))} if problems else {}
+    res.stage(
+        "capture",
+        not problems,
+        time.monotonic() - t,
+        method=method,
+        **facts,
+        calls=rpc_log.calls,
+        worker_replies=replies,
+        **extra,
+    )
+    return not problems
 
 
 def run(spec: dict) -> int:
+    import driver_states as states  # the harness copies both next to this file
+    import driver_workers as workers
+
+    try:  # the functions sent to the workers travel by value, not as an import of this folder
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(workers)
+    except Exception:
+        pass
     res = _Result(spec)
     res.data["label"] = spec.get("label")
     res.save()
@@ -301,45 +280,10 @@ def run(spec: dict) -> int:
     code = 0
     try:
         # worker-origin (does not stop the run)
-        t = time.monotonic()
         executor = getattr(gen, "executor", None)
-        if executor is not None and hasattr(executor, "collective_rpc"):
-            try:
-                replies = executor.collective_rpc(_worker_origin)
-            except Exception as exc:
-                res.stage(
-                    "worker-origin",
-                    True,
-                    time.monotonic() - t,
-                    skipped=True,
-                    note=f"could not ask the workers: {type(exc).__name__}: {exc}",
-                )
-            else:
-                replies = replies if isinstance(replies, list) else [replies]
-                bad = [r for r in replies if not (r.get("file") or "").startswith(root + os.sep)]
-                res.stage(
-                    "worker-origin",
-                    not bad,
-                    time.monotonic() - t,
-                    workers=replies,
-                    **(
-                        {
-                            "error": {
-                                "type": "ProbeError",
-                                "from_worker": True,
-                                "message": "worker extension not loaded from the client "
-                                f"copy: {[r.get('file') for r in bad]}",
-                            }
-                        }
-                        if bad
-                        else {}
-                    ),
-                )
-                code = 1 if bad else code
-        else:
-            res.stage(
-                "worker-origin", True, 0.0, skipped=True, note="the generator has no executor"
-            )
+        if not _origin_stage(res, executor, spec, workers):
+            code = 1
+        rpc_log = workers.RpcLog(executor, [spec["capture_method"]]) if _asks(executor) else None
 
         # generate-1, generate-2
         batches = _batches(vocab)
@@ -360,11 +304,17 @@ def run(spec: dict) -> int:
                 tokens=sum(len(b) for b in batch),
             )
 
+        # capture (does not stop the run)
+        if not _capture_stage(res, executor, spec, workers, rpc_log):
+            code = 1
+
         # hidden-states
         t = time.monotonic()
         problems: list[str] = []
         for n, (batch, out) in enumerate(zip(batches, outputs), start=1):  # noqa: B905 (runs on Python 3.9 too)
-            problems += [f"batch {n}: {p}" for p in _check_results(batch, out, layer_ids, hidden)]
+            problems += [
+                f"batch {n}: {p}" for p in states.check_results(batch, out, layer_ids, hidden)
+            ]
         if not layer_ids:
             problems.append("no layers were requested")
         if problems:
@@ -372,11 +322,7 @@ def run(spec: dict) -> int:
                 "hidden-states",
                 False,
                 time.monotonic() - t,
-                error={
-                    "type": "CheckFailed",
-                    "message": "; ".join(problems[:8]),
-                    "from_worker": False,
-                },
+                error=_failure("CheckFailed", "; ".join(problems[:8])),
             )
             return 1
         dtype = str(outputs[0][0]["hidden_states"][0].dtype)
@@ -388,6 +334,11 @@ def run(spec: dict) -> int:
             hidden_size=hidden,
             dtype=dtype,
         )
+        if spec.get("states"):
+            try:
+                states.save_states(spec["states"], batches, outputs, layer_ids)
+            except Exception as exc:  # the harness reports the missing file where it needs it
+                res.data["states_error"] = f"{type(exc).__name__}: {exc}"
 
         # reference
         if spec.get("reference"):
@@ -396,7 +347,7 @@ def run(spec: dict) -> int:
                 ref = {"batches": []}
                 worst = 1.0
                 for batch, out in zip(batches, outputs):  # noqa: B905 (runs on Python 3.9 too)
-                    r = _reference(spec, batch, out, layer_ids)
+                    r = states.reference(spec, batch, out, layer_ids)
                     ref["batches"].append(r)
                     worst = min(worst, r["min_cosine"])
                 ref["min_cosine"] = worst

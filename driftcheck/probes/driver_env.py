@@ -122,6 +122,86 @@ def run_environment(
     return env
 
 
+def _cpu_list(text: str) -> set[int]:
+    """``0-3,8`` (a sysfs CPU list) as a set."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        if lo.strip().isdigit():
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def allowed_numa_nodes(cpus: set[int], node_dir: Path = Path("/sys/devices/system/node")) -> int:
+    """How many NUMA nodes hold one of ``cpus`` (1 where the system does not say)."""
+    nodes = 0
+    for node in sorted(node_dir.glob("node[0-9]*")):
+        try:
+            if _cpu_list((node / "cpulist").read_text()) & cpus:
+                nodes += 1
+        except OSError:
+            continue
+    return nodes or 1
+
+
+def split_cpus(cpus: list[int], workers: int) -> str:
+    """A ``VLLM_CPU_OMP_THREADS_BIND`` value: the CPUs in ``workers`` contiguous groups (rank i
+    gets group i); with fewer CPUs than workers, workers share them in turn."""
+    cpus = sorted(cpus)
+    if len(cpus) < workers:
+        return "|".join(str(cpus[i % len(cpus)]) for i in range(workers))
+    size, extra = divmod(len(cpus), workers)
+    groups, start = [], 0
+    for i in range(workers):
+        end = start + size + (1 if i < extra else 0)
+        groups.append(",".join(str(c) for c in cpus[start:end]))
+        start = end
+    return "|".join(groups)
+
+
+# Where vLLM's CPU worker refuses to bind more workers than there are NUMA nodes (vllm 0.11.0 and
+# 0.16.0: CPUWorker._get_autobind_cpu_ids, reached from init_device when the variable is 'auto').
+_AUTOBIND = ("v1/worker/cpu_worker.py", "len(allowed_numa_nodes) >=")
+BIND_VAR = "VLLM_CPU_OMP_THREADS_BIND"
+
+
+def cpu_thread_binding(tensor_parallel_size: int, python: Path) -> tuple[dict[str, str], list[str]]:
+    """The OpenMP binding for N>1 CPU workers where vLLM cannot choose one itself, and its shim
+    line: vLLM's automatic binding gives every worker a NUMA node of its own, so where this
+    process may use fewer nodes than there are workers the probe splits its CPUs into one group
+    per worker. Set only when the target's vLLM source shows the refusal; the user's own value
+    is kept."""
+    from driftcheck.probes.builtin_models import find_line, vllm_dir
+
+    if tensor_parallel_size < 2 or BIND_VAR in os.environ or not hasattr(os, "sched_getaffinity"):
+        return {}, []
+    cpus = os.sched_getaffinity(0)
+    nodes = allowed_numa_nodes(cpus)
+    if nodes >= tensor_parallel_size:
+        return {}, []
+    line = find_line(vllm_dir(python), *_AUTOBIND)
+    if line is None:
+        return {}, []
+    value = split_cpus(sorted(cpus), tensor_parallel_size)
+    return {BIND_VAR: value}, [
+        f"{BIND_VAR}={value} for {tensor_parallel_size} CPU workers (worker i binds its OpenMP "
+        f"threads to group i): left to itself vLLM gives each worker a NUMA node of its own and "
+        f"this process may use {nodes} ({len(cpus)} CPUs) (vllm/{_AUTOBIND[0]}:{line})"
+    ]
+
+
+DRIVER_FILES = ("driver.py", "driver_workers.py", "driver_states.py")
+
+
+def install_driver(work: Path) -> None:
+    """Copy the driver and the files it imports into ``work``."""
+    import shutil
+
+    here = Path(__file__).resolve().parent
+    for name in DRIVER_FILES:
+        shutil.copyfile(here / name, work / name)
+
+
 def shown_env(env: dict[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
     """The variables the probe sets (for the report and ``--plan``), and ``extra`` ones (what a
     built-in model needs)."""
@@ -134,6 +214,7 @@ def shown_env(env: dict[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
         "TOKENIZERS_PARALLELISM",
         "PYTHONUNBUFFERED",
         "VLLM_CPU_KVCACHE_SPACE",
+        BIND_VAR,
         "HF_HUB_OFFLINE",
         "TRANSFORMERS_OFFLINE",
     )

@@ -20,16 +20,18 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from driftcheck.cache import cache_root
 from driftcheck.errors import UsageError
-from driftcheck.probes import driver as driver_module
 from driftcheck.probes import runner
 from driftcheck.probes.builtin_models import DEFAULT_MODEL, ResolvedModel, recipe, resolve_model
 from driftcheck.probes.client_deps import ensure_client_deps
 from driftcheck.probes.driver_env import (
+    cpu_thread_binding,
     driver_command,
+    install_driver,
     needs_platform_shim,
     platform_plugin_dir,
     run_environment,
@@ -47,6 +49,7 @@ from driftcheck.probes.patches import (
     patch_files,
 )
 from driftcheck.probes.probe_plan import make_plan
+from driftcheck.probes.tensor_parallel import STATES_FILE, add_tp_match, keep_states, states_key
 from driftcheck.probes.workloads import COSINE_MIN, Workload, workload_for
 from driftcheck.sources.specs import parse_spec
 from driftcheck.sources.trees import SourceTree, open_tree
@@ -104,14 +107,17 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         model, tiny = resolved.path, resolved.builtin is not None
         shims += resolved.shims
 
-        shutil.copyfile(driver_module.__file__, work / "driver.py")
+        tp = options.tensor_parallel_size
+        bind_env, bind_shims = cpu_thread_binding(tp, env.python) if env.cpu_build else ({}, [])
+        shims += bind_shims
+        install_driver(work)
         logs_root = _logs_dir()
         runs: list[RunOutcome] = []
         variants = [("unpatched", [])] + ([("patched", patches)] if patches else [])
         last_env: dict[str, str] = {}
-        for label, variant_patches in variants:
-            say(f"running the {label} client against {env.host_dist}=={env.host_version}")
-            outcome, last_env = _run_variant(
+
+        def run(label: str, variant_patches: list[Path], opts: ProbeOptions) -> tuple:
+            return _run_variant(
                 label,
                 variant_patches,
                 tree,
@@ -120,13 +126,28 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                 workload,
                 env,
                 resolved,
-                options,
+                opts,
                 work,
                 extra_path,
                 shims,
                 logs_root / label,
                 say,
+                bind_env if opts.tensor_parallel_size > 1 else {},
             )
+
+        single = replace(options, tensor_parallel_size=1)  # the TP=1 run tp-match compares with
+        for label, variant_patches in variants:
+            say(f"running the {label} client against {env.host_dist}=={env.host_version}")
+            outcome, last_env = run(label, variant_patches, options)
+            if tp > 1:
+                add_tp_match(
+                    outcome,
+                    tp,
+                    env,
+                    work,
+                    lambda lb=label, vp=variant_patches: run(f"{lb}-tp1", vp, single)[0],
+                    say,
+                )
             runs.append(outcome)
         return ProbeReport(
             client=options.client,
@@ -179,6 +200,7 @@ def _run_variant(
     shims: list[str],
     log_dir: Path,
     say: Progress,
+    bind_env: dict[str, str],
 ) -> tuple[RunOutcome, dict[str, str]]:
     copy_root = (work / label / "client").resolve()
     copy_tree(tree, copy_root)
@@ -188,6 +210,7 @@ def _run_variant(
         run_shims.append(note)
     applied = apply_patches(copy_root, patches) if patches else []
     result_path = work / label / "result.json"
+    states_path = work / label / STATES_FILE
     spec = {
         "label": label,
         "client_root": str(copy_root),
@@ -200,12 +223,17 @@ def _run_variant(
         "reference": resolved.builtin is not None,
         "reference_model": resolved.reference_model,
         "cosine_min": COSINE_MIN,
+        "capture_method": workload.capture_method,
+        "state_attrs": list(workload.state_attrs),
+        "states": str(states_path),
         "result": str(result_path),
     }
     (work / "spec.json").write_text(json.dumps(spec, indent=2))
+    key = states_key(copy_root, env, spec)
     offline = resolved.builtin is not None
     run_env = run_environment(copy_root, extra_path, workload, cpu=env.cpu_build, offline=offline)
     run_env.update(resolved.env)
+    run_env.update(bind_env)
     md = tree.metadata
     run_shims += ensure_client_deps(
         env,
@@ -234,4 +262,8 @@ def _run_variant(
     outcome.patches = applied
     outcome.shims = run_shims + list(data.get("shims", []))
     outcome.log_dir = str(log_dir)
+    outcome.states_file = str(states_path) if states_path.is_file() else None
+    outcome.states_key = key
+    if options.tensor_parallel_size == 1:
+        keep_states(key, outcome, states_path)
     return outcome, run_env

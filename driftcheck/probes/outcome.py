@@ -37,6 +37,9 @@ class RunOutcome:
     layer_ids: list[int] | None = None
     hidden_size: int | None = None
     versions: dict = field(default_factory=dict)
+    # The hidden states the run saved, and the key of what they depend on (tensor_parallel).
+    states_file: str | None = None
+    states_key: str | None = None
 
     def stage(self, name: str) -> dict | None:
         return next((s for s in self.stages if s["name"] == name), None)

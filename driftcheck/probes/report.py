@@ -31,8 +31,64 @@ def _cell(run: RunOutcome, stage: str) -> str:
     elif stage == "reference":
         detail = f" min cos {s.get('min_cosine'):.5f}"
     elif stage == "worker-origin":
+        ranks = s.get("tp_ranks")
         detail = f" {len(s.get('workers') or [])} worker(s)"
+        detail += f", TP ranks {_ranks(ranks)}" if ranks else ""
+    elif stage == "capture":
+        detail = f" states on rank {_ranks(s.get('captured_ranks'))}"
+    elif stage == "tp-match":
+        detail = f" vs TP=1 min cos {s.get('min_cosine'):.5f}"
     return f"ok {s.get('seconds', 0):.1f}s{detail}"
+
+
+def _ranks(ranks: list | None) -> str:
+    return ", ".join(str(r) for r in ranks or []) or "none"
+
+
+def parallel_lines(run: RunOutcome) -> list[str]:
+    """What a run showed about its workers: who answered, who captured states, whose replies
+    the client's gathers read, and (tensor parallel) how its states compare with TP=1."""
+    out: list[str] = []
+    origin = run.stage("worker-origin")
+    if origin and origin.get("workers"):
+        pids = ", ".join(str(w.get("pid")) for w in origin["workers"])
+        out.append(
+            f"workers: {len(origin['workers'])} answered, TP ranks "
+            f"{_ranks(origin.get('tp_ranks'))} (pids {pids})"
+        )
+    capture = run.stage("capture")
+    if capture and not capture.get("skipped"):
+        all_ranks = capture.get("tp_ranks") or []
+        got = capture.get("captured_ranks") or []
+        rest = [r for r in all_ranks if r not in got]
+        tail = f" (rank {_ranks(rest)}: nothing)" if rest else ""
+        out.append(
+            f"capture: {capture.get('method')}() returned states on rank {_ranks(got)}{tail}"
+        )
+        for g in capture.get("gathers") or []:
+            reply = "reply" if g.get("replies") == 1 else "replies"
+            out.append(
+                f"  collective_rpc({g.get('method')!r}, unique_reply_rank="
+                f"{g.get('unique_reply_rank')}) -> {g.get('replies')} {reply}, from rank "
+                f"{_ranks(g.get('from_ranks'))}"
+            )
+    match = run.stage("tp-match")
+    if match:
+        base = match.get("baseline") or {}
+        how = (
+            f"kept from a run at {base.get('when')}"
+            if base.get("source") == "kept"
+            else f"run now, {base.get('seconds')} s"
+        )
+        line = f"tp-match: TP={match.get('tensor_parallel_size')} vs TP=1 ({how})"
+        if match.get("min_cosine") is not None:
+            layers = ", ".join(f"{k}: {v:.5f}" for k, v in (match.get("per_layer") or {}).items())
+            line += (
+                f": min cosine {match['min_cosine']:.6f} over {match.get('pairs')} "
+                f"sequence x layer pairs ({match.get('tokens')} tokens); per layer {layers}"
+            )
+        out.append(line)
+    return out
 
 
 def _error_lines(run: RunOutcome) -> list[str]:
@@ -76,6 +132,8 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
     for stage, _ in CHECKS:
         if stage == "reference" and not report.tiny_model:
             continue
+        if stage == "tp-match" and not any(r.stage(stage) for r in runs):
+            continue
         w((stage.ljust(15) + "".join(_cell(r, stage).ljust(width) for r in runs)).rstrip() + "\n")
     w("\n")
     for run in runs:
@@ -88,6 +146,8 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
         if not run.ok:
             for line in _error_lines(run):
                 w(line + "\n")
+        for line in parallel_lines(run):
+            w(f"  {line}\n")
         if run.reaped:
             who = ", ".join(
                 f"{pid} ({name})" for pid, name in zip(run.reaped, run.reaped_names, strict=False)

@@ -16,11 +16,13 @@ COSINE_MIN = 0.99
 CHECKS = [
     ("import", "the workload class imports, from the client copy"),
     ("build", "the generator builds (vLLM executor, workers, scheduler, KV cache)"),
-    ("worker-origin", "every worker loaded the client's worker extension from the copy"),
+    ("worker-origin", "one answer per worker (TP ranks 0..N-1), the extension from the copy"),
     ("generate-1", "a first generate() batch succeeds"),
     ("generate-2", "a second generate() batch succeeds (broken call protocols fail here)"),
+    ("capture", "workers that captured states, and whose replies the client's gather read"),
     ("hidden-states", "one tensor per requested layer, shape (tokens, hidden size), finite"),
     ("reference", f"tiny model: cosine >= {COSINE_MIN} per token against transformers"),
+    ("tp-match", f"TP>1: cosine >= {COSINE_MIN} per token and layer against a TP=1 run"),
 ]
 
 
@@ -31,6 +33,10 @@ class Workload:
     entry: str  # module:Class
     worker_module: str  # where its vLLM worker extension lives
     description: str
+    # The worker-extension method whose reply carries the hidden states ("": not known), and
+    # the extension's attributes whose state the capture stage reports.
+    capture_method: str = ""
+    state_attrs: tuple[str, ...] = ()
 
 
 WORKLOADS = {
@@ -38,6 +44,8 @@ WORKLOADS = {
         entry="speculators.data_generation.vllm_hidden_states_generator:VllmHiddenStatesGenerator",
         worker_module="speculators.data_generation.custom_worker",
         description="speculators' VllmHiddenStatesGenerator extracting EAGLE-3 hidden states",
+        capture_method="_get_captured_states",
+        state_attrs=("_layer_ids", "_captured_states"),
     )
 }
 
@@ -48,6 +56,7 @@ def declared_workload(tree: SourceTree) -> Workload | None:
         [tool.driftcheck.probe]
         entry = "package.module:Class"
         worker-module = "package.worker"
+        capture-method = "_get_states"  # optional: the extension method the states come back from
 
     Raises:
         UsageError: The table is there but incomplete.
@@ -70,7 +79,10 @@ def declared_workload(tree: SourceTree) -> Workload | None:
             "worker-module = 'module'"
         )
     return Workload(
-        entry=entry, worker_module=worker, description=str(table.get("description", entry))
+        entry=entry,
+        worker_module=worker,
+        description=str(table.get("description", entry)),
+        capture_method=str(table.get("capture-method", "")),
     )
 
 
