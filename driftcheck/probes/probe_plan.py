@@ -48,6 +48,8 @@ class ProbePlan:
     checks: list[tuple[str, str]]
     model_checks: list[tuple[str, dict]] = field(default_factory=list)  # label, ModelCheck dict
     notes: list[str] = field(default_factory=list)
+    #: The memory estimate per GPU (``lines`` to print, and the numbers).
+    memory: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -64,6 +66,7 @@ class ProbePlan:
             "model": self.model_lines,
             "checks": [{"stage": s, "check": c} for s, c in self.checks],
             "model_check": [{"variant": lab, **mc} for lab, mc in self.model_checks],
+            "memory": {k: v for k, v in self.memory.items() if k != "lines"},
             "notes": self.notes,
         }
 
@@ -212,6 +215,7 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
                     shutil.rmtree(check_dir, ignore_errors=True)
     if options.fix:
         shutil.rmtree(fix_dir, ignore_errors=True)
+    memory = _memory(model_arg, config, options, notes)
     return ProbePlan(
         argv=argv,
         client=options.client,
@@ -228,7 +232,26 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
         checks=checks,
         model_checks=model_checks,
         notes=notes,
+        memory=memory,
     )
+
+
+def _memory(model: str, config: dict | None, options: ProbeOptions, notes: list[str]) -> dict:
+    """The memory estimate per GPU from the model's config (read here; nothing downloaded)."""
+    from driftcheck.model_configs import find_config
+    from driftcheck.probes.memory import estimate
+
+    if config is None:
+        path = find_config(model)
+        try:
+            config = json.loads(path.read_text()) if path is not None else None
+        except (OSError, ValueError):
+            config = None
+    if not isinstance(config, dict):
+        notes.append(f"no memory estimate: no config.json for {model} on this machine")
+        return {}
+    est = estimate(config, options.tensor_parallel_size, options.max_model_len)
+    return {"lines": est.lines(), **est.to_dict()}
 
 
 def _builtin_model_lines(rec: ModuleType) -> tuple[list[str], str, dict]:

@@ -193,6 +193,10 @@ def render_plan(plan: ProbePlan, out: TextIO) -> None:
     w("\nmodel\n")
     for line in plan.model_lines:
         w(f"  {line}\n")
+    if plan.memory.get("lines"):
+        w("\nmemory estimate per GPU (from config.json)\n")
+        for line in plan.memory["lines"]:
+            w(f"  {line}\n")
     w("\nchecks\n")
     for stage, text in plan.checks:
         w(f"  {stage.ljust(14)} {text}\n")
