@@ -144,11 +144,17 @@ def _witnessed(f: Finding) -> Finding:
 
 
 def make_patches(
-    client: str, against: str | None = None, *, baseline: str | None = None, unsafe: bool = False
+    client: str,
+    against: str | None = None,
+    *,
+    baseline: str | None = None,
+    unsafe: bool = False,
+    model: str | None = None,
 ) -> dict[str, str]:
     """Scan a client and return ``{relative path: patch text}`` for every file the fixes change
-    (the fixes the re-scan of the fixed copy bears out, as ``driftcheck fix`` applies them)."""
+    (the fixes the re-scan of the fixed copy bears out, as ``driftcheck fix`` applies them);
+    ``model``: the served model (as for :func:`driftcheck.scan`)."""
     from driftcheck.fixes.run import fix
 
-    done = fix(client, against, baseline=baseline, unsafe=unsafe)
+    done = fix(client, against, baseline=baseline, unsafe=unsafe, model=model)
     return {ff.file: ff.patch() for ff in done.plan.pending}

@@ -88,7 +88,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             patches = patch_files(options.patches)
         elif options.fix:
             against = str(host) if host.kind == "release" else "installed"
-            patches = fix_patches(options.client, against, work / "fix-patches")
+            patches = fix_patches(options.client, against, work / "fix-patches", options.model)
         # Fail early on patches that do not apply, before building anything.
         if patches:
             check_dir = work / "patch-check"

@@ -165,8 +165,9 @@ def _why(proc: subprocess.CompletedProcess) -> str:
     return " | ".join((useful or lines)[:3])[:400] or f"exit {proc.returncode}"
 
 
-def fix_patches(client: str, against: str, dest: Path) -> list[Path]:
-    """Write driftcheck's own patches (``driftcheck.fixes.run.make_patches``) into ``dest``.
+def fix_patches(client: str, against: str, dest: Path, model: str | None = None) -> list[Path]:
+    """Write driftcheck's own patches (``driftcheck.fixes.run.make_patches``) into ``dest``,
+    scanned for the served ``model`` when its config is on this machine (else the default).
 
     Raises:
         UsageError: When this driftcheck has no fix machinery yet, or it made no patch.
@@ -178,7 +179,7 @@ def fix_patches(client: str, against: str, dest: Path) -> list[Path]:
             "--fix needs driftcheck.fixes.run.make_patches, which this driftcheck does not "
             f"have yet ({exc}); run 'driftcheck fix' yourself and pass --patches DIR"
         ) from None
-    made = make_patches(client, against)
+    made = make_patches(client, against, model=_local_model(model))
     if not made:
         raise UsageError(f"driftcheck fix made no patch for {client} against {against}")
     dest.mkdir(parents=True, exist_ok=True)
@@ -189,3 +190,13 @@ def fix_patches(client: str, against: str, dest: Path) -> list[Path]:
         path.write_text(text)
         out.append(path)
     return out
+
+
+def _local_model(model: str | None) -> str | None:
+    """``model`` when the scan can read its config here (a model id not on this machine is
+    scanned as the default model: the probe loads it, the scan cannot)."""
+    if model is None:
+        return None
+    from driftcheck.model_configs import builtin_models, find_config
+
+    return model if model in builtin_models() or find_config(model) is not None else None

@@ -141,7 +141,7 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
         fix_dir = Path(tempfile.mkdtemp(prefix="driftcheck-plan-fix-"))
         try:
             # Static, like a scan: the plan shows the patches --fix would apply.
-            patch_paths = fix_patches(options.client, against, fix_dir)
+            patch_paths = fix_patches(options.client, against, fix_dir, options.model)
             for p in patch_paths:
                 targets = patch_targets(p.read_text(errors="replace"))
                 patch_desc.append(f"{p.name}: {', '.join(targets)} (from driftcheck fix)")
