@@ -27,6 +27,8 @@ from driftcheck.host.api import Found, HostAPI
 
 #: How deep submodule classes are followed below the served class.
 MAX_DEPTH = 3
+#: The layout of a served model kept in a host snapshot.
+FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,23 @@ def _is_module_base(cls: Found) -> bool:
 
 
 def serve(api: HostAPI, spec: ServedSpec, model: str, config: dict) -> ServedModel:
-    """The classes ``api``'s release builds for ``config`` (a parsed ``config.json``)."""
+    """The classes ``api``'s release builds for ``config`` (a parsed ``config.json``), kept as
+    a fact of the release's snapshot."""
+    key = json.dumps([FORMAT, spec.holder, spec.registry, spec.package, spec.helper_keyword])
+    key += json.dumps(config, sort_keys=True, default=str)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    data = api.fact(f"served:{digest}", lambda: _serve(api, spec, model, config).to_dict())
+    assert isinstance(data, dict)
+    return ServedModel(
+        model=model,
+        architecture=data["architecture"],
+        top=data["class"],
+        attributes=dict(data["attributes"]),
+        problem=data["problem"],
+    )
+
+
+def _serve(api: HostAPI, spec: ServedSpec, model: str, config: dict) -> ServedModel:
     out = ServedModel(model=model)
     archs = config.get("architectures") or []
     if not archs or not isinstance(archs[0], str):
@@ -256,10 +274,10 @@ def serve(api: HostAPI, spec: ServedSpec, model: str, config: dict) -> ServedMod
         cls, depth = todo.pop(0)
         if depth >= MAX_DEPTH:
             continue
-        for name, member in sorted(_instance_attributes(api, cls).items()):
+        for name in sorted(_instance_attributes(api, cls)):
             got = reader.attr_class(cls, name, config)
-            if got is None or not member:
-                continue
+            if got is None or not got.path.startswith(spec.package + "."):
+                continue  # only the models' own classes: layers hold no submodels
             out.attributes[f"{cls.path}.{name}"] = got.path
             if got.path not in seen:
                 seen.add(got.path)
@@ -275,15 +293,15 @@ def attr_class(
     return _Reader(api, spec, config or {}).attr_class(owner, attr, config or {})
 
 
-def _instance_attributes(api: HostAPI, cls: Found) -> dict[str, bool]:
-    """Attributes of the class's host MRO (name -> set by an assignment, not a constant)."""
-    out: dict[str, bool] = {}
+def _instance_attributes(api: HostAPI, cls: Found) -> list[str]:
+    """Instance attributes of the class's host MRO (set on ``self`` in a method)."""
+    out: list[str] = []
     for klass in api.mro(cls)[0]:
         for name, member in klass.obj.members.items():
             if name.startswith("__") or name in out:
                 continue
             if isinstance(member, griffe.Attribute) and "instance-attribute" in member.labels:
-                out[name] = True
+                out.append(name)
     return out
 
 
