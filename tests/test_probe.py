@@ -612,6 +612,7 @@ def test_probe_speculators_030_on_vllm_0110_passes():
         "worker-origin",
         "generate-1",
         "generate-2",
+        "capture",
         "hidden-states",
         "reference",
     ]

@@ -158,7 +158,7 @@ def origin_facts(replies: list[dict], client_root: str, tp_size: int) -> list[st
     if len(replies) != tp_size:
         problems.append(f"{len(replies)} worker(s) answered, tensor parallel size is {tp_size}")
     ranks = sorted(r.get("tp_rank") for r in replies if r.get("tp_rank") is not None)
-    if len(ranks) == len(replies) and ranks != list(range(tp_size)):
+    if len(replies) == tp_size == len(ranks) and ranks != list(range(tp_size)):
         problems.append(f"TP ranks {ranks}, expected {list(range(tp_size))}")
     bad = [
         r.get("file") for r in replies if not (r.get("file") or "").startswith(client_root + os.sep)

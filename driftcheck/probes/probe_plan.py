@@ -16,7 +16,12 @@ from pathlib import Path
 from types import ModuleType
 
 from driftcheck.errors import UsageError
-from driftcheck.probes.driver_env import driver_command, run_environment, shown_env
+from driftcheck.probes.driver_env import (
+    cpu_thread_binding,
+    driver_command,
+    run_environment,
+    shown_env,
+)
 from driftcheck.probes.env_selection import select_env
 from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.managed_envs import build_plan
@@ -170,12 +175,19 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     copy_root = work / "unpatched" / "client"
     extra = [work / "shims"] if any("platform_plugins" in s for s in shims) else []
     model_env = {var: value for var, value, _, _ in rec.CPU_NEEDS} if rec and cpu else {}
+    tp = options.tensor_parallel_size
+    bind_env: dict[str, str] = {}
+    if cpu and env is not None:
+        bind_env, bind_shims = cpu_thread_binding(tp, env.python)
+        shims += bind_shims
     run_env = run_environment(copy_root, extra, workload, cpu=cpu, offline=tiny)
-    run_env = shown_env({**run_env, **model_env}, extra=model_env)
+    run_env = shown_env({**run_env, **model_env, **bind_env}, extra=model_env)
     python = env.python if env is not None else Path("PYTHON")
     command = driver_command(python, work)
 
-    checks = [(s, c) for s, c in CHECKS if tiny or s != "reference"]
+    checks = [
+        (s, c) for s, c in CHECKS if (tiny or s != "reference") and (tp > 1 or s != "tp-match")
+    ]
 
     # static model check, from the host API (nothing imported)
     model_checks: list[tuple[str, dict]] = []

@@ -35,7 +35,8 @@ def _cell(run: RunOutcome, stage: str) -> str:
         detail = f" {len(s.get('workers') or [])} worker(s)"
         detail += f", TP ranks {_ranks(ranks)}" if ranks else ""
     elif stage == "capture":
-        detail = f" states on rank {_ranks(s.get('captured_ranks'))}"
+        counts = sorted({g.get("replies") for g in s.get("gathers") or []})
+        detail = f" states on rank {_ranks(s.get('captured_ranks'))}, {_ranks(counts)} reply"
     elif stage == "tp-match":
         detail = f" vs TP=1 min cos {s.get('min_cosine'):.5f}"
     return f"ok {s.get('seconds', 0):.1f}s{detail}"
@@ -61,17 +62,21 @@ def parallel_lines(run: RunOutcome) -> list[str]:
         all_ranks = capture.get("tp_ranks") or []
         got = capture.get("captured_ranks") or []
         rest = [r for r in all_ranks if r not in got]
-        tail = f" (rank {_ranks(rest)}: nothing)" if rest else ""
+        tail = f" (rank {_ranks(rest)}: no states)" if rest else ""
         out.append(
             f"capture: {capture.get('method')}() returned states on rank {_ranks(got)}{tail}"
         )
+        gathers: dict[str, int] = {}
         for g in capture.get("gathers") or []:
             reply = "reply" if g.get("replies") == 1 else "replies"
-            out.append(
-                f"  collective_rpc({g.get('method')!r}, unique_reply_rank="
+            line = (
+                f"collective_rpc({g.get('method')!r}, unique_reply_rank="
                 f"{g.get('unique_reply_rank')}) -> {g.get('replies')} {reply}, from rank "
                 f"{_ranks(g.get('from_ranks'))}"
             )
+            gathers[line] = gathers.get(line, 0) + 1
+        for line, n in gathers.items():
+            out.append(f"  {line}" + (f" ({n} calls)" if n > 1 else ""))
     match = run.stage("tp-match")
     if match:
         base = match.get("baseline") or {}
