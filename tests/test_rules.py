@@ -24,7 +24,8 @@ RULES = load_rules()
 #: The files of that folder, ``<host>/<rule-id>.toml``.
 RULES_FOLDER = Path(__file__).resolve().parent.parent / "rules"
 RULE_FILES = sorted(RULES_FOLDER.glob("*/*.toml"))
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
 
 
 def test_rules_exist_and_load():
@@ -205,13 +206,14 @@ def _write_case(root: Path, code: str) -> Path:
     return pkg
 
 
-def _scan_case(rule, code: str, tmp_path: Path):
+def _scan_case(rule, code: str, tmp_path: Path, model: str | None = None):
     pkg = _write_case(tmp_path, code)
     return scan(
         str(pkg),
         against=f"{rule.host}=={rule.test['target']}",
         baseline=rule.test["baseline"],
         rules=RULES,
+        model=str(ROOT / model) if model and (ROOT / model).exists() else model,
     )
 
 
@@ -226,7 +228,7 @@ CASES = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("rule", "index", "case"), CASES)
 def test_rule_case(rule, index, case, tmp_path: Path):
-    result = _scan_case(rule, case.code, tmp_path)
+    result = _scan_case(rule, case.code, tmp_path, case.model)
     if rule.kind == "binding":
         # A binding rule reports nothing itself: its invalid case shows a drift only it reveals.
         relevant = result.findings

@@ -3,6 +3,7 @@ which conditions, and the findings it reports (a mined finding at the same place
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, side, site_of
@@ -88,7 +89,46 @@ def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, lis
             Evidence(bapi.version, bcls.file, bfd[2], f"{name} = {bfd[1]}"),
             Evidence(tapi.version, tcls.file, tfd[2], f"{name} = {tfd[1]}"),
         ]
+    listed = cond.get("served_in")
+    if listed:
+        got = _served_in(ctx, str(listed))
+        if got is None:
+            return False, []
+        evidence.append(got)
     return True, evidence
+
+
+def _served_in(ctx: CheckContext, path: str) -> Evidence | None:
+    """Evidence that the served model's architecture is in the set of strings the target
+    defines at ``path`` (a module-level ``frozenset({...})``, set, tuple or list literal)."""
+    served = ctx.served
+    if served is None or served.architecture is None:
+        return None
+    module, _, name = path.rpartition(".")
+    text = ctx.target.module_text(module)
+    if not text:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and node.targets else None
+        target = node.target if isinstance(node, ast.AnnAssign) else target
+        if not (isinstance(target, ast.Name) and target.id == name and node.value is not None):
+            continue
+        value = node.value
+        if isinstance(value, ast.Call) and value.args:  # frozenset({...}) / set([...])
+            value = value.args[0]
+        if not isinstance(value, ast.Set | ast.List | ast.Tuple):
+            return None
+        names = {e.value for e in value.elts if isinstance(e, ast.Constant)}
+        if served.architecture not in names:
+            return None
+        found = ctx.target.resolve(path)
+        file = found.file if isinstance(found, Found) else module.replace(".", "/") + ".py"
+        return Evidence(ctx.target.version, file, node.lineno, f"{served.architecture} listed")
+    return None
 
 
 def _owner_class(use: Use) -> str:

@@ -34,6 +34,7 @@ CONDITIONS = (
     "not_followed_by",
     "requires_call",
     "default_changed",
+    "served_in",
 )
 USE_KINDS = ("call", "attribute", "import", "any")
 
@@ -50,6 +51,8 @@ class RuleCase:
     code: str
     fixed: str | None = None
     note: str = ""
+    #: The served model the case is scanned with (``scan --model``; None: the default).
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,10 @@ def load_rule(path: Path) -> Rule:
     for i, c in enumerate(data.get("cases", [])):
         if c.get("kind") not in ("valid", "invalid") or not isinstance(c.get("code"), str):
             raise RuleError(f"{path}: case {i + 1} needs kind = valid|invalid and code")
-        cases.append(RuleCase(c["kind"], c["code"], c.get("fixed"), c.get("note", "")))
+        model = c.get("model")
+        if model is not None and not isinstance(model, str):
+            raise RuleError(f"{path}: case {i + 1}: model must be a string")
+        cases.append(RuleCase(c["kind"], c["code"], c.get("fixed"), c.get("note", ""), model))
     return Rule(
         id=rule_id,
         host=str(need("host", str)),
