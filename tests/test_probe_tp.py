@@ -128,6 +128,15 @@ def test_capture_read_as_a_list_of_replies():
     assert (both["replies"], both["from_ranks"]) == (2, [0, 1])
 
 
+def test_worker_rank_where_the_tp_group_cannot_be_asked():
+    workers = [
+        {**_worker(r, [STATES if r == 0 else None]), "tp_rank": None, "rank": r} for r in (0, 1)
+    ]
+    assert origin_facts(workers, ROOT, 2) == []
+    facts = capture_facts(workers, [_call(STATES)], 2)
+    assert facts["captured_ranks"] == [0] and facts["problems"] == []
+
+
 def test_capture_problems():
     nobody = capture_facts([_worker(0, [None]), _worker(1, [None])], [_call(None)], 2)
     assert "no worker returned captured states" in nobody["problems"]
@@ -305,6 +314,8 @@ def _tp_run() -> RunOutcome:
         2,
     )
     facts.pop("problems")
+    attrs = {"_layer_ids": "set", "_captured_states": "None"}
+    facts["worker_replies"] = [{"tp_rank": 0, "attrs": attrs}, {"tp_rank": 1, "attrs": attrs}]
     stages.insert(
         5,
         {"name": "capture", "ok": True, "seconds": 0.0, "method": "_get_captured_states", **facts},
@@ -351,9 +362,13 @@ def test_parallel_lines():
         "  collective_rpc('_get_captured_states', unique_reply_rank=0) -> 1 reply, from rank 0 "
         "(2 calls)"
     )
-    assert lines[3].startswith("tp-match: TP=2 vs TP=1 (kept from a run at 2026-12-01 19:30:00)")
-    assert "min cosine 0.999685 over 10 sequence x layer pairs (190 tokens)" in lines[3]
-    assert "per layer 2: 0.99993, 7: 0.99969" in lines[3]
+    assert lines[3] == (
+        "  after the batches: rank 0: _layer_ids set, _captured_states None; "
+        "rank 1: _layer_ids set, _captured_states None"
+    )
+    assert lines[4].startswith("tp-match: TP=2 vs TP=1 (kept from a run at 2026-12-01 19:30:00)")
+    assert "min cosine 0.999685 over 10 sequence x layer pairs (190 tokens)" in lines[4]
+    assert "per layer 2: 0.99993, 7: 0.99969" in lines[4]
 
 
 def test_text_and_json_reports_show_the_tp_facts():

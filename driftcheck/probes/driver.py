@@ -156,7 +156,8 @@ def _origin_stage(res: _Result, executor: object, spec: dict, workers: ModuleTyp
         res.stage("worker-origin", True, 0.0, skipped=True, note="the generator has no executor")
         return True
     try:
-        replies = executor.collective_rpc(workers.in_worker_origin, args=(spec["capture_method"],))
+        method = spec.get("capture_method") or ""
+        replies = executor.collective_rpc(workers.in_worker_origin, args=(method,))
     except Exception as exc:
         note = f"could not ask the workers: {type(exc).__name__}: {exc}"
         res.stage("worker-origin", True, time.monotonic() - t, skipped=True, note=note)
@@ -180,10 +181,11 @@ def _capture_stage(
 ) -> bool:
     """The ``capture`` stage: the workers' capture-method returns against the client's gathers."""
     t = time.monotonic()
+    method, attrs = spec.get("capture_method") or "", spec.get("state_attrs") or []
     if rpc_log is None:
-        res.stage("capture", True, 0.0, skipped=True, note="the generator has no executor")
+        why = "the workload names no capture method" if not method else "there is no executor"
+        res.stage("capture", True, 0.0, skipped=True, note=why)
         return True
-    method, attrs = spec["capture_method"], spec.get("state_attrs") or []
     try:
         replies = executor.collective_rpc(workers.in_worker_capture, args=(method, attrs))
     except Exception as exc:
@@ -283,7 +285,8 @@ def run(spec: dict) -> int:
         executor = getattr(gen, "executor", None)
         if not _origin_stage(res, executor, spec, workers):
             code = 1
-        rpc_log = workers.RpcLog(executor, [spec["capture_method"]]) if _asks(executor) else None
+        method = spec.get("capture_method") or ""
+        rpc_log = workers.RpcLog(executor, [method]) if method and _asks(executor) else None
 
         # generate-1, generate-2
         batches = _batches(vocab)

@@ -151,13 +151,19 @@ class RpcLog:
 # -- the facts (pure: also used by driftcheck's tests) -----------------------------------------
 
 
+def _rank_of(reply: dict) -> int | None:
+    """A worker's TP rank (its global rank where the TP group could not be asked)."""
+    rank = reply.get("tp_rank")
+    return reply.get("rank") if rank is None else rank
+
+
 def origin_facts(replies: list[dict], client_root: str, tp_size: int) -> list[str]:
     """What is wrong with the workers' origin replies (empty: nothing): one reply per worker,
     TP ranks 0..N-1 once each, the extension loaded from the client copy."""
     problems: list[str] = []
     if len(replies) != tp_size:
         problems.append(f"{len(replies)} worker(s) answered, tensor parallel size is {tp_size}")
-    ranks = sorted(r.get("tp_rank") for r in replies if r.get("tp_rank") is not None)
+    ranks = sorted(r for r in map(_rank_of, replies) if r is not None)
     if len(replies) == tp_size == len(ranks) and ranks != list(range(tp_size)):
         problems.append(f"TP ranks {ranks}, expected {list(range(tp_size))}")
     bad = [
@@ -177,7 +183,8 @@ def capture_facts(workers: list[dict], calls: list[dict], tp_size: int) -> dict:
     each of the client's gather calls which ranks' replies it got back: the reply itself when
     it equals one rank's return (one reply), or a list whose items are ranks' returns."""
     by_rank = sorted(
-        (w for w in workers if w.get("tp_rank") is not None), key=lambda w: w["tp_rank"]
+        ({**w, "tp_rank": _rank_of(w)} for w in workers if _rank_of(w) is not None),
+        key=lambda w: w["tp_rank"],
     )
     captured = sorted(
         {w["tp_rank"] for w in by_rank for r in (w.get("returns") or []) if _holds_states(r)}

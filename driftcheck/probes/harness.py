@@ -5,7 +5,9 @@ the harness writes a fresh copy of the client, applies the patches to it, and ru
 :mod:`driftcheck.probes.driver` with the target environment's interpreter, in its own process
 group, with the copy first on ``PYTHONPATH`` (so vLLM's spawned workers load the worker
 extension from the copy too). Whatever the harness must provide because the machine has no GPU
-is a *shim*, and every shim is listed in the report.
+is a *shim*, and every shim is listed in the report. With ``--tensor-parallel-size N>1`` a
+variant whose hidden states pass is also compared with a TP=1 run of the same copy
+(:mod:`~driftcheck.probes.tensor_parallel`).
 
 The pieces it runs with have their own modules: the options (:mod:`~driftcheck.probes.options`),
 workloads and checks (:mod:`~driftcheck.probes.workloads`), the driver's command, environment and

@@ -77,6 +77,13 @@ def parallel_lines(run: RunOutcome) -> list[str]:
             gathers[line] = gathers.get(line, 0) + 1
         for line, n in gathers.items():
             out.append(f"  {line}" + (f" ({n} calls)" if n > 1 else ""))
+        attrs = [
+            f"rank {w.get('tp_rank')}: " + ", ".join(f"{k} {v}" for k, v in w["attrs"].items())
+            for w in capture.get("worker_replies") or []
+            if w.get("attrs")
+        ]
+        if attrs:
+            out.append(f"  after the batches: {'; '.join(attrs)}")
     match = run.stage("tp-match")
     if match:
         base = match.get("baseline") or {}
