@@ -46,6 +46,14 @@ def test_builtin_models_table():
         assert isinstance(rec.TRUST_REMOTE_CODE, bool) and isinstance(rec.REFERENCE, str)
 
 
+def test_a_built_in_model_runs_with_the_tiny_timeout():
+    from driftcheck.probes.options import DEFAULT_TIMEOUT, MODEL_TIMEOUT, ProbeOptions
+
+    assert ProbeOptions("c", model="tiny-kimi-k2.5").run_timeout == DEFAULT_TIMEOUT
+    assert ProbeOptions("c").run_timeout == DEFAULT_TIMEOUT
+    assert ProbeOptions("c", model="org/model").run_timeout == MODEL_TIMEOUT
+
+
 def test_a_model_that_is_not_built_in_is_taken_as_given(tmp_path):
     given = resolve_model(str(tmp_path), "python-not-used", cpu=True)
     assert given.path == str(tmp_path.resolve()) and given.builtin is None

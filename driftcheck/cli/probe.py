@@ -44,7 +44,12 @@ def _layer_ids(
     help="Python environment: this one, a managed one in the cache, or a given one. "
     "Default: this one when it has that vLLM, else managed.",
 )
-@click.option("--model", metavar="NAME_OR_PATH", help="Real model instead of the tiny local one.")
+@click.option(
+    "--model",
+    metavar="NAME_OR_PATH",
+    help="A model folder or hub name, or a built-in tiny model generated locally: tiny-llama "
+    "(the default) or tiny-kimi-k2.5.",
+)
 @click.option("--tensor-parallel-size", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--trust-remote-code", is_flag=True, help="Allow the model's own code.")
 @click.option(
@@ -55,7 +60,7 @@ def _layer_ids(
     "--timeout",
     type=click.FloatRange(min=1),
     default=None,
-    help="Seconds per run (default: 900 for the tiny model, 7200 with --model).",
+    help="Seconds per run (default: 900 for a built-in model, 7200 for another --model).",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True

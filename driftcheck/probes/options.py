@@ -12,7 +12,7 @@ from pathlib import Path
 from driftcheck.errors import UsageError
 from driftcheck.sources.specs import PackageSpec, parse_spec
 
-DEFAULT_TIMEOUT = 900.0  # the tiny model
+DEFAULT_TIMEOUT = 900.0  # a built-in tiny model
 MODEL_TIMEOUT = 7200.0  # a named model: loading its weights can take long
 
 
@@ -29,16 +29,18 @@ class ProbeOptions:
     tensor_parallel_size: int = 1
     trust_remote_code: bool = False
     layer_ids: list[int] | None = None
-    timeout: float | None = None  # None: DEFAULT_TIMEOUT, or MODEL_TIMEOUT with a --model
+    timeout: float | None = None  # None: DEFAULT_TIMEOUT, or MODEL_TIMEOUT with another --model
     max_model_len: int | None = None
     keep: bool = False
 
     @property
     def run_timeout(self) -> float:
         """Seconds one run may take."""
+        from driftcheck.probes.builtin_models import recipe
+
         if self.timeout is not None:
             return self.timeout
-        return MODEL_TIMEOUT if self.model else DEFAULT_TIMEOUT
+        return DEFAULT_TIMEOUT if recipe(self.model) is not None else MODEL_TIMEOUT
 
     def argv(self) -> list[str]:
         """The ``driftcheck probe`` command line for these options."""

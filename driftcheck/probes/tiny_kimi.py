@@ -17,6 +17,11 @@ module (``configuration_kimi_k25.py``, named by ``auto_map``) and image processo
 4 tokens after the 2x2 merge). ``reference/`` holds the same language-model weights as a plain
 transformers ``DeepseekV3ForCausalLM``, for the probe's reference stage.
 
+On vLLM 0.16's CPU build the reference stage fails on this model, and the cause is vLLM's:
+``DeepseekV2Attention`` rotates ``q_pe`` as (tokens, heads, rope dim) and the CPU rotary kernel
+takes its heads from ``size(-1)`` and its token stride from ``stride(-2)``, so a multi-head query
+comes out wrong (``tests/test_probe_kimi.py`` shows the kernel alone).
+
 Like :mod:`driftcheck.probes.model`, this file is also a script, run with the target
 environment's interpreter (``python tiny_kimi.py OUT_DIR``).
 """
@@ -27,6 +32,11 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+
+if __package__:
+    from driftcheck.probes.tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
+else:  # run as a script by the target environment's interpreter: the sibling file
+    from tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 
 NAME = "tiny-kimi-k2.5"
 RECIPE_VERSION = 1
@@ -196,102 +206,6 @@ def recipe_key() -> str:
         sort_keys=True,
     )
     return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-# -- the folder's own code (run by transformers from the model folder) -------------------------
-
-CONFIG_MODULE = '''\
-"""Kimi-K2.5's configuration as transformers reads it from this folder (``auto_map``): a
-wrapper config with a text and a vision sub-config. Written for driftcheck's tiny model."""
-
-from transformers import PretrainedConfig
-
-
-class KimiK25TextConfig(PretrainedConfig):
-    model_type = "kimi_k2"
-
-
-class KimiK25VisionConfig(PretrainedConfig):
-    model_type = "kimi_k25_vision"
-
-
-class KimiK25Config(PretrainedConfig):
-    model_type = "kimi_k25"
-    sub_configs = {"text_config": KimiK25TextConfig, "vision_config": KimiK25VisionConfig}
-
-    def __init__(self, text_config=None, vision_config=None, **kwargs):
-        if not isinstance(text_config, PretrainedConfig):
-            text_config = KimiK25TextConfig(**(text_config or {}))
-        if not isinstance(vision_config, PretrainedConfig):
-            vision_config = KimiK25VisionConfig(**(vision_config or {}))
-        self.text_config = text_config
-        self.vision_config = vision_config
-        super().__init__(**kwargs)
-'''
-
-PROCESSOR_MODULE = '''\
-"""A tiny image processor with the methods vLLM's Kimi-K2.5 processing calls: every image or
-video chunk is resized to one fixed grid of patches. Written for driftcheck's tiny model."""
-
-import numpy as np
-import torch
-from transformers.image_processing_utils import BaseImageProcessor
-
-
-class TinyKimiImageProcessor(BaseImageProcessor):
-    model_input_names = ["pixel_values", "grid_thws"]
-
-    def __init__(self, patch_size=14, grid=4, merge_kernel_size=(2, 2), num_frames_per_chunk=4,
-                 **kwargs):
-        super().__init__(**kwargs)
-        self.patch_size = patch_size
-        self.grid = grid
-        self.merge_kernel_size = list(merge_kernel_size)
-        self.num_frames_per_chunk = num_frames_per_chunk
-
-    def _frames(self, chunk):
-        if chunk["type"] == "image":
-            return [chunk["image"]]
-        return list(chunk["video_chunk"])
-
-    def media_tokens_calculator(self, chunk):
-        kh, kw = self.merge_kernel_size
-        return (self.grid // kh) * (self.grid // kw)
-
-    def _patches(self, frame):
-        side = self.patch_size * self.grid
-        img = frame.convert("RGB").resize((side, side))
-        x = torch.from_numpy(np.asarray(img, dtype=np.float32) / 127.5 - 1.0)
-        x = x.permute(2, 0, 1)
-        p, g = self.patch_size, self.grid
-        x = x.reshape(3, g, p, g, p).permute(1, 3, 0, 2, 4)
-        return x.reshape(g * g, 3, p, p)
-
-    def preprocess(self, vision_chunks, **kwargs):
-        pixels, grids = [], []
-        for chunk in vision_chunks:
-            frames = self._frames(chunk)
-            pixels += [self._patches(f) for f in frames]
-            grids.append([len(frames), self.grid, self.grid])
-        return {"pixel_values": torch.cat(pixels), "grid_thws": torch.tensor(grids)}
-
-    def split_video_chunks(self, video):
-        n = self.num_frames_per_chunk
-        frames = list(video)
-        return [
-            {"type": "video_chunk", "video_chunk": frames[i : i + n]}
-            for i in range(0, len(frames), n)
-        ]
-'''
-
-PROCESSOR_CONFIG = {
-    "auto_map": {"AutoImageProcessor": "image_processing_tiny_kimi.TinyKimiImageProcessor"},
-    "image_processor_type": "TinyKimiImageProcessor",
-    "patch_size": 14,
-    "grid": 4,
-    "merge_kernel_size": [2, 2],
-    "num_frames_per_chunk": 4,
-}
 
 
 # -- script side (the target environment's interpreter) ----------------------------------------
