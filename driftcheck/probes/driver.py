@@ -177,9 +177,15 @@ def _origin_stage(res: _Result, executor: object, spec: dict, workers: ModuleTyp
 
 
 def _capture_stage(
-    res: _Result, executor: object, spec: dict, workers: ModuleType, rpc_log: object
+    res: _Result,
+    executor: object,
+    spec: dict,
+    workers: ModuleType,
+    rpc_log: object,
+    timeout: float | None = None,
 ) -> bool:
-    """The ``capture`` stage: the workers' capture-method returns against the client's gathers."""
+    """The ``capture`` stage: the workers' capture-method returns against the client's gathers
+    (also after a batch that failed in the driver, where the workers still answer)."""
     t = time.monotonic()
     method, attrs = spec.get("capture_method") or "", spec.get("state_attrs") or []
     if rpc_log is None:
@@ -187,7 +193,9 @@ def _capture_stage(
         res.stage("capture", True, 0.0, skipped=True, note=why)
         return True
     try:
-        replies = executor.collective_rpc(workers.in_worker_capture, args=(method, attrs))
+        replies = executor.collective_rpc(
+            workers.in_worker_capture, timeout=timeout, args=(method, attrs)
+        )
     except Exception as exc:
         note = f"could not ask the workers: {type(exc).__name__}: {exc}"
         res.stage("capture", True, time.monotonic() - t, skipped=True, note=note)
@@ -247,11 +255,9 @@ def run(spec: dict) -> int:
             "import",
             False,
             time.monotonic() - t,
-            error={
-                "type": "ProbeError",
-                "message": f"{module_name} was imported from {origin}, not from the client copy {root}",
-                "from_worker": False,
-            },
+            error=_failure(
+                "ProbeError", f"{module_name} was imported from {origin}, not from the copy {root}"
+            ),
         )
         return 1
     res.stage("import", True, time.monotonic() - t, file=origin)
@@ -296,7 +302,11 @@ def run(spec: dict) -> int:
             try:
                 out = gen.generate(batch)
             except BaseException as exc:
-                res.stage(f"generate-{n}", False, time.monotonic() - t, error=_error(exc))
+                err = _error(exc)
+                res.stage(f"generate-{n}", False, time.monotonic() - t, error=err)
+                if isinstance(exc, Exception) and not err["from_worker"]:
+                    # The workers are fine: what the client's gathers got back explains much.
+                    _capture_stage(res, executor, spec, workers, rpc_log, timeout=120)
                 return 1
             outputs.append(out)
             res.stage(
@@ -355,17 +365,8 @@ def run(spec: dict) -> int:
                     worst = min(worst, r["min_cosine"])
                 ref["min_cosine"] = worst
                 ok = worst >= spec["cosine_min"]
-                extra = (
-                    {}
-                    if ok
-                    else {
-                        "error": {
-                            "type": "CheckFailed",
-                            "from_worker": False,
-                            "message": f"min cosine {worst:.4f} < {spec['cosine_min']} against transformers",
-                        }
-                    }
-                )
+                message = f"min cosine {worst:.4f} < {spec['cosine_min']} against transformers"
+                extra = {} if ok else {"error": _failure("CheckFailed", message)}
                 res.stage("reference", ok, time.monotonic() - t, **ref, **extra)
                 code = code if ok else 1
             except Exception as exc:
