@@ -190,6 +190,21 @@ def _env_python() -> Path:
     return managed_env("0.16.0").python
 
 
+def _in_env(python: Path, script: str, *args: str) -> dict:
+    """Run ``script`` with the environment's interpreter (offline); its last line is JSON."""
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    proc = subprocess.run(
+        [str(python), "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def _safetensors_header(path: Path) -> dict:
     """The tensor names and shapes of a safetensors file (its JSON header; no library)."""
     with path.open("rb") as f:
@@ -248,16 +263,7 @@ def test_tiny_kimi_generates_with_the_names_vllm_loads():
         text["kv_lora_rank"],
     )
     assert not any(f"layers.{n}." in k for k in names)  # no MTP layer
-    proc = subprocess.run(
-        [str(python), "-c", _READ_BACK, str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    back = json.loads(proc.stdout.strip().splitlines()[-1])
+    back = _in_env(python, _READ_BACK, str(folder))
     assert back == {
         "layers": n,
         "media_pad": cfg["media_placeholder_token_id"],
@@ -368,15 +374,6 @@ def test_vllm_0160_cpu_rotary_kernel_misreads_a_3d_multi_head_query():
     _C.rotary_embedding, which takes num_heads from query.size(-1) / head_size and the token
     stride from query.stride(-2) (csrc/cpu/pos_encoding.cpp), i.e. one head and the head
     stride. A (tokens, heads * dim) query, or a single head, comes out right."""
-    proc = subprocess.run(
-        [str(_env_python()), "-c", _ROPE_KERNEL],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "VLLM_NO_USAGE_STATS": "1"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    err = json.loads(proc.stdout.strip().splitlines()[-1])
+    err = _in_env(_env_python(), _ROPE_KERNEL)
     assert err["2d"] < 1e-5 and err["3d-one-head"] < 1e-5
     assert err["3d"] > 0.5

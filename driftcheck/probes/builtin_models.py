@@ -45,6 +45,20 @@ def model_dir(rec: ModuleType) -> Path:
     return cache_root() / "models" / f"{rec.NAME}-{rec.recipe_key()}"
 
 
+def _run(python: Path | str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run the target environment's interpreter with a clean environment."""
+    return subprocess.run(
+        [str(python), *args],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env=_clean_env(),
+    )
+
+
 def ensure_model(rec: ModuleType, python: Path | str, *, timeout: float = 600) -> Path:
     """Generate a built-in model with ``python`` (an interpreter with torch and transformers),
     once; later calls return the cached folder.
@@ -64,16 +78,7 @@ def ensure_model(rec: ModuleType, python: Path | str, *, timeout: float = 600) -
         part = out.with_name(out.name + ".part")
         shutil.rmtree(part, ignore_errors=True)
         try:
-            proc = subprocess.run(
-                [str(python), os.path.abspath(rec.__file__), str(part)],
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-                env=_clean_env(),
-            )
+            proc = _run(python, [os.path.abspath(rec.__file__), str(part)], timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EnvError(f"cannot generate the {rec.NAME} model: {exc}") from None
         if proc.returncode != 0:
@@ -105,15 +110,7 @@ _VLLM_DIR = (
 def vllm_dir(python: Path | str) -> Path | None:
     """The target environment's ``vllm`` package folder (found, not imported)."""
     try:
-        proc = subprocess.run(
-            [str(python), "-c", _VLLM_DIR],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            env=_clean_env(),
-        )
+        proc = _run(python, ["-c", _VLLM_DIR], 120)
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = proc.stdout.strip()
