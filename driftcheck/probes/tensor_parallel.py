@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from driftcheck.cache import cache_root
+from driftcheck.probes.builtin_models import _run as run_target
 from driftcheck.probes.driver_env import DRIVER_FILES
 from driftcheck.probes.driver_states import judge_match
-from driftcheck.probes.envs import ProbeEnv, _clean_env
+from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.outcome import RunOutcome
 from driftcheck.probes.workloads import COSINE_MIN
 
@@ -105,18 +106,9 @@ def keep_states(key: str, outcome: RunOutcome, states: Path) -> None:
 def compare_runs(env: ProbeEnv, work: Path, got: Path, ref: Path, *, timeout: float = 600) -> dict:
     """``driver_states.py compare`` in the target environment: per-pair cosines, or problems."""
     out = got.with_name("tp-match.json")
-    cmd = [str(env.python), str(work / "driver_states.py"), "compare", str(got), str(ref), str(out)]
+    args = [str(work / "driver_states.py"), "compare", str(got), str(ref), str(out)]
     try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            env=_clean_env(),
-        )
+        proc = run_target(env.python, args, timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"pairs": [], "problems": [f"the comparison did not run: {exc}"]}
     try:
