@@ -233,6 +233,28 @@ def test_tp_match_fails_the_run(tmp_path, monkeypatch):
     assert "the TP=1 run has no hidden states (failed at build)" in run.error["message"]
 
 
+def test_tp_match_says_which_run_differs_from_transformers(tmp_path, monkeypatch):
+    """Both runs were compared with transformers and only TP=2 matched (the tiny Kimi on vLLM
+    0.16.0's CPU backend: its rotary kernel misreads a 3-D query of more than one head, and TP=2
+    leaves one head per worker)."""
+    monkeypatch.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    low = {"pairs": [_pair(3, 0.38)], "problems": []}
+    monkeypatch.setattr(tensor_parallel, "compare_runs", lambda *_a, **_k: low)
+    run = _passed(tmp_path)
+    run.stages.append({"name": "reference", "ok": True, "min_cosine": 1.0})
+    base = _passed(tmp_path, "patched-tp1")
+    base.stages.append({"name": "reference", "ok": False, "min_cosine": 0.81})
+    base.ok, base.failed_stage = False, "reference"
+    tensor_parallel.add_tp_match(run, 2, ENV, tmp_path, lambda: base, print)
+    stage = run.stage("tp-match")
+    assert stage["baseline"]["failed_stage"] == "reference"
+    assert stage["error"]["message"].startswith(
+        "the TP=1 run is the one that differs from transformers (min cosine 0.8100)"
+    )
+    [line] = [ln for ln in parallel_lines(run) if ln.startswith("tp-match")]
+    assert "it FAILED at reference; its reference min cos 0.81000" in line
+
+
 def test_no_tp_match_for_a_run_without_hidden_states(tmp_path):
     failed = RunOutcome("unpatched", False, [{"name": "build", "ok": False}], failed_stage="build")
     tensor_parallel.add_tp_match(failed, 2, ENV, tmp_path, pytest.fail, print)

@@ -92,6 +92,10 @@ def parallel_lines(run: RunOutcome) -> list[str]:
             if base.get("source") == "kept"
             else f"run now, {base.get('seconds')} s"
         )
+        if base.get("failed_stage"):
+            how += f"; it FAILED at {base['failed_stage']}"
+        if base.get("reference_min_cosine") is not None:
+            how += f"; its reference min cos {base['reference_min_cosine']:.5f}"
         line = f"tp-match: TP={match.get('tensor_parallel_size')} vs TP=1 ({how})"
         if match.get("min_cosine") is not None:
             layers = ", ".join(f"{k}: {v:.5f}" for k, v in (match.get("per_layer") or {}).items())

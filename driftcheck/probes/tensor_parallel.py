@@ -91,8 +91,7 @@ def keep_states(key: str, outcome: RunOutcome, states: Path) -> None:
     meta = {
         "label": outcome.label,
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "seconds": round(outcome.seconds, 1),
-        "log_dir": outcome.log_dir,
+        **_run_facts(outcome),
         "versions": outcome.versions,
     }
     (part / "run.json").write_text(json.dumps(meta, indent=2))
@@ -118,14 +117,27 @@ def compare_runs(env: ProbeEnv, work: Path, got: Path, ref: Path, *, timeout: fl
         return {"pairs": [], "problems": [f"the comparison failed: {tail}"]}
 
 
-def _baseline_facts(run: RunOutcome) -> dict:
+def _run_facts(run: RunOutcome) -> dict:
+    """What the report says of a TP=1 run: how it ended and how it compared with transformers."""
+    ref = run.stage("reference") or {}
     return {
-        "source": "run",
         "ok": run.ok,
         "failed_stage": run.failed_stage,
+        "reference_min_cosine": ref.get("min_cosine"),
         "seconds": round(run.seconds, 1),
         "log_dir": run.log_dir,
     }
+
+
+def _which_differs(run: RunOutcome, baseline: dict) -> str | None:
+    """Where both runs were compared with transformers and only one matched: which one."""
+    mine = (run.stage("reference") or {}).get("min_cosine")
+    theirs = baseline.get("reference_min_cosine")
+    if mine is None or theirs is None or (mine >= COSINE_MIN) == (theirs >= COSINE_MIN):
+        return None
+    if mine >= COSINE_MIN:
+        return f"the TP=1 run is the one that differs from transformers (min cosine {theirs:.4f})"
+    return f"this run is the one that differs from transformers (min cosine {mine:.4f})"
 
 
 def add_tp_match(
@@ -147,11 +159,11 @@ def add_tp_match(
     ref: Path | None = None
     if kept is not None:
         ref, meta = kept
-        baseline = {"source": "kept", "ok": True, **meta}
+        baseline = {"source": "kept", **meta}
     else:
         say(f"running the {outcome.label} client with tensor parallel size 1 (for tp-match)")
         base = run_baseline()
-        baseline = _baseline_facts(base)
+        baseline = {"source": "run", **_run_facts(base)}
         if base.states_file and Path(base.states_file).is_file():
             ref = Path(base.states_file)
     entry: dict = {"name": "tp-match", "tensor_parallel_size": tensor_parallel_size}
@@ -164,6 +176,9 @@ def add_tp_match(
     else:
         verdict = judge_match(compare_runs(env, work, got, ref), COSINE_MIN)
     problems = verdict.pop("problems")
+    differs = _which_differs(outcome, baseline) if problems else None
+    if differs:
+        problems.insert(0, differs)
     entry.update(verdict, baseline=baseline, seconds=round(time.monotonic() - t, 3))
     if problems:
         entry["error"] = {
