@@ -117,6 +117,7 @@ def test_capture_on_rank_zero_read_as_one_reply():
     assert facts["captured_ranks"] == [0]
     assert [(g["replies"], g["from_ranks"]) for g in facts["gathers"]] == [(1, [0]), (1, [0])]
     assert all(g["unique_reply_rank"] == 0 and g["with_states"] for g in facts["gathers"])
+    assert not any(g["as_list"] for g in facts["gathers"])
 
 
 def test_capture_read_as_a_list_of_replies():
@@ -124,6 +125,7 @@ def test_capture_read_as_a_list_of_replies():
     workers = [_worker(0, [STATES]), _worker(1, [None])]
     [one] = capture_facts(workers, [_call([STATES])], 2)["gathers"]
     assert (one["replies"], one["from_ranks"], one["with_states"]) == (1, [0], True)
+    assert one["as_list"]
     [both] = capture_facts(workers, [_call([STATES, None], rank=None)], 2)["gathers"]
     assert (both["replies"], both["from_ranks"]) == (2, [0, 1])
 
@@ -381,8 +383,8 @@ def test_parallel_lines():
         "capture: _get_captured_states() returned states on rank 0 (rank 1: no states)"
     )
     assert lines[2] == (
-        "  collective_rpc('_get_captured_states', unique_reply_rank=0) -> 1 reply, from rank 0 "
-        "(2 calls)"
+        "  collective_rpc('_get_captured_states', unique_reply_rank=0) -> 1 reply itself, "
+        "from rank 0 (2 calls)"
     )
     assert lines[3] == (
         "  after the batches: rank 0: _layer_ids set, _captured_states None; "
@@ -457,7 +459,10 @@ def test_probe_tp2_with_fix_on_vllm_0160_matches_tp1():
     capture = stages["capture"]
     assert capture["workers"] == 2 and capture["captured_ranks"] == [0]
     assert capture["gathers"] and all(
-        g["unique_reply_rank"] == 0 and g["replies"] == 1 and g["from_ranks"] == [0]
+        g["unique_reply_rank"] == 0
+        and g["replies"] == 1
+        and not g["as_list"]
+        and g["from_ranks"] == [0]
         for g in capture["gathers"]
     )
     match = stages["tp-match"]

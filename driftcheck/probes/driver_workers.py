@@ -181,7 +181,8 @@ def _holds_states(summary: object) -> bool:
 def capture_facts(workers: list[dict], calls: list[dict], tp_size: int) -> dict:
     """Which TP ranks captured states (returned something from the capture method), and for
     each of the client's gather calls which ranks' replies it got back: the reply itself when
-    it equals one rank's return (one reply), or a list whose items are ranks' returns."""
+    it equals one rank's return (one reply, ``as_list`` false), or a list whose items are ranks'
+    returns."""
     by_rank = sorted(
         ({**w, "tp_rank": _rank_of(w)} for w in workers if _rank_of(w) is not None),
         key=lambda w: w["tp_rank"],
@@ -212,6 +213,7 @@ def capture_facts(workers: list[dict], calls: list[dict], tp_size: int) -> dict:
                 "method": call.get("method"),
                 "unique_reply_rank": call.get("unique_reply_rank"),
                 "replies": count,
+                "as_list": not whole,  # a list of replies, not the one reply itself
                 "from_ranks": from_ranks,
                 "with_states": any(r in captured for r in from_ranks if r is not None),
             }

@@ -69,10 +69,10 @@ def parallel_lines(run: RunOutcome) -> list[str]:
         gathers: dict[str, int] = {}
         for g in capture.get("gathers") or []:
             reply = "reply" if g.get("replies") == 1 else "replies"
+            got = f"a list of {g.get('replies')} {reply}" if g.get("as_list") else "1 reply itself"
             line = (
                 f"collective_rpc({g.get('method')!r}, unique_reply_rank="
-                f"{g.get('unique_reply_rank')}) -> {g.get('replies')} {reply}, from rank "
-                f"{_ranks(g.get('from_ranks'))}"
+                f"{g.get('unique_reply_rank')}) -> {got}, from rank {_ranks(g.get('from_ranks'))}"
             )
             gathers[line] = gathers.get(line, 0) + 1
         for line, n in gathers.items():
