@@ -190,16 +190,16 @@ def _env_python() -> Path:
     return managed_env("0.16.0").python
 
 
-def _in_env(python: Path, script: str, *args: str) -> dict:
+def _in_env(python: Path, script: str, *args: str, env: dict[str, str] | None = None) -> dict:
     """Run ``script`` with the environment's interpreter (offline); its last line is JSON."""
-    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    base = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
     proc = subprocess.run(
         [str(python), "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
-        env=env,
+        env={**base, **(env or {})},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -271,6 +271,37 @@ def test_tiny_kimi_generates_with_the_names_vllm_loads():
         "reference": "DeepseekV3ForCausalLM",
         "reference_layers": n,
     }
+
+
+_VISION = r"""
+import json, sys
+from PIL import Image
+from vllm import LLM, SamplingParams
+
+llm = LLM(model=sys.argv[1], trust_remote_code=True, enforce_eager=True, max_model_len=256,
+          max_num_batched_tokens=512, enable_prefix_caching=False)
+pad = llm.get_tokenizer().convert_tokens_to_ids("<|media_pad|>")
+image = Image.new("RGB", (100, 80), (200, 30, 30))
+prompt = "<|media_begin|>image<|media_content|><|media_pad|><|media_end|> Describe it."
+[out] = llm.generate(
+    {"prompt": prompt, "multi_modal_data": {"vision_chunk": {"type": "image", "image": image}}},
+    SamplingParams(max_tokens=2, temperature=0),
+)
+print(json.dumps({"media_tokens": out.prompt_token_ids.count(pad), "generated": len(out.outputs[0].token_ids)}))
+"""
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_tiny_kimi_vision_tower_runs_in_vllm():
+    """The folder's image processor and the vision tower's weights work in vLLM on the CPU: an
+    image becomes 4 media tokens (one 4x4-patch grid, merged 2x2) and the model generates."""
+    python = _env_python()
+    resolved = resolve_model("tiny-kimi-k2.5", python, cpu=True)
+    env = {**resolved.env, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    out = _in_env(python, _VISION, resolved.path, env=env)
+    assert out == {"media_tokens": 4, "generated": 2}
 
 
 def _stage(run: dict, name: str) -> dict:
