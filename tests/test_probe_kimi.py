@@ -175,6 +175,8 @@ def test_plan_tiny_kimi_names_the_model_its_cpu_needs_and_the_predicted_failure(
     data = json.loads(result.stdout)
     assert data["model"][0].startswith("tiny-kimi-k2.5: tiny Kimi-K2.5")
     assert any(line.startswith("on the CPU: VLLM_MLA_DISABLE=1") for line in data["model"])
+    assert "trust remote code: yes (the built-in model's own configuration code)" in data["model"]
+    assert data["run_env"]["VLLM_MLA_DISABLE"] == "1"
     [mc] = data["model_check"]
     assert mc["class"] == "vllm.model_executor.models.kimi_k25.KimiK25ForConditionalGeneration"
     assert mc["predicted_failure"].startswith("ValueError at custom_worker.py:")

@@ -164,7 +164,12 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
         model_arg = options.model
         config = None
     model_lines.append(f"tensor parallel size {options.tensor_parallel_size}")
-    model_lines.append(f"trust remote code: {'yes' if options.trust_remote_code else 'no'}")
+    if options.trust_remote_code:
+        model_lines.append("trust remote code: yes")
+    elif rec is not None and rec.TRUST_REMOTE_CODE:
+        model_lines.append("trust remote code: yes (the built-in model's own configuration code)")
+    else:
+        model_lines.append("trust remote code: no")
     model_lines.append(
         f"layers: {options.layer_ids}"
         if options.layer_ids
@@ -275,8 +280,6 @@ def _builtin_model_lines(rec: ModuleType) -> tuple[list[str], str, dict]:
     state = "generated" if (where / "ready.json").exists() else "generated on first use"
     lines = [f"{rec.NAME}: {rec.describe()}: {where} ({state})"]
     lines += [f"on the CPU: {var}={value} ({why})" for var, value, why, _ in rec.CPU_NEEDS]
-    if rec.TRUST_REMOTE_CODE:
-        lines.append("its folder carries its own configuration code (trusted)")
     return lines, str(where), rec.plan_config()
 
 
