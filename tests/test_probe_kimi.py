@@ -410,3 +410,26 @@ def test_vllm_0160_cpu_rotary_kernel_misreads_a_3d_multi_head_query():
     err = _in_env(_env_python(), _ROPE_KERNEL)
     assert err["2d"] < 1e-5 and err["3d-one-head"] < 1e-5
     assert err["3d"] > 0.5
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_kimiclient_tp2_matches_transformers_with_one_head_per_rank():
+    """The kernel's fault, seen in the probe: at tensor-parallel size 2 each rank holds one of
+    the two heads, q_pe is (tokens, 1, dim), the CPU rotary kernel reads it right, and the
+    reference stage passes at cosine 1.0, while the TP=1 run it is compared with does not."""
+    code, data, _ = _probe_json(
+        str(KIMICLIENT),
+        "--host",
+        "vllm==0.16.0",
+        "--model",
+        "tiny-kimi-k2.5",
+        "--tensor-parallel-size",
+        "2",
+    )
+    [run] = data["runs"]
+    ref = _stage(run, "reference")
+    assert ref["ok"] and ref["min_cosine"] >= 0.999, json.dumps(run, indent=1)[:4000]
+    assert code == 1 and run["failed_stage"] == "tp-match"
+    assert "the TP=1 run is the one that differs from transformers" in run["error"]["message"]

@@ -20,7 +20,8 @@ transformers ``DeepseekV3ForCausalLM``, for the probe's reference stage.
 On vLLM 0.16's CPU build the reference stage fails on this model, and the cause is vLLM's:
 ``DeepseekV2Attention`` rotates ``q_pe`` as (tokens, heads, rope dim) and the CPU rotary kernel
 takes its heads from ``size(-1)`` and its token stride from ``stride(-2)``, so a multi-head query
-comes out wrong (``tests/test_probe_kimi.py`` shows the kernel alone).
+comes out wrong (``tests/test_probe_kimi.py`` shows the kernel alone; at tensor-parallel size 2,
+one head per rank, the reference stage passes).
 
 Like :mod:`driftcheck.probes.model`, this file is also a script, run with the target
 environment's interpreter (``python tiny_kimi.py OUT_DIR``).
