@@ -8,7 +8,8 @@ cosine check against transformers.
 
 This file is also a script: the harness runs it with the target environment's interpreter
 (``python model.py OUT_DIR``), which has torch, transformers, tokenizers and safetensors;
-driftcheck's own environment needs none of them.
+driftcheck's own environment needs none of them. It is the recipe of the built-in ``tiny-llama``
+(:mod:`driftcheck.probes.builtin_models` generates it and keeps it in the cache).
 """
 
 from __future__ import annotations
@@ -93,28 +94,6 @@ def recipe_key() -> str:
     """Identifies this recipe: a changed recipe generates a new model folder."""
     text = json.dumps([RECIPE_VERSION, SEED, plan_config(), CORPUS], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-# -- harness side (driftcheck's own interpreter) -----------------------------------------------
-
-
-def tiny_model_dir() -> Path:
-    """Where the tiny model lives in the cache (whether or not it was generated yet)."""
-    from driftcheck.probes.builtin_models import model_dir
-
-    return model_dir(sys.modules[__name__])
-
-
-def ensure_tiny_model(python: Path | str, *, timeout: float = 600) -> Path:
-    """Generate the tiny model with ``python`` (an interpreter with torch and transformers),
-    once; later calls return the cached folder.
-
-    Raises:
-        EnvError: When the generation script fails.
-    """
-    from driftcheck.probes.builtin_models import ensure_model
-
-    return ensure_model(sys.modules[__name__], python, timeout=timeout)
 
 
 # -- script side (the target environment's interpreter) ----------------------------------------
