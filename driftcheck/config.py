@@ -36,6 +36,9 @@ KEYS: dict[str, type] = {
     "exclude": list,
     "accepted": str,
     "rules": list,
+    "model": str,
+    # The client's own probe workload: read by driftcheck.probes.workloads.
+    "probe": dict,
 }
 #: Keys whose value may be a path, read relative to the file that sets it.
 PATH_KEYS = ("against", "baseline", "accepted")
@@ -54,6 +57,8 @@ class Config:
     disable: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     accepted: Path | None = None
+    #: The served model (``scan --model``): a folder here is relative to the file.
+    model: str | None = None
     #: Folders of the user's own rules (absolute, or relative to the working directory).
     rules: tuple[Path, ...] = ()
     root: Path | None = field(default=None, compare=False)
@@ -112,7 +117,8 @@ def _parse(data: dict, path: Path, where: str) -> Config:
         if not isinstance(value, KEYS[key]) or (
             isinstance(value, list) and not all(isinstance(v, str) for v in value)
         ):
-            kind = "a list of strings" if KEYS[key] is list else "a string"
+            kinds = {list: "a list of strings", dict: "a table"}
+            kind = kinds.get(KEYS[key], "a string")
             raise UsageError(f"{where}: {key!r} must be {kind}")
     fail_on = data.get("fail-on")
     if fail_on is not None and fail_on not in SEVERITIES:
@@ -132,6 +138,7 @@ def _parse(data: dict, path: Path, where: str) -> Config:
         exclude=tuple(data.get("exclude", ())),
         rules=tuple(base / Path(r).expanduser() for r in data.get("rules", ())),
         accepted=Path(values["accepted"]) if values["accepted"] else None,
+        model=_model_path(values["model"], base),
         root=base,
     )
 
@@ -141,6 +148,15 @@ def _relative(value: str, base: Path) -> str:
     if value.startswith(("./", "../", "~")) or "/" in value or "\\" in value:
         return str(base / Path(value).expanduser())
     return value
+
+
+def _model_path(value: str | None, base: Path) -> str | None:
+    """A model folder or file next to the configuration, else the name as written (a built-in
+    model or a Hugging Face id, which also contains '/')."""
+    if value is None:
+        return None
+    here = base / Path(value).expanduser()
+    return str(here) if here.exists() else value
 
 
 def config_for(client: str, explicit: str | None = None) -> Config:

@@ -751,3 +751,14 @@ def test_text_report_side_by_side(tmp_path):
     assert "001.patch: speculators/x.py" in text
     assert "torch.cuda.mem_get_info()" in text
     assert report.ok  # the last (patched) run decides
+
+
+def test_cpu_requirements_pin_torch_built_extensions_to_the_torch_release():
+    """An unpinned torchaudio would get the index's newest patch release, whose library does
+    not load with the pinned torch."""
+    torch_pin, reqs, notes = cpu_requirements(
+        ["torch==2.11.0+cpu", "torchaudio", "torchaudio>=2.0; python_version < '3'", "torchvision"]
+    )
+    assert torch_pin == "2.11.0"
+    assert reqs == ["torchaudio==2.11.0", "torchvision"]
+    assert any("pinned torchaudio==2.11.0" in n for n in notes)

@@ -128,6 +128,6 @@ def run_settings(params: dict) -> dict:
         "disable": frozenset(disable or cfg.disable),
         "exclude": list(exclude or cfg.exclude),
         "rules": rules,
-        "model": params.get("model"),
+        "model": params.get("model") or cfg.model,
         "config": cfg,
     }

