@@ -45,14 +45,13 @@ class MemoryEstimate:
     def lines(self) -> list[str]:
         tp = self.tensor_parallel_size
         out = [
-            f"parameters: {self.params / 1e9:.1f} B, weights {self.weight_bytes / GIB:.1f} GiB "
-            f"in all",
-            f"weights per GPU (TP={tp}): {self.weights_per_gpu / GIB:.1f} GiB",
-            f"KV cache per GPU: {self.kv_bytes_per_token / 1024:.1f} KiB per token; "
-            f"{self.kv_per_sequence / GIB:.2f} GiB for one sequence of {self.max_model_len} tokens",
+            f"parameters: {_count(self.params)}, weights {_size(self.weight_bytes)} in all",
+            f"weights per GPU (TP={tp}): {_size(self.weights_per_gpu)}",
+            f"KV cache per GPU: {_size(self.kv_bytes_per_token)} per token; "
+            f"{_size(self.kv_per_sequence)} for one sequence of {self.max_model_len} tokens",
             f"per GPU for weights and one such sequence: "
-            f"{(self.weights_per_gpu + self.kv_per_sequence) / GIB:.1f} GiB (activations and "
-            "CUDA graphs come on top)",
+            f"{_size(self.weights_per_gpu + self.kv_per_sequence)} (activations and CUDA graphs "
+            "come on top)",
         ]
         return out + [f"note: {n}" for n in self.notes]
 
@@ -67,6 +66,20 @@ class MemoryEstimate:
             "kv_bytes_per_sequence_per_gpu": self.kv_per_sequence,
             "notes": list(self.notes),
         }
+
+
+def _count(n: float) -> str:
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)}"
+
+
+def _size(n: float) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
 
 
 class _Quant:
