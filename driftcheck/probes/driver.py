@@ -37,7 +37,10 @@ import time
 import traceback
 from types import ModuleType
 
-WORKER_MARKER = "Worker failed with error"
+# How vLLM's executor words an exception that a worker raised: a failed call, and a worker
+# that failed to start ("WorkerProc initialization failed due to an exception in a background
+# process"), whose own traceback is only in the log.
+WORKER_MARKERS = ("Worker failed with error", "initialization failed due to an exception")
 
 
 class _Result:
@@ -78,7 +81,7 @@ def _error(exc: BaseException) -> dict:
     return {
         "type": qual,
         "message": message,
-        "from_worker": WORKER_MARKER in message,
+        "from_worker": any(m in message for m in WORKER_MARKERS),
         "traceback": "".join(tb)[-8000:],
         "client_frame": _client_frame(exc),
     }

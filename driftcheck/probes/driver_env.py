@@ -159,9 +159,13 @@ def split_cpus(cpus: list[int], workers: int) -> str:
     return "|".join(groups)
 
 
-# Where vLLM's CPU worker refuses to bind more workers than there are NUMA nodes (vllm 0.11.0 and
-# 0.16.0: CPUWorker._get_autobind_cpu_ids, reached from init_device when the variable is 'auto').
-_AUTOBIND = ("v1/worker/cpu_worker.py", "len(allowed_numa_nodes) >=")
+# Where vLLM's CPU worker refuses to bind more workers than there are NUMA nodes, when the
+# variable is 'auto' (vllm 0.11.0 and 0.16.0: CPUWorker._get_autobind_cpu_ids; from 0.2x the
+# check lives in vllm/utils/ompmultiprocessing.py).
+_AUTOBIND = (
+    ("v1/worker/cpu_worker.py", "len(allowed_numa_nodes) >="),
+    ("utils/ompmultiprocessing.py", "len(allowed_numa_nodes) >="),
+)
 BIND_VAR = "VLLM_CPU_OMP_THREADS_BIND"
 
 
@@ -179,14 +183,16 @@ def cpu_thread_binding(tensor_parallel_size: int, python: Path) -> tuple[dict[st
     nodes = allowed_numa_nodes(cpus)
     if nodes >= tensor_parallel_size:
         return {}, []
-    line = find_line(vllm_dir(python), *_AUTOBIND)
-    if line is None:
+    root = vllm_dir(python)
+    found = [(rel, n) for rel, text in _AUTOBIND if (n := find_line(root, rel, text)) is not None]
+    if not found:
         return {}, []
+    rel, line = found[0]
     value = split_cpus(sorted(cpus), tensor_parallel_size)
     return {BIND_VAR: value}, [
         f"{BIND_VAR}={value} for {tensor_parallel_size} CPU workers (worker i binds its OpenMP "
         f"threads to group i): left to itself vLLM gives each worker a NUMA node of its own and "
-        f"this process may use {nodes} ({len(cpus)} CPUs) (vllm/{_AUTOBIND[0]}:{line})"
+        f"this process may use {nodes} ({len(cpus)} CPUs) (vllm/{rel}:{line})"
     ]
 
 

@@ -40,7 +40,7 @@ else:  # run as a script by the target environment's interpreter: the sibling fi
     from tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 
 NAME = "tiny-kimi-k2.5"
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 SEED = 2511
 VOCAB = 512
 MAX_LEN = 2048
@@ -203,6 +203,7 @@ def recipe_key() -> str:
             SPECIAL_TOKENS,
             CONFIG_MODULE,
             PROCESSOR_MODULE,
+            PROCESSOR_CONFIG,
         ],
         sort_keys=True,
     )
@@ -263,19 +264,55 @@ def _draw(shape: tuple[int, ...], name: str, gen: object) -> object:
     return torch.randn(shape, generator=gen) / (fan_in**0.5)
 
 
-def _text_state(cfg: dict, gen: object) -> dict:
-    """The language model's weights, named as transformers' DeepseekV3ForCausalLM names them."""
-    import torch
-    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+def text_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
+    """The language model's tensors as a DeepSeek-V3 checkpoint names them (one tensor per
+    routed expert, as the real checkpoints keep them and vLLM's loader maps them), whatever
+    the transformers release that generates the folder (transformers 5 fuses the experts of
+    its own modules)."""
+    h, v = cfg["hidden_size"], cfg["vocab_size"]
+    heads, q_rank, kv_rank = cfg["num_attention_heads"], cfg["q_lora_rank"], cfg["kv_lora_rank"]
+    nope, rope, v_dim = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    moe, shared = cfg["moe_intermediate_size"], cfg["n_shared_experts"]
+    out: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}"
+        out[f"{p}.input_layernorm.weight"] = (h,)
+        out[f"{p}.post_attention_layernorm.weight"] = (h,)
+        out[f"{p}.self_attn.q_a_proj.weight"] = (q_rank, h)
+        out[f"{p}.self_attn.q_a_layernorm.weight"] = (q_rank,)
+        out[f"{p}.self_attn.q_b_proj.weight"] = (heads * (nope + rope), q_rank)
+        out[f"{p}.self_attn.kv_a_proj_with_mqa.weight"] = (kv_rank + rope, h)
+        out[f"{p}.self_attn.kv_a_layernorm.weight"] = (kv_rank,)
+        out[f"{p}.self_attn.kv_b_proj.weight"] = (heads * (nope + v_dim), kv_rank)
+        out[f"{p}.self_attn.o_proj.weight"] = (h, heads * v_dim)
+        if i < cfg["first_k_dense_replace"]:
+            inter = cfg["intermediate_size"]
+            out[f"{p}.mlp.gate_proj.weight"] = (inter, h)
+            out[f"{p}.mlp.up_proj.weight"] = (inter, h)
+            out[f"{p}.mlp.down_proj.weight"] = (h, inter)
+            continue
+        out[f"{p}.mlp.gate.weight"] = (cfg["n_routed_experts"], h)
+        out[f"{p}.mlp.gate.e_score_correction_bias"] = (cfg["n_routed_experts"],)
+        for e in range(cfg["n_routed_experts"]):
+            out[f"{p}.mlp.experts.{e}.gate_proj.weight"] = (moe, h)
+            out[f"{p}.mlp.experts.{e}.up_proj.weight"] = (moe, h)
+            out[f"{p}.mlp.experts.{e}.down_proj.weight"] = (h, moe)
+        out[f"{p}.mlp.shared_experts.gate_proj.weight"] = (moe * shared, h)
+        out[f"{p}.mlp.shared_experts.up_proj.weight"] = (moe * shared, h)
+        out[f"{p}.mlp.shared_experts.down_proj.weight"] = (h, moe * shared)
+    out["model.norm.weight"] = (h,)
+    if not cfg.get("tie_word_embeddings"):
+        out["lm_head.weight"] = (v, h)
+    return out
 
-    keep = {k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
-    config = DeepseekV3Config(**keep)
-    with torch.device("meta"):
-        model = DeepseekV3ForCausalLM(config)
+
+def _text_state(cfg: dict, gen: object) -> dict:
+    """The language model's weights (:func:`text_shapes`), drawn in name order."""
+    import torch
+
     return {
-        name: _draw(tuple(t.shape), name, gen).contiguous().to(torch.float32)
-        for name, t in model.state_dict().items()
-        if "rotary_emb" not in name
+        name: _draw(shape, name, gen).contiguous().to(torch.float32)
+        for name, shape in sorted(text_shapes(cfg).items())
     }
 
 

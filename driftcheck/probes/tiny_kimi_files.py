@@ -96,4 +96,18 @@ PROCESSOR_CONFIG = {
     "grid": 4,
     "merge_kernel_size": [2, 2],
     "num_frames_per_chunk": 4,
+    # What vLLM's own Kimi-K2.5 vision processor reads from 0.2x on
+    # (vllm/transformers_utils/processors/kimi_k25_vision_fused.py), sized for the tiny tower.
+    "media_proc_cfg": {
+        "patch_size": 14,
+        "merge_kernel_size": [2, 2],
+        "temporal_merge_kernel_size": 4,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "in_patch_limit": 16,
+        "patch_limit_on_one_side": 4,
+        "in_patch_limit_each_frame": 16,
+        "in_patch_limit_video": 64,
+        "fixed_output_tokens": None,
+    },
 }
