@@ -17,6 +17,8 @@ mkdir -p "$OUT"
 cd /root/carry || exit 1
 # shellcheck disable=SC1091
 . ./env.sh
+# This working tree's driftcheck, ahead of the carried wheel's (the wheel may be older).
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export DRIFTCHECK_CACHE_DIR=/root/driftcheck-cache
 mkdir -p "$DRIFTCHECK_CACHE_DIR/models"
 cp -r "$ROOT/.carry/models/." "$DRIFTCHECK_CACHE_DIR/models/"
