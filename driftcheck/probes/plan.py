@@ -12,15 +12,14 @@ embedding method its patched forward calls on the inner model.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import griffe
 
 from driftcheck.host import served_model
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.model_configs import find_config
 
 REGISTRY_MODULE = "vllm.model_executor.models.registry"
 MODELS_PACKAGE = "vllm.model_executor.models"
@@ -90,27 +89,6 @@ class ModelCheck:
             "predicted_failure": self.predicted,
             "lines": [{"kind": k, "text": t} for k, t in self.lines],
         }
-
-
-def find_config(model: str) -> Path | None:
-    """The model's ``config.json``: in a local folder, or in the Hugging Face cache."""
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return path / "config.json" if (path / "config.json").is_file() else None
-    if path.is_file() and path.name.endswith(".json"):
-        return path
-    if "/" not in model or model.startswith((".", "/", "~")):
-        return None
-    hub = Path(
-        os.environ.get("HF_HUB_CACHE")
-        or Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "hub"
-    ).expanduser()
-    snapshots = hub / f"models--{model.replace('/', '--')}" / "snapshots"
-    if snapshots.is_dir():
-        for snap in sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-            if (snap / "config.json").is_file():
-                return snap / "config.json"
-    return None
 
 
 def registry(api: HostAPI) -> dict[str, tuple[str, str]]:
