@@ -33,6 +33,15 @@ from driftcheck.cli.options import run_settings, scan_options
     help="Run the witnesses first: no fix for a refuted finding, none whose rewritten use "
     "fails on the target.",
 )
+@click.option(
+    "--confirmed-by",
+    "confirmed_by",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    metavar="REPORT.json",
+    help="A probe JSON report (probe --fix --unsafe-fixes): the unsafe fixes its workload run "
+    "confirmed on this exact --against release apply as safe.",
+)
 def fix(
     client: str,
     against: str | None,
@@ -48,6 +57,7 @@ def fix(
     apply_: bool,
     unsafe_fixes: bool,
     verify: bool,
+    confirmed_by: tuple[str, ...],
 ) -> None:
     """Write patches for CLIENT's drift (or apply them with --apply).
 
@@ -65,8 +75,16 @@ def fix(
         apply=apply_,
         unsafe=unsafe_fixes,
         verify=verify,
+        confirmed_by=confirmed_by,
         **settings,
     )
+    for f in done.confirmed:
+        click.echo(f"{f.file}:{f.line}: {f.rule}: unsafe fix treated as safe: {f.fix.description}")
+    for c in done.unmatched:
+        click.echo(
+            f"{c.file}:{c.line}: {c.rule}: confirmed in {c.source}, but this scan has no such "
+            "fix there (nothing applied for it)"
+        )
     fix_plan = done.plan
     for ff in fix_plan.files:
         applied = ff.applied if ff.changed else []

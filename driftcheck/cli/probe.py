@@ -38,6 +38,12 @@ def _layer_ids(
 )
 @click.option("--fix", is_flag=True, help="Apply driftcheck's own patches (as 'driftcheck fix').")
 @click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="With --fix: unsafe fixes too; each is confirmed by the workload when the patched "
+    "run passes (see 'driftcheck fix --confirmed-by').",
+)
+@click.option(
     "--env",
     "env_choice",
     metavar="current|managed|PATH",
@@ -73,6 +79,7 @@ def probe(
     host: str,
     patches: str | None,
     fix: bool,
+    unsafe_fixes: bool,
     env_choice: str | None,
     model: str | None,
     tensor_parallel_size: int,
@@ -102,6 +109,7 @@ def probe(
         host=host,
         patches=Path(patches) if patches else None,
         fix=fix,
+        unsafe_fixes=unsafe_fixes,
         env=env_choice,
         model=model,
         tensor_parallel_size=tensor_parallel_size,
@@ -110,6 +118,8 @@ def probe(
         timeout=timeout,
         keep=keep,
     )
+    if unsafe_fixes and not fix:
+        raise click.UsageError("--unsafe-fixes goes with --fix")
     if plan:
         the_plan = make_plan(options, options.argv())
         (render_plan_json if fmt == "json" else render_plan)(the_plan, output)

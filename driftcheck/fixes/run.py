@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftcheck.findings import Finding
+from driftcheck.fixes.confirmed import Confirmation, mark_confirmed, read_confirmations
 from driftcheck.fixes.patches import (
     FixPlan,
     apply_in_place,
@@ -32,6 +33,10 @@ class FixResult:
     refused: list[tuple[str, str]] = field(default_factory=list)
     #: How the plan was proven (the re-scan of the fixed copy, witnesses).
     proof: Proof | None = None
+    #: Unsafe fixes made safe by ``confirmed_by`` (a workload confirmed them on the target).
+    confirmed: list[Finding] = field(default_factory=list)
+    #: Confirmations of the reports that named no finding of this scan.
+    unmatched: list[Confirmation] = field(default_factory=list)
 
     @property
     def remaining(self) -> list[Finding]:
@@ -63,6 +68,7 @@ def fix(
     rules: RuleSet | None = None,
     progress: Callable[[str], None] | None = None,
     model: str | None = None,
+    confirmed_by: Iterable[str | Path] = (),
 ) -> FixResult:
     """Scan ``client`` and fix its drift: patches into ``out``, or rewrites with ``apply``.
 
@@ -82,9 +88,12 @@ def fix(
         rules: The rules to use; default: the built-in rules.
         progress: Callback receiving short progress messages.
         model: The served model (as for :func:`driftcheck.scan`).
+        confirmed_by: Probe JSON reports (``probe --fix --unsafe-fixes``): the unsafe fixes
+            their workload run confirmed on this exact target are applied as safe.
 
     Raises:
-        UsageError: ``apply`` on a client that is not a directory, or bad arguments.
+        UsageError: ``apply`` on a client that is not a directory, bad arguments, or a
+            ``confirmed_by`` report for another client or host release.
     """
     result = scan(
         client,
@@ -102,6 +111,23 @@ def fix(
 
         result = verify_result(result, progress=progress)
         result.findings = [_witnessed(f) for f in result.findings]
+    confirmations = [
+        c
+        for path in confirmed_by
+        for c in read_confirmations(
+            path,
+            client_name=result.client_name,
+            client_version=result.client_version,
+            host_version=result.target,
+        )
+    ]
+    unmatched: list[Confirmation] = []
+    if confirmations:
+        before = {id(f) for f in result.findings}
+        result.findings, unmatched = mark_confirmed(result.findings, confirmations)
+        made_safe = [f for f in result.findings if id(f) not in before]
+    else:
+        made_safe = []
 
     def rescan(folder: Path, unbased: bool) -> ScanResult:
         return scan(
@@ -118,7 +144,9 @@ def fix(
 
     proof = prove(result, rescan, unsafe=unsafe, verify=verify)
     fix_plan = proof.plan
-    done = FixResult(scan=result, plan=fix_plan, proof=proof)
+    done = FixResult(
+        scan=result, plan=fix_plan, proof=proof, confirmed=made_safe, unmatched=unmatched
+    )
     if not fix_plan.pending:
         return done
     if apply:
@@ -143,6 +171,43 @@ def _witnessed(f: Finding) -> Finding:
     return replace(f, fix=replace(fix_, safety="safe", description=said))
 
 
+@dataclass
+class PatchSet:
+    """The patches of a fix run and the fixes in them (what a probe applies and reports)."""
+
+    #: Relative path -> patch text, for every file the fixes change.
+    patches: dict[str, str]
+    #: Each applied fix: file, line, rule, symbol, safety, description (the plan's order).
+    fixes: list[dict]
+
+
+def plan_patches(
+    client: str,
+    against: str | None = None,
+    *,
+    baseline: str | None = None,
+    unsafe: bool = False,
+    model: str | None = None,
+) -> PatchSet:
+    """Scan a client and return its patches with the fixes they apply (the fixes the re-scan
+    of the fixed copy bears out, as ``driftcheck fix`` applies them); ``model``: the served
+    model (as for :func:`driftcheck.scan`)."""
+    done = fix(client, against, baseline=baseline, unsafe=unsafe, model=model)
+    fixes = [
+        {
+            "file": f.file,
+            "line": f.line,
+            "rule": f.rule,
+            "symbol": f.symbol,
+            "safety": f.fix.safety if f.fix else "manual",
+            "description": f.fix.description if f.fix else "",
+        }
+        for ff in done.plan.pending
+        for f in sorted(ff.applied, key=lambda g: g.line)
+    ]
+    return PatchSet({ff.file: ff.patch() for ff in done.plan.pending}, fixes)
+
+
 def make_patches(
     client: str,
     against: str | None = None,
@@ -152,9 +217,5 @@ def make_patches(
     model: str | None = None,
 ) -> dict[str, str]:
     """Scan a client and return ``{relative path: patch text}`` for every file the fixes change
-    (the fixes the re-scan of the fixed copy bears out, as ``driftcheck fix`` applies them);
-    ``model``: the served model (as for :func:`driftcheck.scan`)."""
-    from driftcheck.fixes.run import fix
-
-    done = fix(client, against, baseline=baseline, unsafe=unsafe, model=model)
-    return {ff.file: ff.patch() for ff in done.plan.pending}
+    (as :func:`plan_patches`, without the list of fixes)."""
+    return plan_patches(client, against, baseline=baseline, unsafe=unsafe, model=model).patches

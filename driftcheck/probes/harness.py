@@ -49,6 +49,7 @@ from driftcheck.probes.patches import (
     ensure_dist_info,
     fix_patches,
     patch_files,
+    read_fixes,
 )
 from driftcheck.probes.probe_plan import make_plan
 from driftcheck.probes.tensor_parallel import STATES_FILE, add_tp_match, keep_states, states_key
@@ -75,6 +76,8 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
     say = progress or (lambda _m: None)
     if options.patches is not None and options.fix:
         raise UsageError("--patches and --fix exclude each other")
+    if options.unsafe_fixes and not options.fix:
+        raise UsageError("--unsafe-fixes goes with --fix (it chooses which of driftcheck's fixes)")
     host = host_spec(options.host)
     client_spec = parse_spec(options.client)
     tree = open_tree(client_spec)
@@ -86,11 +89,17 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
     work = Path(tempfile.mkdtemp(prefix="driftcheck-probe-"))
     try:
         patches: list[Path] = []
+        fixes: list[dict] = []
         if options.patches is not None:
             patches = patch_files(options.patches)
+            fixes = read_fixes(options.patches)
         elif options.fix:
             against = str(host) if host.kind == "release" else "installed"
-            patches = fix_patches(options.client, against, work / "fix-patches", options.model)
+            fix_dir = work / "fix-patches"
+            patches = fix_patches(
+                options.client, against, fix_dir, options.model, unsafe=options.unsafe_fixes
+            )
+            fixes = read_fixes(fix_dir)
         # Fail early on patches that do not apply, before building anything.
         if patches:
             check_dir = work / "patch-check"
@@ -163,6 +172,8 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             runs=runs,
             command=driver_command(env.python, Path("WORK")),
             run_env=shown_env(last_env, extra=resolved.env),
+            client_name=client_name,
+            fixes=fixes,
         )
     finally:
         if not options.keep:

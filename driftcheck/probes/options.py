@@ -24,6 +24,8 @@ class ProbeOptions:
     host: str = "installed"
     patches: Path | None = None
     fix: bool = False
+    #: With ``fix``: unsafe fixes too (each is confirmed or refuted by the patched run).
+    unsafe_fixes: bool = False
     env: str | None = None
     model: str | None = None
     tensor_parallel_size: int = 1
@@ -49,6 +51,8 @@ class ProbeOptions:
             argv += ["--patches", str(self.patches)]
         if self.fix:
             argv.append("--fix")
+        if self.unsafe_fixes:
+            argv.append("--unsafe-fixes")
         if self.env:
             argv += ["--env", self.env]
         if self.model:

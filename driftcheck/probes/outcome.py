@@ -83,15 +83,39 @@ class ProbeReport:
     command: list[str]
     run_env: dict[str, str]
     plan_check: dict | None = None
+    #: The client's distribution name (what ``fix --confirmed-by`` matches).
+    client_name: str = ""
+    #: The fixes the patches apply (``--fix``: from the fix plan), with their safety.
+    fixes: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """The last run (patched when there is one) passed every check."""
         return bool(self.runs) and self.runs[-1].ok
 
+    def fix_verdicts(self) -> list[dict]:
+        """Each applied fix with what the patched run says of it: ``workload`` is
+        ``confirmed`` (the run passed every check with it) or ``failed`` (with ``failure``,
+        the stage and error), on this host release."""
+        patched = next((r for r in self.runs if r.label == "patched"), None)
+        out = []
+        for fx in self.fixes:
+            item = dict(fx)
+            if patched is not None:
+                item["workload"] = "confirmed" if patched.ok else "failed"
+                item["host_version"] = self.env.host_version
+                if not patched.ok:
+                    item["failure"] = f"{patched.failed_stage}: {error_line(patched)}"
+            out.append(item)
+        return out
+
     def to_dict(self) -> dict:
         return {
-            "client": {"spec": self.client, "version": self.client_version},
+            "client": {
+                "spec": self.client,
+                "name": self.client_name,
+                "version": self.client_version,
+            },
             "host": self.host,
             "env": {
                 "kind": self.env.kind,
@@ -109,8 +133,19 @@ class ProbeReport:
             "command": self.command,
             "run_env": self.run_env,
             "runs": [r.to_dict() for r in self.runs],
+            "fixes": self.fix_verdicts(),
             "ok": self.ok,
         }
+
+
+def error_line(run: RunOutcome) -> str:
+    """A failed run's error in one line: its type's last name and its message, the message's
+    lines joined with `` / `` (a pydantic error names the field on its second line)."""
+    err = run.error or {}
+    kind = str(err.get("type") or "error").rsplit(".", 1)[-1]
+    lines = [ln.strip() for ln in str(err.get("message") or "").splitlines() if ln.strip()]
+    text = " / ".join(lines)
+    return (f"{kind}: {text}" if text else kind)[:300]
 
 
 def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:

@@ -10,6 +10,7 @@ such patch files first.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -165,31 +166,58 @@ def _why(proc: subprocess.CompletedProcess) -> str:
     return " | ".join((useful or lines)[:3])[:400] or f"exit {proc.returncode}"
 
 
-def fix_patches(client: str, against: str, dest: Path, model: str | None = None) -> list[Path]:
-    """Write driftcheck's own patches (``driftcheck.fixes.run.make_patches``) into ``dest``,
+#: Written next to driftcheck's own patches: the fixes they apply, with their safety.
+FIXES_FILE = "fixes.json"
+
+
+class NoPatchError(UsageError):
+    """``driftcheck fix`` made no patch for this client and target (nothing to fix)."""
+
+
+def fix_patches(
+    client: str,
+    against: str,
+    dest: Path,
+    model: str | None = None,
+    *,
+    unsafe: bool = False,
+) -> list[Path]:
+    """Write driftcheck's own patches (``driftcheck.fixes.run.plan_patches``, with ``unsafe``
+    fixes too when asked) into ``dest``, and the fixes they apply into ``dest/fixes.json``;
     scanned for the served ``model`` when its config is on this machine (else the default).
 
     Raises:
-        UsageError: When this driftcheck has no fix machinery yet, or it made no patch.
+        UsageError: When this driftcheck has no fix machinery yet.
+        NoPatchError: When it made no patch.
     """
     try:
-        from driftcheck.fixes.run import make_patches  # type: ignore[import-not-found]
+        from driftcheck.fixes.run import plan_patches  # type: ignore[import-not-found]
     except ImportError as exc:
         raise UsageError(
             "--fix needs driftcheck.fixes.run.make_patches, which this driftcheck does not "
             f"have yet ({exc}); run 'driftcheck fix' yourself and pass --patches DIR"
         ) from None
-    made = make_patches(client, against, model=_local_model(model))
-    if not made:
-        raise UsageError(f"driftcheck fix made no patch for {client} against {against}")
+    made = plan_patches(client, against, model=_local_model(model), unsafe=unsafe)
+    if not made.patches:
+        raise NoPatchError(f"driftcheck fix made no patch for {client} against {against}")
     dest.mkdir(parents=True, exist_ok=True)
     out: list[Path] = []
-    for i, (rel, text) in enumerate(sorted(made.items()), start=1):
+    for i, (rel, text) in enumerate(sorted(made.patches.items()), start=1):
         name = f"{i:03d}-" + rel.replace("/", "__").removesuffix(".patch") + ".patch"
         path = dest / name
         path.write_text(text)
         out.append(path)
+    (dest / FIXES_FILE).write_text(json.dumps(made.fixes, indent=2) + "\n")
     return out
+
+
+def read_fixes(folder: Path) -> list[dict]:
+    """The fixes a patch folder says it applies (its ``fixes.json``), or none."""
+    try:
+        data = json.loads((folder / FIXES_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
 
 
 def _local_model(model: str | None) -> str | None:

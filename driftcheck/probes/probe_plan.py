@@ -146,7 +146,9 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
         fix_dir = Path(tempfile.mkdtemp(prefix="driftcheck-plan-fix-"))
         try:
             # Static, like a scan: the plan shows the patches --fix would apply.
-            patch_paths = fix_patches(options.client, against, fix_dir, options.model)
+            patch_paths = fix_patches(
+                options.client, against, fix_dir, options.model, unsafe=options.unsafe_fixes
+            )
             for p in patch_paths:
                 targets = patch_targets(p.read_text(errors="replace"))
                 patch_desc.append(f"{p.name}: {', '.join(targets)} (from driftcheck fix)")

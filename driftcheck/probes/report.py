@@ -170,6 +170,26 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
             )
             w(f"  reaped {len(run.reaped)} leftover process(es): {who or run.reaped}\n")
         w(f"  logs: {run.log_dir}\n")
+    for line in fix_lines(report):
+        w(line + "\n")
+
+
+def fix_lines(report: ProbeReport) -> list[str]:
+    """Each applied fix with its safety; an unsafe one with what the workload says of it."""
+    fixes = report.fix_verdicts()
+    if not fixes:
+        return []
+    unsafe = sum(1 for f in fixes if f.get("safety") == "unsafe")
+    out = [f"fixes applied ({len(fixes)}, {unsafe} unsafe):"]
+    for fx in fixes:
+        line = f"  {fx.get('file')}:{fx.get('line')}: {fx.get('rule')} ({fx.get('safety')})"
+        if fx.get("safety") == "unsafe" and fx.get("workload") == "confirmed":
+            line += f": confirmed by the workload on {report.env.host_version}"
+        elif fx.get("safety") == "unsafe" and fx.get("workload") == "failed":
+            line += f": not confirmed, the patched run failed at {fx.get('failure')}"
+        out.append(line)
+        out.append(f"      {fx.get('description')}")
+    return out
 
 
 def _all_shims(report: ProbeReport) -> list[str]:
