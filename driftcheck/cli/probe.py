@@ -29,7 +29,17 @@ def _layer_ids(
     default="installed",
     show_default=True,
     metavar="SPEC",
-    help="vLLM to run against: vllm==X, or 'installed' (the chosen environment's).",
+    help="vLLM to run against: vllm==X, 'installed' (the chosen environment's), or a range of "
+    'releases: "vllm>=0.11,<=0.32", or vllm with --from/--to or --releases.',
+)
+@click.option("--from", "first", metavar="VERSION", help="With --host vllm: first release.")
+@click.option(
+    "--to", "last", metavar="VERSION", help="With --from: last release, or 'latest' (default)."
+)
+@click.option(
+    "--releases",
+    metavar="X,Y,...",
+    help="With --host vllm: these releases (e.g. 0.11.0,0.16.0,0.25.0).",
 )
 @click.option(
     "--patches",
@@ -77,6 +87,9 @@ def _layer_ids(
 def probe(
     client: str,
     host: str,
+    first: str | None,
+    last: str | None,
+    releases: str | None,
     patches: str | None,
     fix: bool,
     unsafe_fixes: bool,
@@ -120,11 +133,23 @@ def probe(
     )
     if unsafe_fixes and not fix:
         raise click.UsageError("--unsafe-fixes goes with --fix")
+    from driftcheck.probes.ranges import range_versions
+
+    versions = range_versions(host, first, last, releases)
+    progress = None if quiet else (lambda m: click.echo(m, err=True))
+    if versions is not None:
+        if plan:
+            raise click.UsageError("--plan takes one release (--host vllm==X)")
+        from driftcheck.probes.range_report import render_range_json, render_range_text
+        from driftcheck.probes.ranges import probe_range
+
+        ranged = probe_range(options, versions, progress=progress)
+        (render_range_json if fmt == "json" else render_range_text)(ranged, output)
+        sys.exit(0 if ranged.ok else 1)
     if plan:
         the_plan = make_plan(options, options.argv())
         (render_plan_json if fmt == "json" else render_plan)(the_plan, output)
         return
-    progress = None if quiet else (lambda m: click.echo(m, err=True))
     report = run_probe(options, progress=progress)
     (render_json if fmt == "json" else render_text)(report, output)
     sys.exit(0 if report.ok else 1)

@@ -94,6 +94,7 @@ def ensure_client_deps(
     say = progress or (lambda _m: None)
     wanted = {canonicalize_name(r.name): f"{r.name}{r.specifier}" for r in applicable(requires)}
     notes: list[str] = []
+    tried: set[str] = set()
     with locked(env.root, timeout=3600):
         for _ in range(rounds):
             got = import_check(env, module, run_env)
@@ -103,10 +104,15 @@ def ensure_client_deps(
             if not missing:
                 break  # a real import error: the probe reports it
             top = missing.split(".", 1)[0]
+            if missing != top:
+                # A module missing from a package that is there (transformers 5 has no
+                # transformers.modeling_attn_mask_utils): installing the package changes nothing.
+                break
             dist = canonicalize_name(MODULE_DISTS.get(top, top))
             spec = wanted.get(dist) or wanted.get(canonicalize_name(top))
-            if spec is None:
-                break  # the client imports something it does not declare: a real failure
+            if spec is None or spec in tried:
+                break  # undeclared, or installed and still missing: a real failure
+            tried.add(spec)
             say(f"installing the client's dependency {spec} into the managed environment")
             with tempfile.TemporaryDirectory(prefix="driftcheck-pin-") as tmp:
                 pins = Path(tmp) / "constraints.txt"
