@@ -337,7 +337,7 @@ def _pip(
 ) -> None:
     _run(
         [str(py), "-m", "pip", "--disable-pip-version-check", *args],
-        f"pip {args[0]} {args[-1]}",
+        f"pip {args[0]} {'-r requirements.txt' if '-r' in args else args[-1]}",
         env=_clean_env(),
         watch=watch,
         say=say,
