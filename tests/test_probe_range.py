@@ -18,10 +18,17 @@ from driftcheck.errors import UsageError
 from driftcheck.probes import harness, managed_envs
 from driftcheck.probes.envs import EnvError
 from driftcheck.probes.options import ProbeOptions
-from driftcheck.probes.outcome import RunOutcome
+from driftcheck.probes.outcome import RunOutcome, left_at
 from driftcheck.probes.patches import NoPatchError
 from driftcheck.probes.range_report import render_range_json, render_range_text
-from driftcheck.probes.ranges import outside_host, probe_range, range_versions
+from driftcheck.probes.ranges import (
+    RangeReport,
+    ReleaseRun,
+    outside_host,
+    probe_range,
+    range_versions,
+)
+from driftcheck.probes.report import render_text
 from driftcheck.sources import versions as versions_mod
 
 LISTING = ["0.25.0", "0.20.0", "0.17.0", "0.16.0", "0.12.0", "0.11.0", "0.10.2"]
@@ -215,3 +222,45 @@ def test_cli_range_with_plan_is_an_error():
         "probe", "speculators==0.3.0", "--host", "vllm", "--releases", "0.11.0", "--plan"
     )
     assert_one_error_line(result, "--plan takes one release")
+
+
+def test_a_patched_failure_at_a_use_the_fixes_left_names_the_finding():
+    """vLLM 0.20: the patched run fails in Request(eos_token_id=...), a call the scan reports
+    with a manual fix only: the report says the scan saw it."""
+    err = {
+        "type": "builtins.TypeError",
+        "message": "Request.__init__() got an unexpected keyword argument 'eos_token_id'",
+        "client_frame": "s/g.py:238 in generate: req = Request(",
+    }
+    patched = _run("patched", False, err, "generate-1")
+    left = [
+        {
+            "file": "s/g.py",
+            "line": 241,
+            "use_line": 234,  # the original's line: the patched copy's frame is 4 lines lower
+            "use_text": "req = Request(",
+            "rule": "call-signature",
+            "symbol": "vllm.v1.request.Request",
+            "why": "manual: eos_token_id= is gone",
+        }
+    ]
+    report = speculators_report("0.20.0", [_run("unpatched", False, BUILD_ERR, "build"), patched])
+    report.left = left
+    assert left_at(patched, left) == left[0]
+    assert left_at(patched, [{**left[0], "use_text": "other = Request("}]) is None
+    by_line = {**left[0], "use_line": 238, "use_text": ""}
+    assert left_at(patched, [by_line]) == by_line
+    out = io.StringIO()
+    render_text(report, out)
+    text = out.getvalue()
+    assert (
+        "  the scan reports this use, left for a person: call-signature at s/g.py:241 "
+        "(manual: eos_token_id= is gone)"
+    ) in text
+    ranged = RangeReport("speculators==0.3.0", "0.3.0", "vllm", ProbeOptions("c", fix=True))
+    ranged.releases.append(ReleaseRun("0.20.0", report=report))
+    out = io.StringIO()
+    render_range_text(ranged, out)
+    assert "      the scan reports this use, left for a person: call-signature" in out.getvalue()
+    cell = ranged.to_dict()["releases"][0]["patched"]
+    assert cell["left_for_a_person"]["rule"] == "call-signature"

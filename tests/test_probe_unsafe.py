@@ -224,3 +224,17 @@ def test_probe_unsafe_fixes_on_vllm_0160_confirms_the_unsafe_fix(tmp_path):
         str(path),
     )
     assert "unsafe fix skipped" not in done.stdout and "treated as safe" in done.stdout
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_plan_patches_says_what_the_fixes_leave_on_vllm_0200():
+    """Request(eos_token_id=...) has a manual fix only on vLLM 0.20: it is left for a person,
+    with the line and code where the call starts (the probe's failure there is recognised)."""
+    from driftcheck.fixes.run import plan_patches
+
+    made = plan_patches("speculators==0.3.0", "vllm==0.20.0")
+    [req] = [x for x in made.left if x["symbol"] == "vllm.v1.request.Request"]
+    assert req["rule"] == "call-signature" and req["why"].startswith("manual: eos_token_id=")
+    assert req["use_text"] == "req = Request(" and req["use_line"] < req["line"]
+    assert any(x["why"].startswith("unsafe fix not applied") for x in made.left)

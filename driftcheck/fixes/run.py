@@ -179,6 +179,10 @@ class PatchSet:
     patches: dict[str, str]
     #: Each applied fix: file, line, rule, symbol, safety, description (the plan's order).
     fixes: list[dict]
+    #: Findings no applied fix addresses (manual, unsafe skipped, declined): file, line,
+    #: use_line and use_text (where the use starts: its line and that line's code), rule,
+    #: symbol, why.
+    left: list[dict] = field(default_factory=list)
 
 
 def plan_patches(
@@ -205,7 +209,31 @@ def plan_patches(
         for ff in done.plan.pending
         for f in sorted(ff.applied, key=lambda g: g.line)
     ]
-    return PatchSet({ff.file: ff.patch() for ff in done.plan.pending}, fixes)
+    plan_ = done.plan
+    left = [(f, f"manual: {f.fix.description if f.fix else f.message}") for f in plan_.manual]
+    left += [(f, f"unsafe fix not applied: {f.fix.description}") for f in plan_.skipped_unsafe]  # type: ignore[union-attr]
+    left += [(f, f"fix declined: {why}") for ff in plan_.files for f, why in ff.declined]
+    return PatchSet(
+        {ff.file: ff.patch() for ff in plan_.pending},
+        fixes,
+        [
+            {
+                "file": f.file,
+                "line": f.line,
+                "use_line": f.anchor[0] if f.anchor else f.line,
+                "use_text": _line_text(done.scan, f.file, f.anchor[0] if f.anchor else f.line),
+                "rule": f.rule,
+                "symbol": f.symbol,
+                "why": why,
+            }
+            for f, why in left
+        ],
+    )
+
+
+def _line_text(result: ScanResult, file: str, line: int) -> str:
+    lines = result.client_texts.get(file, "").splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
 def make_patches(

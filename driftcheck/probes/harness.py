@@ -46,6 +46,7 @@ from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.options import ProbeOptions, host_spec
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, interpret
 from driftcheck.probes.patches import (
+    LEFT_FILE,
     apply_patches,
     copy_tree,
     ensure_dist_info,
@@ -93,6 +94,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
     try:
         patches: list[Path] = []
         fixes: list[dict] = []
+        left: list[dict] = []
         if options.patches is not None:
             patches = patch_files(options.patches)
             fixes = read_fixes(options.patches)
@@ -103,6 +105,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                 options.client, against, fix_dir, options.model, unsafe=options.unsafe_fixes
             )
             fixes = read_fixes(fix_dir)
+            left = read_fixes(fix_dir, LEFT_FILE)
         # Fail early on patches that do not apply, before building anything.
         if patches:
             check_dir = work / "patch-check"
@@ -185,6 +188,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             run_env=shown_env(last_env, extra=resolved.env),
             client_name=client_name,
             fixes=fixes,
+            left=left,
         )
     finally:
         held.close()

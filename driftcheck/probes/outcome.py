@@ -87,6 +87,8 @@ class ProbeReport:
     client_name: str = ""
     #: The fixes the patches apply (``--fix``: from the fix plan), with their safety.
     fixes: list[dict] = field(default_factory=list)
+    #: What the fixes leave (``--fix``): findings without an applied fix, and why.
+    left: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -134,8 +136,28 @@ class ProbeReport:
             "run_env": self.run_env,
             "runs": [r.to_dict() for r in self.runs],
             "fixes": self.fix_verdicts(),
+            "left": self.left,
             "ok": self.ok,
         }
+
+
+def left_at(run: RunOutcome, left: list[dict]) -> dict | None:
+    """The finding left without a fix where the run failed in the client (the use's first
+    line, or the finding's own; in a patched copy, whose lines moved, the use's code), if
+    any: the scan saw that failure coming."""
+    where, _, rest = str((run.error or {}).get("client_frame") or "").partition(" in ")
+    if ":" not in where:
+        return None
+    file, _, line = where.rpartition(":")
+    code = rest.split(": ", 1)[1].strip() if ": " in rest else ""
+    for item in left:
+        if item.get("file") != file:
+            continue
+        if line in (str(item.get("use_line")), str(item.get("line"))):
+            return item
+        if code and code == item.get("use_text"):
+            return item
+    return None
 
 
 def error_line(run: RunOutcome) -> str:

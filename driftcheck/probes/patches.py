@@ -166,8 +166,10 @@ def _why(proc: subprocess.CompletedProcess) -> str:
     return " | ".join((useful or lines)[:3])[:400] or f"exit {proc.returncode}"
 
 
-#: Written next to driftcheck's own patches: the fixes they apply, with their safety.
+#: Written next to driftcheck's own patches: the fixes they apply, with their safety, and the
+#: findings they leave (a person's to fix).
 FIXES_FILE = "fixes.json"
+LEFT_FILE = "left.json"
 
 
 class NoPatchError(UsageError):
@@ -208,13 +210,15 @@ def fix_patches(
         path.write_text(text)
         out.append(path)
     (dest / FIXES_FILE).write_text(json.dumps(made.fixes, indent=2) + "\n")
+    (dest / LEFT_FILE).write_text(json.dumps(made.left, indent=2) + "\n")
     return out
 
 
-def read_fixes(folder: Path) -> list[dict]:
-    """The fixes a patch folder says it applies (its ``fixes.json``), or none."""
+def read_fixes(folder: Path, name: str = FIXES_FILE) -> list[dict]:
+    """The fixes a patch folder says it applies (its ``fixes.json``; ``left.json``: the
+    findings they leave), or none."""
     try:
-        data = json.loads((folder / FIXES_FILE).read_text())
+        data = json.loads((folder / name).read_text())
     except (OSError, ValueError):
         return []
     return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []

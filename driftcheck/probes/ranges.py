@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.probes.options import ProbeOptions
-from driftcheck.probes.outcome import ProbeReport, RunOutcome, error_line
+from driftcheck.probes.outcome import ProbeReport, RunOutcome, error_line, left_at
 
 Progress = Callable[[str], None]
 #: Managed environments built at once (each is pip downloads and ~6-8 GB on disk).
@@ -64,6 +64,8 @@ class ReleaseRun:
         for label in ("unpatched", "patched"):
             r = self.run(label)
             runs[label] = None if r is None else cell_dict(r, host)
+            if r is not None and label == "patched" and not r.ok and self.report is not None:
+                runs[label]["left_for_a_person"] = left_at(r, self.report.left)
         return {
             "version": self.version,
             "ok": self.ok,

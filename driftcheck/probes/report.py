@@ -6,7 +6,7 @@ import json
 import shlex
 from typing import TextIO
 
-from driftcheck.probes.outcome import ProbeReport, RunOutcome
+from driftcheck.probes.outcome import ProbeReport, RunOutcome, left_at
 from driftcheck.probes.probe_plan import ProbePlan
 from driftcheck.probes.workloads import CHECKS
 
@@ -162,6 +162,8 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
         if not run.ok:
             for line in _error_lines(run):
                 w(line + "\n")
+            if run.label == "patched" and (hit := left_at(run, report.left)):
+                w(f"  {left_line(hit)}\n")
         for line in parallel_lines(run):
             w(f"  {line}\n")
         if run.reaped:
@@ -189,7 +191,21 @@ def fix_lines(report: ProbeReport) -> list[str]:
             line += f": not confirmed, the patched run failed at {fx.get('failure')}"
         out.append(line)
         out.append(f"      {fx.get('description')}")
+    if report.left:
+        out.append(f"left for a person ({len(report.left)}):")
+        out.extend(
+            f"  {item.get('file')}:{item.get('line')}: {item.get('rule')}: {item.get('why')}"[:300]
+            for item in report.left
+        )
     return out
+
+
+def left_line(item: dict) -> str:
+    """A failure the scan saw coming: the finding there that no applied fix addresses."""
+    return (
+        f"the scan reports this use, left for a person: {item.get('rule')} at "
+        f"{item.get('file')}:{item.get('line')} ({item.get('why')})"
+    )[:400]
 
 
 def _all_shims(report: ProbeReport) -> list[str]:
