@@ -104,10 +104,7 @@ def test_read_confirmations_takes_only_confirmed_fixes(tmp_path):
     got = read_confirmations(
         ok, client_name="speculators", client_version="0.3.0", host_version="0.16.0"
     )
-    assert [(c.rule, c.line) for c in got] == [
-        ("chunked-prefill-default", 194),
-        (SAFE["rule"], 198),
-    ]
+    assert [(c.rule, c.line) for c in got] == [("chunked-prefill-default", 194)]  # unsafe only
     bad = _write(tmp_path, _report(False), "failed.json")
     assert not read_confirmations(
         bad, client_name="speculators", client_version="0.3.0", host_version="0.16.0"
@@ -155,7 +152,9 @@ def test_mark_confirmed_matches_file_line_rule_and_text(tmp_path):
     assert findings[0].fix.safety == "safe"
     assert "confirmed by the workload on 0.16.0: probe.json" in findings[0].fix.description
     assert findings[1] is moved and moved.fix.safety == "unsafe"
-    assert [c.rule for c in unmatched] == [SAFE["rule"]]
+    assert unmatched == []
+    _, unmatched = mark_confirmed([moved], confs)
+    assert [c.rule for c in unmatched] == ["chunked-prefill-default"]
 
 
 def _unsafe_fix_on_016() -> dict:

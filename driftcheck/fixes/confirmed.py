@@ -53,7 +53,8 @@ def read_confirmations(
     path: str | Path, *, client_name: str, client_version: str, host_version: str
 ) -> list[Confirmation]:
     """The unsafe fixes a probe JSON report (one release, or a range's entry for
-    ``host_version``) confirmed for this client on this host release.
+    ``host_version``) confirmed for this client on this host release (its safe fixes need
+    no confirmation).
 
     Raises:
         UsageError: The report cannot be read, is not a probe report, or is for another client
@@ -104,6 +105,8 @@ def read_confirmations(
     for fx in data.get("fixes") or []:
         if not isinstance(fx, dict) or fx.get("workload") != "confirmed":
             continue
+        if fx.get("safety") != "unsafe":
+            continue  # a safe fix needs no confirmation
         out.append(
             Confirmation(
                 file=str(fx.get("file")),
@@ -130,10 +133,11 @@ def mark_confirmed(
     out: list[Finding] = []
     for f in findings:
         conf = next((c for c in confirmations if c.matches(f)), None)
+        if conf is not None:
+            used.add(conf)
         if conf is None or f.fix is None or f.fix.safety != "unsafe":
             out.append(f)
             continue
-        used.add(conf)
         said = (
             f"{f.fix.description} (confirmed by the workload on {conf.host_version}: "
             f"{Path(conf.source).name})"
