@@ -206,3 +206,38 @@ def test_speculators_default_model_is_the_tiny_llama():
     assert result.served.top == "vllm.model_executor.models.llama.LlamaForCausalLM"
     assert [f for f in result.findings if f.rule == "served-model"] == []
     assert any(f.rule == "embed-input-ids-rename" for f in result.findings)
+
+
+def test_hasattr_guards_over_a_use():
+    import ast as _ast
+
+    from driftcheck.client.guards import guards_of, same_expression
+
+    code = (
+        "if hasattr(m, 'a'):\n    x = m.a\n"
+        "elif hasattr(m, 'b') and hasattr(m.b, 'c'):\n    y = m.b\n"
+        "z = m.d if hasattr(m, 'd') else None\n"
+        "if not hasattr(m, 'e'):\n    w = m.e\n"
+    )
+    tree = _ast.parse(code)
+    parents = {c: p for p in _ast.walk(tree) for c in _ast.iter_child_nodes(p)}
+    reads = {n.attr + str(n.lineno): n for n in _ast.walk(tree) if isinstance(n, _ast.Attribute)}
+    assert guards_of(reads["a2"], parents) == (("m", "a", True),)
+    # the elif: m.b runs where m has b and lacks a; the m.b in the and-chain after hasattr(m, 'b')
+    got = guards_of(reads["b4"], parents)
+    assert ("m", "b", True) in got and ("m", "a", False) in got
+    assert ("m", "b", True) in guards_of(reads["b3"], parents)
+    assert guards_of(reads["d5"], parents) == (("m", "d", True),)
+    assert guards_of(reads["e7"], parents) == ()  # `not hasattr` is no guard
+    assert same_expression("self.a .b", "self.a.b") and not same_expression("a.b", "a.c")
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_speculators_040_handles_the_wrapper_itself():
+    """speculators 0.4.0's worker extension takes `model.get_language_model().model` when the
+    model has it and reads `model.model` only in an `elif hasattr(model, "model")` branch: on
+    Kimi-K2.5 that branch never runs, so nothing is reported (read in its
+    data_generation/custom_worker.py; the earlier false errors at lines 124 and 125)."""
+    result = scan("speculators==0.4.0", "vllm==0.16.0", model=KIMI)
+    assert [f for f in result.findings if f.rule == "served-model"] == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.history import quoted, warned_before
+from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found
@@ -15,6 +16,11 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     if ctx.lookup(ctx.target, use) is not None:
         return []
+    if any(
+        name == use.member and holds and same_expression(expr, use.receiver_expr or "")
+        for expr, name, holds in use.guards
+    ):
+        return []  # ``if hasattr(x, "m"): x.m`` runs only where the member is there
     base = ctx.lookup(ctx.baseline, use) if ctx.baseline else None
     if ctx.baseline is not None and not isinstance(base, Found):
         return []

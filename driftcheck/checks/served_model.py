@@ -21,6 +21,7 @@ import ast
 import griffe
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -46,6 +47,8 @@ def _member(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding]:
     api, member = ctx.target, use.member or ""
     cls = api.resolve(use.receiver or "")
     if not isinstance(cls, Found) or has_attribute(api, cls, member):
+        return []
+    if _guarded_off(use, api, cls):
         return []
     if ctx.baseline is not None:
         base = ctx.baseline.resolve(use.receiver or "")
@@ -88,6 +91,20 @@ def _member(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding]:
             fix=fix,
         )
     ]
+
+
+def _guarded_off(use: Use, api: HostAPI, cls: Found) -> bool:
+    """The use does not run on this class: a ``hasattr`` test on its receiver lets it run only
+    where the member exists, or where the class has (or lacks) another attribute it lacks (or
+    has)."""
+    for expr, name, holds in use.guards:
+        if not same_expression(expr, use.receiver_expr or ""):
+            continue
+        if name == use.member and holds:
+            return True
+        if name != use.member and has_attribute(api, cls, name) != holds:
+            return True
+    return False
 
 
 def _has(api: HostAPI, path: str, name: str) -> bool:

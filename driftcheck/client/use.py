@@ -60,3 +60,6 @@ class Use:
     #: For a tested call: what the client does when it is False (``raise ValueError``,
     #: ``return``), when the branch starts with that.
     on_false: str | None = None
+    #: For member uses: the ``hasattr`` tests that decide whether it runs (``(object
+    #: expression, attribute, holds)``, see :mod:`driftcheck.client.guards`).
+    guards: tuple[tuple[str, str, bool], ...] = ()

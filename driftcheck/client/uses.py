@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import GatedWalker
+from driftcheck.client.guards import guards_of
 from driftcheck.client.index import (
     ClassInfo,
     ClientIndex,
@@ -69,6 +70,8 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         width: int = 0,
         **kw: object,
     ) -> Use:
+        if kw.get("receiver") is not None and "guards" not in kw:
+            kw["guards"] = guards_of(node, self.parents)
         line, column = at if at is not None else self.source.start(node)
         end_line, end_column = self.source.end(node) if at is None else (line, column + width)
         use = Use(
