@@ -17,9 +17,14 @@ from driftcheck.pipeline import scan
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
-VERDICTS = Path(__file__).resolve().parent / "real" / "verdicts"
+ROOT = Path(__file__).resolve().parent.parent
+VERDICTS = ROOT / "tests" / "real" / "verdicts"
 SCANS = [
-    pytest.param(s, id=f"{s['client']}-{s['against'].split('==')[1]}")
+    pytest.param(
+        s,
+        id=f"{s['client']}-{s['against'].split('==')[1]}"
+        + (f"-{Path(s['model']).name}" if s.get("model") else ""),
+    )
     for path in sorted(VERDICTS.glob("*.toml"))
     for s in tomllib.loads(path.read_text())["scan"]
 ]
@@ -39,7 +44,10 @@ def test_verdict_files_are_well_formed():
 def test_replayed_scan_matches_the_verdicts(recorded: dict):
     """Findings are matched by fingerprint and place: the releases are pinned, so their lines
     do not move, and two identical lines in one file share a fingerprint."""
-    result = scan(recorded["client"], recorded["against"], baseline=recorded.get("baseline"))
+    model = str(ROOT / recorded["model"]) if recorded.get("model") else None
+    result = scan(
+        recorded["client"], recorded["against"], baseline=recorded.get("baseline"), model=model
+    )
     reported = {
         (f.fingerprint, f"{f.file}:{f.line}"): f
         for f in result.findings
