@@ -57,14 +57,17 @@ def model_config(model: str) -> tuple[str, dict, str | None]:
             does not parse.
     """
     name = model
-    builtin = builtin_models()
-    if name in builtin:
-        return name, builtin[name], None
+    from driftcheck.probes.builtin_models import BUILTIN_MODELS
+
+    if name in BUILTIN_MODELS:
+        import importlib
+
+        return name, importlib.import_module(BUILTIN_MODELS[name]).plan_config(), None
     path = find_config(name)
     if path is None:
         raise UsageError(
             f"--model {name}: no config.json for it here (not a folder, a .json file, a model "
-            f"in the Hugging Face cache, or a built-in model: {', '.join(sorted(builtin))})"
+            f"in the Hugging Face cache, or a built-in model: {', '.join(sorted(BUILTIN_MODELS))})"
         )
     try:
         config = json.loads(path.read_text(encoding="utf-8"))

@@ -118,6 +118,8 @@ def _resolve(api: HostAPI, path: str) -> Found | None:
 
 
 def _predicate(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding]:
+    if not any(c in served.classes for c in use.arg_classes or ()):
+        return []  # no argument is the served model: nothing to decide (and no module parsed)
     api = ctx.target
     func = _resolve(api, use.symbol)
     if func is None or not isinstance(func.obj, griffe.Function):
@@ -204,7 +206,16 @@ def _predicate_fix(
 
 
 def _isinstance_of(api: HostAPI, func: Found) -> tuple[int, Found] | None:
-    """(parameter index, class) when the function's body is ``return isinstance(p, C)``."""
+    """(parameter index, class) when the function's body is ``return isinstance(p, C)`` (kept
+    in the release's snapshot)."""
+    got = api.fact(f"isinstance-of:{func.path}", lambda: _read_isinstance(api, func))
+    if not got:
+        return None
+    klass = api.resolve(str(got[1]))
+    return (int(got[0]), klass) if isinstance(klass, Found) else None
+
+
+def _read_isinstance(api: HostAPI, func: Found) -> list | None:
     node = api.def_node(func)
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return None
@@ -226,7 +237,7 @@ def _isinstance_of(api: HostAPI, func: Found) -> tuple[int, Found] | None:
     klass = api.resolve(f"{func.obj.module.path}.{ast.unparse(call.args[1])}")
     if not isinstance(klass, Found) or not isinstance(klass.obj, griffe.Class):
         return None
-    return params.index(call.args[0].id), klass
+    return [params.index(call.args[0].id), klass.path]
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:

@@ -306,9 +306,14 @@ def _instance_attributes(api: HostAPI, cls: Found) -> list[str]:
 
 
 def has_attribute(api: HostAPI, cls: Found, name: str) -> bool:
-    """``cls`` (or a host base) defines ``name``, also through ``self.a, self.b = ...``."""
+    """``cls`` (or a host base) defines ``name``, also through ``self.a, self.b = ...`` (kept
+    in the release's snapshot: the class bodies are read once)."""
     if api.defined_in_host_mro(cls, name) is not None:
         return True
+    return bool(api.fact(f"assigns:{cls.path}.{name}", lambda: _assigns(api, cls, name)))
+
+
+def _assigns(api: HostAPI, cls: Found, name: str) -> bool:
     for klass in api.mro(cls)[0]:
         node = api.class_node(klass)
         for sub in ast.walk(node) if node is not None else []:
