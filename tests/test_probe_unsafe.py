@@ -228,12 +228,16 @@ def test_probe_unsafe_fixes_on_vllm_0160_confirms_the_unsafe_fix(tmp_path):
 @pytest.mark.network
 @pytest.mark.slow
 def test_plan_patches_says_what_the_fixes_leave_on_vllm_0200():
-    """Request(eos_token_id=...) has a manual fix only on vLLM 0.20: it is left for a person,
-    with the line and code where the call starts (the probe's failure there is recognised)."""
+    """Request(eos_token_id=...) on vLLM 0.20 has an unsafe fix (rule request-eos-token-id):
+    without --unsafe-fixes it is left for a person, with the line and code where the call starts
+    (the probe's failure there is recognised); with them it is applied."""
     from driftcheck.fixes.run import plan_patches
 
     made = plan_patches("speculators==0.3.0", "vllm==0.20.0")
     [req] = [x for x in made.left if x["symbol"] == "vllm.v1.request.Request"]
-    assert req["rule"] == "call-signature" and req["why"].startswith("manual: eos_token_id=")
+    assert req["rule"] == "request-eos-token-id"
+    assert req["why"].startswith("unsafe fix not applied")
     assert req["use_text"] == "req = Request(" and req["use_line"] < req["line"]
-    assert any(x["why"].startswith("unsafe fix not applied") for x in made.left)
+    unsafe = plan_patches("speculators==0.3.0", "vllm==0.20.0", unsafe=True)
+    assert not [x for x in unsafe.left if x["symbol"] == "vllm.v1.request.Request"]
+    assert any(f["rule"] == "request-eos-token-id" for f in unsafe.fixes)

@@ -343,6 +343,7 @@ TARGET_KINDS = {
     "rename-attribute": "attribute",
     "rename-import": "import",
     "accept-kwargs": "function",
+    "keyword-to-call": "call",
 }
 
 
@@ -391,6 +392,11 @@ def _params(codemod: str, name: str, keywords: list[str], pick: st.DrawFn) -> di
         },
         "unwrap-result": {},
         "accept-kwargs": {},
+        "keyword-to-call": {
+            "keyword": keyword,
+            "requires": pick(st.sampled_from(["", *keywords])),
+            "call": "{result}.params.update({}, {value})",
+        },
     }[codemod]
 
 

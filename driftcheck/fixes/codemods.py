@@ -1,5 +1,5 @@
 """The registry of codemods, one per fix kind, each driven by the finding and the rule's fix
-parameters (they live in calls.py, keywords.py and renames.py).
+parameters (they live in calls.py, keywords.py, moves.py and renames.py).
 
 * ``follow-up-call``: ``x = recv.m(a)`` → ``recv.m(a)`` then ``x = recv.s(None)`` (also a bare
   call, a ``return`` and an ``if`` test).
@@ -13,6 +13,8 @@ parameters (they live in calls.py, keywords.py and renames.py).
 * ``positional-to-keyword``: pass shifted positional arguments by keyword.
 * ``unwrap-result``: ``r = f(...)[0]`` → ``r = f(...)``, also through one variable.
 * ``accept-kwargs``: add ``**kwargs`` to a function that stands in for a host method.
+* ``keyword-to-call``: ``x = f(k=v)`` -> ``x = f()`` then a call that hands ``v`` to where the
+  host reads it now (``{result}``: ``x``, ``{value}``: ``v``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from driftcheck.fixes.keywords import (
     remove_keyword,
     rename_keyword,
 )
+from driftcheck.fixes.moves import keyword_to_call
 from driftcheck.fixes.renames import rename_attribute, rename_import
 
 Codemod = Callable[[str, list[Finding]], str]
@@ -42,4 +45,5 @@ CODEMODS: dict[str, Codemod] = {
     "positional-to-keyword": positional_to_keyword,
     "unwrap-result": unwrap_result,
     "accept-kwargs": accept_kwargs,
+    "keyword-to-call": keyword_to_call,
 }
