@@ -65,6 +65,12 @@ class ScanResult:
     verification: dict | None = None
     #: The classes the host builds for the served model (hosts that serve models).
     served: ServedModel | None = field(default=None, compare=False)
+    #: Files whose text on disk differs from the analysed text (a notebook's JSON).
+    client_raw: dict[str, str] = field(default_factory=dict, repr=False)
+    #: The files read and the roots they came from (``Client.summary``).
+    discovery: dict = field(default_factory=dict)
+    #: A monorepo: each package's own result (findings' paths from the monorepo's top).
+    packages: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The JSON contract."""
@@ -74,6 +80,8 @@ class ScanResult:
             "findings": [f.to_dict() for f in self.findings],
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "stats": {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()},
+            **({"discovery": self.discovery} if self.discovery else {}),
+            **({"packages": self.packages} if self.packages else {}),
             **({"served_model": self.served.to_dict()} if self.served is not None else {}),
             **(
                 {
@@ -98,7 +106,7 @@ def collect_uses(
     from driftcheck.client.cache import load_uses, save_uses, uses_key
 
     digest = rules.digest + (served.digest() if served is not None else "")
-    key = uses_key({**client.texts, **client.unread}, types_api, roots, digest)
+    key = uses_key(client.key_texts(), types_api, roots, digest)
     client.uses_key = key
     cached = load_uses(key)
     if cached is not None:
@@ -336,8 +344,10 @@ def scan(
     disable: Iterable[str] = (),
     rules: RuleSet | None = None,
     model: str | None = None,
+    include: tuple[str, ...] | list[str] = (),
 ) -> ScanResult:
-    """Scan a client against a target host release.
+    """Scan a client against a target host release (a folder of several packages: each as
+    its own client, reported together, :mod:`driftcheck.workspace`).
 
     Args:
         client: Client spec (``name==version``, installed name, or directory).
@@ -346,6 +356,7 @@ def scan(
         host: Host name when ``against`` does not carry one.
         progress: Callback receiving short progress messages.
         exclude: Globs of client files (relative to its root) not to read.
+        include: Globs of client files to read beyond what its packaging says.
         disable: Ids not to report (:mod:`driftcheck.registry`): a check or rule id drops
             its findings (a disabled rule is not run), a kind every finding of that kind.
         rules: The rules to use; default: the built-in rules (:func:`driftcheck.load_rules`).
@@ -357,8 +368,21 @@ def scan(
         UsageError: A bad spec, an unknown id in ``disable``, or a host without a name.
         DriftcheckError: Fetching or reading a package failed.
     """
+    from driftcheck.workspace import members_of, scan_members
+
+    members = members_of(client)
     with fewer_gc_passes():
-        return _scan(client, against, baseline, host, progress, exclude, disable, rules, model)
+        if members:
+            return scan_members(
+                client, members,
+                lambda path, ex, inc: _scan(
+                    path, against, baseline, host, progress, ex, disable, rules, model, inc
+                ),
+                exclude=exclude, include=include, say=progress or (lambda _m: None),
+            )  # fmt: skip
+        return _scan(
+            client, against, baseline, host, progress, exclude, disable, rules, model, include
+        )
 
 
 @contextmanager
@@ -385,6 +409,7 @@ def _scan(
     disable: Iterable[str],
     rules: RuleSet | None,
     model: str | None = None,
+    include: tuple[str, ...] | list[str] = (),
 ) -> ScanResult:
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
@@ -401,7 +426,7 @@ def _scan(
     target = load_host(target_spec)
     host_name = target_spec.name or target.name
     say(f"loading client {client_spec}")
-    cl = load_client(client_spec, target.roots, exclude=exclude)
+    cl = load_client(client_spec, target.roots, exclude=exclude, include=include)
     base_api, base_version = load_baseline(
         cl.tree.metadata, host_name, baseline, say, alias=target.name
     )
@@ -432,7 +457,9 @@ def _scan(
         uses=uses,
         client_lines=cl.lines,
         client_texts=cl.texts,
-        client_other=dict(cl.unread),
+        client_other={**cl.unread, **cl.discovered.packaging},
+        client_raw=dict(cl.raw),
+        discovery=cl.summary(),
         client_root=getattr(cl.tree, "root", None) if client_spec.kind == "directory" else None,
         rules=rules,
         target_api=target,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from driftcheck.client import notebooks
+from driftcheck.client.discovery import Discovered, discover
 from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
-from driftcheck.config import is_excluded
 from driftcheck.errors import SourceError
 from driftcheck.sources.specs import PackageSpec
-from driftcheck.sources.trees import SourceTree, guess_name, open_tree
+from driftcheck.sources.trees import DirectoryTree, SourceTree, guess_name, open_tree
 
 
 @dataclass
@@ -27,6 +28,12 @@ class Client:
     unread: dict[str, str] = field(default_factory=dict)
     index: ClientIndex | None = None
     uses_key: str | None = None
+    #: Which files were read and why (:mod:`driftcheck.client.discovery`).
+    discovered: Discovered = field(default_factory=Discovered)
+    #: Files whose text on disk is not the analysed text (notebooks: their JSON).
+    raw: dict[str, str] = field(default_factory=dict)
+    #: How many files were read (those that do not name the host included).
+    files_read: int = 0
 
     mixed: dict[str, set[str]] | None = None
     own_names: set[str] | None = None
@@ -49,6 +56,16 @@ class Client:
             return set()
         return set(self.index.modules) | set(self.index.classes)
 
+    def key_texts(self) -> dict[str, str]:
+        """What the analysis depends on: every file read, and each file's module name."""
+        names = "\n".join(f"{r}={m}" for r, m in sorted(self.discovered.modules.items()))
+        return {**self.texts, **self.unread, "\0modules": names}
+
+    def summary(self) -> dict:
+        """The files read and the roots they came from (reports list them)."""
+        d = self.discovered
+        return {"files": self.files_read, "source": d.source, "roots": d.roots}
+
 
 def load_client(
     spec: PackageSpec,
@@ -56,29 +73,42 @@ def load_client(
     *,
     quiet: bool = True,
     exclude: tuple[str, ...] | list[str] = (),
+    include: tuple[str, ...] | list[str] = (),
 ) -> Client:
-    """Open the client's tree and parse the Python files of its packages that name the host.
+    """Open the client's tree and read the files its packaging says it has (with its
+    scripts and notebooks: :func:`driftcheck.client.discovery.discover`).
 
     A file that never mentions a host top-level package cannot reach the host directly; it
-    is not parsed. Files matching an ``exclude``
-    glob are not read at all.
+    is not parsed. Files matching an ``exclude`` glob are not read at all; ``include`` globs
+    add files.
     """
     tree = open_tree(spec, quiet=quiet)
+    if isinstance(tree, DirectoryTree) and tree.only is None and tree.root != tree.meta_root:
+        tree.root = tree.meta_root  # a src/ layout: paths from the project's top, scripts too
+        tree.__dict__.pop("_files_cache", None)
+    found = discover(tree, include, exclude)
+    tree.module_names = found.modules
+    if tree.metadata is None and found.metadata is not None:
+        tree._metadata = found.metadata
     md = tree.metadata
     name = md.name if md and md.name else (spec.name or guess_name(tree))
     version = md.version if md and md.version else (spec.version or "")
-    client = Client(tree=tree, name=name, version=version)
+    client = Client(tree=tree, name=name, version=version, discovered=found)
     client.skipped.extend(tree.skipped)
-    packages = set(tree.top_level_packages())
-    files = [f for f in tree.python_files() if f.split("/", 1)[0].removesuffix(".py") in packages]
-    files = [f for f in files if not is_excluded(f, exclude)]
-    if not files:
-        raise SourceError(f"{tree.label}: no Python files found")
-    for rel in files:
+    if not found.modules:
+        raise SourceError(f"{tree.label}: no Python files or notebooks found")
+    for rel in found.modules:
         try:
             code = tree.read_text(rel)
+            if rel.endswith(".ipynb"):
+                raw, code = code, notebooks.to_python(code)
+                client.raw[rel] = raw
         except SourceError as exc:
             client.skipped.append((rel, str(exc)))
+            continue
+        client.files_read += 1
+        if rel.endswith(".ipynb") and roots and not _mentions(code, roots):
+            del client.raw[rel]  # a notebook that never names the host: nothing to analyse
             continue
         if roots and not _mentions(code, roots):
             client.unread[rel] = code

@@ -33,6 +33,9 @@ class SourceTree:
         self.skipped = []
         self._metadata: DistMetadata | None = None
         self._metadata_read = False
+        #: Module names a client's packaging gives its files (``src/pkg/m.py`` → ``pkg.m``,
+        #: a script → its stem); files not listed are named by their path.
+        self.module_names: dict[str, str] = {}
 
     # -- to implement ---------------------------------------------------------------------
     def files(self) -> list[str]:
@@ -95,6 +98,8 @@ class SourceTree:
 
     def module_name(self, rel: str) -> str:
         """The dotted module name of file ``rel``."""
+        if rel in self.module_names:
+            return self.module_names[rel]
         parts = list(PurePosixPath(rel).with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()

@@ -1,0 +1,136 @@
+"""Monorepos: a folder of several distributions, each scanned as its own client.
+
+Each package (a folder below the root with its own ``pyproject.toml`` / ``setup.py`` /
+``setup.cfg``: :func:`driftcheck.client.discovery.find_members`) is scanned with its own pin on
+the host as baseline (unless one is given for all); the results are joined into one
+:class:`~driftcheck.pipeline.ScanResult` whose paths start at the monorepo's top, so reports,
+accepted drift, the CI gate and ``fix`` work on the whole. ``ScanResult.packages`` keeps each
+package's identity, baseline, files read and findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from driftcheck.client.discovery import find_members
+from driftcheck.errors import DriftcheckError
+from driftcheck.sources.specs import PackageSpec, parse_spec
+
+#: Scans one package: (its folder, its exclude globs, its include globs) -> a ScanResult.
+#: Passed in by the pipeline (this module is below it and does not import it).
+ScanOne = Callable[[str, list[str], list[str]], Any]
+
+
+def members_of(client: str | PackageSpec) -> list[Path]:
+    """The packages of a monorepo client ([] for any other client)."""
+    spec = parse_spec(client) if isinstance(client, str) else client
+    if spec.kind != "directory" or spec.path is None:
+        return []
+    return find_members(spec.path)
+
+
+def _prefixed(prefix: str, mapping: dict) -> dict:
+    return {f"{prefix}/{k}": v for k, v in mapping.items()}
+
+
+def scan_members(
+    client: str | PackageSpec,
+    members: list[Path],
+    scan_one: ScanOne,
+    *,
+    exclude: Iterable[str] = (),
+    include: Iterable[str] = (),
+    say: Callable[[str], None] = lambda _m: None,
+) -> Any:
+    """Scan each package of a monorepo and join the results (see the module's docstring).
+
+    A package that cannot be scanned (no Python files, an unknown pin) is listed as skipped
+    with the reason; the others are still scanned.
+    """
+    spec = parse_spec(client) if isinstance(client, str) else client
+    assert spec.path is not None
+    root = spec.path
+    parts: list[tuple[str, Any]] = []
+    skipped: list[tuple[str, str]] = []
+    for member in members:
+        rel = member.relative_to(root).as_posix()
+        say(f"package {rel}")
+        inner_ex = [g[len(rel) + 1 :] for g in exclude if g.startswith(rel + "/")]
+        inner_in = [g[len(rel) + 1 :] for g in include if g.startswith(rel + "/")]
+        try:
+            got = scan_one(str(member), inner_ex, inner_in)
+        except DriftcheckError as exc:
+            skipped.append((rel, f"package not scanned: {exc}"))
+            continue
+        parts.append((rel, got))
+    if not parts:
+        raise DriftcheckError(f"{root}: none of its {len(members)} packages could be scanned")
+    return join(root, parts, skipped)
+
+
+def join(root: Path, parts: list[tuple[str, Any]], skipped: list) -> Any:
+    """One result of the packages' results, paths from the monorepo's top."""
+    first = parts[0][1]
+    findings, packages, files = [], [], 0
+    out = replace(
+        first,
+        client_name=root.resolve().name,
+        client_version="",
+        baseline=_one([r.baseline for _, r in parts]),
+        findings=[],
+        skipped=list(skipped),
+        uses=[],
+        client_lines={},
+        client_texts={},
+        client_other={},
+        client_raw={},
+        client_root=root,
+        refuted=[],
+        stats={},
+    )
+    for rel, r in parts:
+        mine = [replace(f, file=f"{rel}/{f.file}") for f in r.findings]
+        findings.extend(mine)
+        out.skipped.extend((f"{rel}/{file}", why) for file, why in r.skipped)
+        out.uses.extend(r.uses)
+        for name in ("client_lines", "client_texts", "client_other", "client_raw"):
+            getattr(out, name).update(_prefixed(rel, getattr(r, name)))
+        files += r.discovery.get("files", 0)
+        for k, v in r.stats.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.stats[k] = out.stats.get(k, 0) + v
+        packages.append(
+            {
+                "path": rel,
+                "client": {"name": r.client_name, "version": r.client_version},
+                "baseline": r.baseline,
+                "discovery": r.discovery,
+                "findings": [f.to_dict() for f in mine],
+            }
+        )
+    out.findings = sorted(findings, key=lambda f: (f.file, f.line, f.column, f.kind))
+    out.packages = packages
+    out.discovery = {
+        "files": files,
+        "source": "monorepo",
+        "roots": [{"folder": p["path"], "kind": "package", "names": [p["client"]["name"]],
+                   "files": p["discovery"].get("files", 0)} for p in packages],
+    }  # fmt: skip
+    return out
+
+
+def _one(values: list[str | None]) -> str | None:
+    """The packages' common baseline, or None where they differ (each has its own)."""
+    distinct = set(values)
+    return values[0] if len(distinct) == 1 else None
+
+
+def package_of(result: Any, file: str) -> dict | None:
+    """The monorepo package a (joined) finding's file belongs to."""
+    for p in result.packages:
+        if file.startswith(p["path"] + "/"):
+            return p
+    return None
