@@ -73,6 +73,9 @@ class BodyModel:
     #: ``"forbid"`` | ``"allow"`` | ``"ignore"``; None when unknown.
     extra: str | None = None
     bases: tuple[str, ...] = ()
+    #: For a type alias of a union of models (``X: TypeAlias = A | B``): the members. Its
+    #: ``fields`` are every member's (required only where all members require them).
+    alternatives: tuple[str, ...] = ()
 
     def field_named(self, key: str) -> ModelField | None:
         """The field a wire key names (its alias or its name)."""
@@ -89,6 +92,7 @@ class BodyModel:
             "fields": {k: f.to_json() for k, f in self.fields.items()},
             "extra": self.extra,
             "bases": list(self.bases),
+            "alternatives": list(self.alternatives),
         }
 
     @classmethod
@@ -100,6 +104,7 @@ class BodyModel:
             fields={k: ModelField.from_json(v) for k, v in d.get("fields", {}).items()},
             extra=d.get("extra"),
             bases=tuple(d.get("bases", ())),
+            alternatives=tuple(d.get("alternatives", ())),
         )
 
 
@@ -114,6 +119,9 @@ class ResponseShape:
     keys: tuple[str, ...] = ()
     file: str = ""
     line: int = 0
+    #: Sent with an error status (a status code that is not a literal 2xx, or a model the
+    #: route declares under a 4xx/5xx status): not what a successful call returns.
+    error: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -122,6 +130,7 @@ class ResponseShape:
             "keys": list(self.keys),
             "file": self.file,
             "line": self.line,
+            "error": self.error,
         }
 
     @classmethod
@@ -132,6 +141,7 @@ class ResponseShape:
             keys=tuple(d.get("keys", ())),
             file=d.get("file", ""),
             line=int(d.get("line", 0)),
+            error=bool(d.get("error", False)),
         )
 
 

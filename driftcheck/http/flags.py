@@ -1,0 +1,336 @@
+"""The server's command-line flags, read from argparse code.
+
+``parser.add_argument("--x", "-x", type=..., default=..., deprecated=True, help=...)`` gives a flag
+directly. Dataclass-driven flags come from ``kw = helper(SomeDataclass)`` and then either
+``add_argument("--x", **kw["x"])`` (one field) or ``for key, value in kw.items():
+add_argument(f"--{key.replace('_', '-')}", **value)`` (every field, less the ones ``del``-eted): a
+field's annotation and default describe the flag, a ``bool`` field is also ``--no-x``, and an
+attribute docstring that says "deprecated" deprecates it.
+
+Functions that add arguments call each other with the parser (``make_arg_parser`` calls
+``FrontendArgs.add_cli_args``); the flags of a *root* (a function no other such function calls)
+are one command line. The server's is the root whose flags name most of what the app builder
+reads from its ``args`` (``args.root_path``), so a benchmark's parser is not taken for it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from driftcheck.http.hostcode import Def, HostCode, dotted_name, keyword, literal_str, local_imports
+from driftcheck.http.surface import CliFlag
+
+_DEPRECATED = re.compile(r"\bdeprecat", re.IGNORECASE)
+
+
+@dataclass
+class _Parser:
+    """What one function adds: its own flags and the parser functions it calls."""
+
+    flags: list[CliFlag] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FlagReader:
+    code: HostCode
+    functions: dict[str, _Parser] = field(default_factory=dict)
+    _defs: dict[str, Def] = field(default_factory=dict)
+
+    def read(self, reads: set[str]) -> dict[str, CliFlag]:
+        """The flags of the command line that best covers ``reads`` (``args.<dest>`` names)."""
+        for module in self.code.modules_containing("add_argument"):
+            tree = self.code.parse(module)
+            if tree is not None:
+                for func in _functions(module, tree):
+                    self._defs[func.qualname] = func
+        for qualname, func in self._defs.items():
+            self.functions[qualname] = self._read(func)
+        called = {c for p in self.functions.values() for c in p.calls}
+        best: dict[str, CliFlag] = {}
+        best_score = (-1, -1)
+        for qualname in sorted(self.functions):
+            if qualname in called:
+                continue
+            flags = self._flags_of(qualname, frozenset())
+            if not flags:
+                continue
+            score = (len(reads & {f.dest for f in flags.values()}), len(flags))
+            if score > best_score:
+                best, best_score = flags, score
+        return best
+
+    def _flags_of(self, qualname: str, seen: frozenset[str]) -> dict[str, CliFlag]:
+        parser = self.functions.get(qualname)
+        if parser is None or qualname in seen:
+            return {}
+        out: dict[str, CliFlag] = {}
+        for callee in parser.calls:
+            for name, flag in self._flags_of(callee, seen | {qualname}).items():
+                out.setdefault(name, flag)
+        for flag in parser.flags:
+            out[flag.name] = flag
+        return out
+
+    # -- one function ------------------------------------------------------------------------
+    def _read(self, func: Def) -> _Parser:
+        out = _Parser()
+        module = func.module
+        local = local_imports(func.node, module, self.code.is_package(module))
+        kwargs_of: dict[str, Def] = {}  # name -> the dataclass a helper turned into kwargs
+        deleted: dict[str, set[str]] = {}
+        loops: dict[str, str] = {}  # loop key variable -> kwargs name
+        body = (
+            func.node.body if isinstance(func.node, ast.FunctionDef | ast.AsyncFunctionDef) else []
+        )
+        if isinstance(func.node, ast.Module):
+            body = [
+                s
+                for s in func.node.body
+                if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            ]
+        for node in _walk_own(body):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and node.value.args
+            ):
+                cls = self.code.resolve_class(module, node.value.args[0], local)
+                if cls is not None:
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            kwargs_of[t.id] = cls
+            elif isinstance(node, ast.Delete):
+                for t in node.targets:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                        key = literal_str(t.slice)
+                        if key:
+                            deleted.setdefault(t.value.id, set()).add(key)
+            elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call):
+                it = node.iter.func
+                if (
+                    isinstance(it, ast.Attribute)
+                    and it.attr == "items"
+                    and isinstance(it.value, ast.Name)
+                ):
+                    target = node.target
+                    if isinstance(target, ast.Tuple) and isinstance(target.elts[0], ast.Name):
+                        loops[target.elts[0].id] = it.value.id
+        for node in _walk_own(body):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                out.flags.extend(self._added(func, node, kwargs_of, deleted, loops))
+            else:
+                callee = self._callee(func, node, local)
+                if callee is not None:
+                    out.calls.append(callee)
+        return out
+
+    def _callee(self, func: Def, call: ast.Call, local: dict) -> str | None:
+        target = call.func
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Call)
+            and dotted_name(target.value.func) == "super"
+        ):
+            cls_name = func.name.split(".")[0]
+            cls = self.code.defs(func.module).get(cls_name)
+            for base in getattr(cls, "bases", []):
+                found = self.code.resolve_class(func.module, base, local)
+                if found is not None:
+                    qual = f"{found.qualname}.{target.attr}"
+                    if qual in self._defs:
+                        return qual
+            return None
+        name = dotted_name(target)
+        if name is None:
+            return None
+        found = self.code.resolve(func.module, name, local)
+        if isinstance(found, Def) and found.qualname in self._defs:
+            return found.qualname
+        return None
+
+    def _added(
+        self,
+        func: Def,
+        call: ast.Call,
+        kwargs_of: dict[str, Def],
+        deleted: dict[str, set[str]],
+        loops: dict[str, str],
+    ) -> list[CliFlag]:
+        names = [s for a in call.args if (s := literal_str(a)) is not None and s.startswith("-")]
+        spread = next((k.value for k in call.keywords if k.arg is None), None)
+        file = self.code.file(func.module)
+        if not names and call.args and isinstance(call.args[0], ast.JoinedStr):
+            key = _loop_key(call.args[0])
+            source = loops.get(key or "")
+            cls = kwargs_of.get(source or "")
+            if cls is None:
+                return []
+            skip = deleted.get(source or "", set())
+            return [
+                self._from_field(name, f, cls, file, call)
+                for name, f in _dataclass_fields(self.code, cls).items()
+                if name not in skip
+            ]
+        longs = [n for n in names if n.startswith("--")]
+        if not longs:
+            return []
+        dest = literal_str(keyword(call, "dest")) or longs[0][2:].replace("-", "_")
+        field_flag = None
+        if isinstance(spread, ast.Subscript) and isinstance(spread.value, ast.Name):
+            cls = kwargs_of.get(spread.value.id)
+            key = literal_str(spread.slice)
+            if cls is not None and key:
+                found = _dataclass_fields(self.code, cls).get(key)
+                if found is not None:
+                    field_flag = self._from_field(key, found, cls, file, call, longs[0])
+        action = keyword(call, "action")
+        action_text = ast.unparse(action) if action is not None else ""
+        type_node = keyword(call, "type")
+        type_text = ast.unparse(type_node) if type_node is not None else None
+        if action_text in ("'store_true'", "'store_false'"):
+            type_text = "bool"
+        default = keyword(call, "default")
+        deprecated = self._deprecation(call)
+        aliases = tuple(n for n in names if n != longs[0])
+        if field_flag is not None:
+            return [
+                CliFlag(
+                    longs[0],
+                    dest,
+                    type_text or field_flag.type,
+                    ast.unparse(default) if default is not None else field_flag.default,
+                    aliases,
+                    deprecated or field_flag.deprecated,
+                    file,
+                    call.lineno,
+                    field_flag.negatable or "BooleanOptionalAction" in action_text,
+                )
+            ]
+        return [
+            CliFlag(
+                longs[0],
+                dest,
+                type_text,
+                ast.unparse(default) if default is not None else None,
+                aliases,
+                deprecated,
+                file,
+                call.lineno,
+                "BooleanOptionalAction" in action_text,
+            )
+        ]
+
+    def _deprecation(self, call: ast.Call) -> str | None:
+        help_text = _text(keyword(call, "help"))
+        value = keyword(call, "deprecated")
+        if isinstance(value, ast.Constant) and value.value:
+            return help_text if help_text and _DEPRECATED.search(help_text) else "deprecated"
+        if help_text and _DEPRECATED.search(help_text):
+            return help_text
+        return None
+
+    def _from_field(
+        self, name: str, f: _Field, cls: Def, file: str, call: ast.Call, flag: str | None = None
+    ) -> CliFlag:
+        deprecated = f.doc if f.doc and _DEPRECATED.search(f.doc) else None
+        return CliFlag(
+            flag or "--" + name.replace("_", "-"),
+            name,
+            f.annotation,
+            f.default,
+            (),
+            deprecated,
+            file,
+            call.lineno,
+            _is_bool(f.annotation),
+        )
+
+
+@dataclass(frozen=True)
+class _Field:
+    annotation: str
+    default: str | None
+    doc: str | None
+
+
+def _dataclass_fields(code: HostCode, cls: Def, depth: int = 0) -> dict[str, _Field]:
+    """Annotated class attributes through the host bases (the class's own win)."""
+    out: dict[str, _Field] = {}
+    node: ast.ClassDef = cls.node  # type: ignore[assignment]
+    if depth < 10:
+        for base in node.bases:
+            found = code.resolve_class(cls.module, base)
+            if found is not None:
+                out.update(_dataclass_fields(code, found, depth + 1))
+    for i, stmt in enumerate(node.body):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            annotation = ast.unparse(stmt.annotation)
+            if annotation.startswith(("ClassVar", "typing.ClassVar", "InitVar")):
+                continue
+            doc = None
+            if i + 1 < len(node.body):
+                nxt = node.body[i + 1]
+                if isinstance(nxt, ast.Expr):
+                    doc = literal_str(nxt.value)
+            default = None if stmt.value is None else ast.unparse(stmt.value)
+            out[stmt.target.id] = _Field(annotation, default, doc)
+    return out
+
+
+def _is_bool(annotation: str) -> bool:
+    return re.search(r"\bbool\b", annotation) is not None
+
+
+def _text(node: ast.AST | None) -> str | None:
+    """A help text: a literal, concatenated literals, or an f-string's literal parts."""
+    if node is None:
+        return None
+    parts = [
+        n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+    return "".join(parts) or None
+
+
+def _loop_key(fstring: ast.JoinedStr) -> str | None:
+    """``f"--{key.replace('_', '-')}"``: ``key``."""
+    if not (fstring.values and literal_str(fstring.values[0]) == "--"):
+        return None
+    for value in fstring.values[1:]:
+        if isinstance(value, ast.FormattedValue):
+            inner = value.value
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                inner = inner.func.value
+            if isinstance(inner, ast.Name):
+                return inner.id
+    return None
+
+
+def _functions(module: str, tree: ast.Module) -> list[Def]:
+    """Top-level functions, methods of top-level classes, and the module body itself."""
+    out = [Def(module, tree, "<module>")]
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            out.append(Def(module, stmt, stmt.name))
+        elif isinstance(stmt, ast.ClassDef):
+            for inner in stmt.body:
+                if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):
+                    out.append(Def(module, inner, f"{stmt.name}.{inner.name}"))
+    return out
+
+
+def _walk_own(body: list[ast.stmt]) -> list[ast.AST]:
+    """Every node of ``body``, not entering nested functions or classes."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(reversed(body))
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        todo.extend(reversed(list(ast.iter_child_nodes(node))))
+    return out

@@ -1,0 +1,245 @@
+"""The host's modules as ``ast`` trees, with the names each one binds: enough to follow a name
+from one module to its definition in another (imports, re-exports, relative imports, imports
+inside functions), without griffe and without importing anything.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from driftcheck.host.api import HostAPI
+
+Imports = dict[str, tuple[str, str | None]]  # local name -> (module, attribute or None)
+
+
+@dataclass(frozen=True)
+class Def:
+    """A definition found by name: the module it is in and its node."""
+
+    module: str
+    node: ast.AST
+    #: The dotted name inside the module (``Class.method`` for methods).
+    name: str
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.module}.{self.name}"
+
+
+@dataclass
+class HostCode:
+    """Parsed modules of one host release (each file parsed once, on first need)."""
+
+    api: HostAPI
+    _files: dict[str, str] = field(default_factory=dict)
+    _trees: dict[str, ast.Module | None] = field(default_factory=dict)
+    _texts: dict[str, str] = field(default_factory=dict)
+    _imports: dict[str, Imports] = field(default_factory=dict)
+    _defs: dict[str, dict[str, ast.AST]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The archive's own tree: these reads feed a fact, they need not grow the snapshot.
+        self.tree = getattr(self.api.tree, "real", self.api.tree)
+        for rel in self.api.tree.python_files():
+            name = self.api.tree.module_name(rel)
+            if self.api.owns(name):
+                self._files.setdefault(name, rel)
+
+    # -- files -------------------------------------------------------------------------------
+    def modules(self) -> list[str]:
+        return sorted(self._files)
+
+    def file(self, module: str) -> str:
+        return self._files.get(module, "")
+
+    def text(self, module: str) -> str:
+        if module not in self._texts:
+            rel = self._files.get(module)
+            try:
+                self._texts[module] = self.tree.read_text(rel) if rel else ""
+            except Exception:  # an unreadable member narrows the surface only
+                self._texts[module] = ""
+        return self._texts[module]
+
+    def modules_containing(self, *needles: str) -> list[str]:
+        """Modules whose text contains any of ``needles`` (a cheap pre-filter)."""
+        return [m for m in self.modules() if any(n in self.text(m) for n in needles)]
+
+    def parse(self, module: str) -> ast.Module | None:
+        if module not in self._trees:
+            text = self.text(module)
+            try:
+                self._trees[module] = ast.parse(text) if text else None
+            except (SyntaxError, ValueError):
+                self._trees[module] = None
+        return self._trees[module]
+
+    def has_module(self, module: str) -> bool:
+        return module in self._files
+
+    def is_package(self, module: str) -> bool:
+        return self._files.get(module, "").endswith("__init__.py")
+
+    # -- names -------------------------------------------------------------------------------
+    def imports(self, module: str) -> Imports:
+        """Names the module's top level binds by ``import`` (inside ``if``/``try`` too)."""
+        if module not in self._imports:
+            out: Imports = {}
+            tree = self.parse(module)
+            if tree is not None:
+                for stmt in top_level(tree.body):
+                    out.update(import_names(stmt, module, self.is_package(module)))
+            self._imports[module] = out
+        return self._imports[module]
+
+    def defs(self, module: str) -> dict[str, ast.AST]:
+        """Classes, functions and assigned names of the module's top level."""
+        if module not in self._defs:
+            out: dict[str, ast.AST] = {}
+            tree = self.parse(module)
+            if tree is not None:
+                for stmt in top_level(tree.body):
+                    if isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                        out[stmt.name] = stmt
+                    elif isinstance(stmt, ast.Assign):
+                        for t in stmt.targets:
+                            if isinstance(t, ast.Name):
+                                out[t.id] = stmt
+                    elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                        out[stmt.target.id] = stmt
+            self._defs[module] = out
+        return self._defs[module]
+
+    def resolve(
+        self, module: str, dotted: str, local: Imports | None = None, _depth: int = 0
+    ) -> Def | str | None:
+        """What ``dotted`` names inside ``module``: a definition, a module name, or None.
+
+        ``local`` holds imports made inside the function being read (they shadow the module's).
+        """
+        if _depth > 12:
+            return None
+        head, _, rest = dotted.partition(".")
+        imported = (local or {}).get(head) or self.imports(module).get(head)
+        node = self.defs(module).get(head)
+        if node is not None and not (local and head in local):
+            return self._member(module, head, node, rest)
+        if imported is None:
+            return None
+        target, attr = imported
+        if attr is None:
+            return self._in_module(target, rest, _depth)
+        return self._in_module(target, f"{attr}.{rest}" if rest else attr, _depth)
+
+    def _in_module(self, module: str, dotted: str, depth: int) -> Def | str | None:
+        if not dotted:
+            return module if module in self._files else None
+        head, _, rest = dotted.partition(".")
+        if head in self.defs(module) or head in self.imports(module):
+            return self.resolve(module, dotted, None, depth + 1)
+        sub = f"{module}.{head}"
+        if sub in self._files:
+            return self._in_module(sub, rest, depth + 1)
+        return None
+
+    def _member(self, module: str, head: str, node: ast.AST, rest: str) -> Def | None:
+        if not rest:
+            return Def(module, node, head)
+        if isinstance(node, ast.ClassDef) and "." not in rest:
+            for stmt in node.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == rest:
+                    return Def(module, stmt, f"{head}.{rest}")
+        return None
+
+    def resolve_class(self, module: str, expr: ast.AST, local: Imports | None = None) -> Def | None:
+        """The host class an expression (``Name`` / ``a.B``) names, or None."""
+        name = dotted_name(expr)
+        if name is None:
+            return None
+        found = self.resolve(module, name, local)
+        if isinstance(found, Def) and isinstance(found.node, ast.ClassDef):
+            return found
+        return None
+
+
+def top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a module's top level, looking into ``if`` / ``try`` blocks."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            out.extend(top_level(stmt.body))
+            out.extend(top_level(stmt.orelse))
+        elif isinstance(stmt, ast.Try):
+            out.extend(top_level(stmt.body))
+            for handler in stmt.handlers:
+                out.extend(top_level(handler.body))
+            out.extend(top_level(stmt.orelse))
+        else:
+            out.append(stmt)
+    return out
+
+
+def import_names(stmt: ast.stmt, module: str, is_package: bool) -> Imports:
+    """The names one ``import`` statement binds."""
+    out: Imports = {}
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                out[alias.asname] = (alias.name, None)
+            else:
+                head = alias.name.split(".", 1)[0]
+                out[head] = (head, None)
+    elif isinstance(stmt, ast.ImportFrom):
+        base = absolute(module, is_package, stmt.module, stmt.level)
+        for alias in stmt.names:
+            if alias.name != "*":
+                out[alias.asname or alias.name] = (base, alias.name)
+    return out
+
+
+def local_imports(func: ast.AST, module: str, is_package: bool) -> Imports:
+    """Imports made anywhere inside a function body."""
+    out: Imports = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.update(import_names(node, module, is_package))
+    return out
+
+
+def absolute(module: str, is_package: bool, target: str | None, level: int) -> str:
+    """The absolute module a (possibly relative) ``from`` import names."""
+    if not level:
+        return target or ""
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)]
+    base = ".".join(parts)
+    return f"{base}.{target}" if target and base else (target or base)
+
+
+def dotted_name(expr: ast.AST) -> str | None:
+    """``a.b.C`` of a Name/Attribute chain, or None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def literal_str(expr: ast.AST | None) -> str | None:
+    """A string literal's value (implicit concatenation included), or None."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)

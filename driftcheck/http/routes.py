@@ -1,0 +1,397 @@
+"""Routes of a FastAPI / Starlette host, read statically.
+
+Two passes. The *module pass* reads every module that names a router: module-level
+``APIRouter(prefix=...)`` / ``FastAPI()`` objects, the routes registered on them (decorators,
+``add_api_route``, ``add_route``) and the routers they include, each under the ``if`` guards around
+it (module-level ``if envs.X:``, an ``if`` inside a function, an early ``return``). The *builder
+pass* starts from each function that creates a ``FastAPI()`` app and follows the calls that pass
+the app on (``register_x_routes(app)``, ``attach_router(app)`` through imports, including imports
+inside functions), collecting the guards on the way. The app with the most routes is the server's.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from driftcheck.http.hostcode import Def, HostCode, Imports, keyword, literal_str, local_imports
+
+HTTP_METHODS = ("get", "post", "put", "delete", "patch", "head", "options")
+_APP_CLASSES = ("FastAPI", "Starlette")
+_ROUTER_CLASSES = ("APIRouter", "Router")
+_MAX_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A test that must hold (or, ``negated``, fail) on the way to a registration."""
+
+    module: str
+    text: str
+    negated: bool
+    test: ast.expr = field(compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One route registered on a router or app object."""
+
+    target: str
+    method: str
+    path: str
+    handler: Def | None
+    guards: tuple[Guard, ...]
+    file: str
+    line: int
+    #: The decorator or ``add_api_route`` call (for ``response_model=`` / ``responses=``).
+    call: ast.Call | None = None
+
+
+@dataclass(frozen=True)
+class Include:
+    parent: str
+    child: str
+    prefix: str
+    guards: tuple[Guard, ...]
+
+
+@dataclass(frozen=True)
+class RawRoute:
+    """A route of the server's app before its bodies are read."""
+
+    method: str
+    path: str
+    reg: Registration
+    guards: tuple[Guard, ...]
+
+
+@dataclass
+class _Walk:
+    module: str
+    bindings: dict[str, str]
+    local: Imports
+    #: Builder pass: record only what happens on these (non-module) objects.
+    builder: bool
+    depth: int = 0
+
+
+@dataclass
+class RouteReader:
+    """Reads registrations and includes across the host, then the server app's routes."""
+
+    code: HostCode
+    regs: list[Registration] = field(default_factory=list)
+    incs: list[Include] = field(default_factory=list)
+    prefixes: dict[str, str] = field(default_factory=dict)
+    apps: list[str] = field(default_factory=list)
+    module_objects: dict[str, dict[str, str]] = field(default_factory=dict)
+    _seen_calls: set[tuple] = field(default_factory=set)
+    #: The key of the server's app (``module:builder``), once read.
+    main_app: str | None = None
+    builders: dict[str, Def] = field(default_factory=dict)
+
+    # -- entry -------------------------------------------------------------------------------
+    def read(self) -> list[RawRoute]:
+        modules = self.code.modules_containing(*_ROUTER_CLASSES, *_APP_CLASSES)
+        builders: list[Def] = []
+        for module in modules:
+            tree = self.code.parse(module)
+            if tree is None:
+                continue
+            objects = self._module_objects(module, tree)
+            walk = _Walk(module, dict(objects), {}, builder=False)
+            self._body(walk, tree.body, ())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _creates_app(node):
+                    builders.append(Def(module, node, node.name))
+        for builder in builders:
+            key = f"{builder.module}:{builder.name}"
+            self.apps.append(key)
+            self.builders[key] = builder
+            objects = dict(self._objects_of(builder.module))
+            local = local_imports(
+                builder.node, builder.module, self.code.is_package(builder.module)
+            )
+            for name, cls, call in _assigned_objects(builder.node):
+                objects[name] = key if cls in _APP_CLASSES else f"{key}:{name}"
+                self._record_object(objects[name], cls, call, app=False)
+            walk = _Walk(builder.module, objects, local, builder=True)
+            self._body(walk, builder.node.body, ())  # type: ignore[attr-defined]
+        best: list[RawRoute] = []
+        for app in self.apps:
+            routes = self.routes_of(app)
+            if len(routes) > len(best):
+                best, self.main_app = routes, app
+        return best
+
+    def routes_of(self, key: str) -> list[RawRoute]:
+        out: list[RawRoute] = []
+        self._collect(key, "", (), out, frozenset())
+        return out
+
+    def _collect(
+        self, key: str, prefix: str, guards: tuple[Guard, ...], out: list, seen: frozenset
+    ) -> None:
+        if key in seen:
+            return
+        seen = seen | {key}
+        for reg in self.regs:
+            if reg.target == key:
+                out.append(RawRoute(reg.method, prefix + reg.path, reg, guards + reg.guards))
+        for inc in self.incs:
+            if inc.parent == key:
+                sub = prefix + inc.prefix + self.prefixes.get(inc.child, "")
+                self._collect(inc.child, sub, guards + inc.guards, out, seen)
+
+    # -- objects -----------------------------------------------------------------------------
+    def _objects_of(self, module: str) -> dict[str, str]:
+        if module not in self.module_objects:
+            tree = self.code.parse(module)
+            self.module_objects[module] = {} if tree is None else self._module_objects(module, tree)
+        return self.module_objects[module]
+
+    def _module_objects(self, module: str, tree: ast.Module) -> dict[str, str]:
+        if module in self.module_objects:
+            return self.module_objects[module]
+        out: dict[str, str] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                cls = _class_called(stmt.value)
+                for t in stmt.targets:
+                    if isinstance(t, ast.Name) and cls:
+                        key = f"{module}:{t.id}"
+                        out[t.id] = key
+                        self._record_object(key, cls, stmt.value)
+        self.module_objects[module] = out
+        return out
+
+    def _record_object(self, key: str, cls: str, call: ast.Call, app: bool = True) -> None:
+        if cls in _APP_CLASSES and app:
+            if key not in self.apps:
+                self.apps.append(key)
+        prefix = literal_str(keyword(call, "prefix"))
+        if prefix:
+            self.prefixes[key] = prefix
+
+    def _resolve_object(self, walk: _Walk, expr: ast.AST) -> str | None:
+        """The router/app key an expression names (a binding, or a router imported)."""
+        if isinstance(expr, ast.Name) and expr.id in walk.bindings:
+            return walk.bindings[expr.id]
+        name = _dotted(expr)
+        if name is None:
+            return None
+        found = self.code.resolve(walk.module, name, walk.local)
+        if isinstance(found, Def) and isinstance(found.node, ast.Assign):
+            return self._objects_of(found.module).get(found.name)
+        return None
+
+    def _mine(self, walk: _Walk, key: str | None) -> bool:
+        """Whether this pass records what happens on ``key``: the module pass records module
+        objects, the builder pass the objects a builder made (its app, its routers)."""
+        if key is None:
+            return False
+        module_level = key.count(":") == 1 and key.partition(":")[2] in self._objects_of(
+            key.partition(":")[0]
+        )
+        return module_level != walk.builder
+
+    # -- statements --------------------------------------------------------------------------
+    def _body(self, walk: _Walk, body: list[ast.stmt], guards: tuple[Guard, ...]) -> None:
+        for stmt in body:
+            self._stmt(walk, stmt, guards)
+            if isinstance(stmt, ast.If) and not stmt.orelse and _ends(stmt.body):
+                guards = guards + (self._cond(walk, stmt.test, True),)
+            elif isinstance(stmt, ast.Return | ast.Raise):
+                return
+
+    def _stmt(self, walk: _Walk, stmt: ast.stmt, guards: tuple[Guard, ...]) -> None:
+        if isinstance(stmt, ast.If):
+            self._body(walk, stmt.body, guards + (self._cond(walk, stmt.test, False),))
+            if stmt.orelse:
+                self._body(walk, stmt.orelse, guards + (self._cond(walk, stmt.test, True),))
+        elif isinstance(stmt, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith):
+            self._body(walk, stmt.body, guards)
+        elif isinstance(stmt, ast.Try):
+            for part in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
+                self._body(walk, part, guards)
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            self._decorated(walk, stmt, guards)
+            if not walk.builder and not _registers_on_decorator(stmt, walk):
+                # A module function's own registrations (on module routers) count when it runs.
+                inner = _Walk(
+                    walk.module,
+                    walk.bindings,
+                    local_imports(stmt, walk.module, self.code.is_package(walk.module)),
+                    builder=False,
+                )
+                self._body(inner, stmt.body, guards if walk.depth else ())
+        elif not isinstance(stmt, ast.ClassDef):
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call):
+                    self._call(walk, node, guards)
+
+    def _cond(self, walk: _Walk, test: ast.expr, negated: bool) -> Guard:
+        return Guard(walk.module, ast.unparse(test), negated, test)
+
+    def _decorated(self, walk: _Walk, func: ast.AST, guards: tuple[Guard, ...]) -> None:
+        for dec in func.decorator_list:  # type: ignore[attr-defined]
+            if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)):
+                continue
+            key = self._resolve_object(walk, dec.func.value)
+            if not self._mine(walk, key):
+                continue
+            handler = Def(walk.module, func, func.name)  # type: ignore[attr-defined]
+            for method in _methods(dec.func.attr, dec):
+                path = literal_str(dec.args[0]) if dec.args else literal_str(keyword(dec, "path"))
+                if path is not None:
+                    self._reg(key, method, path, handler, guards, walk, dec)  # type: ignore[arg-type]
+
+    def _reg(
+        self,
+        key: str,
+        method: str,
+        path: str,
+        handler: Def | None,
+        guards: tuple,
+        walk: _Walk,
+        call: ast.Call,
+    ) -> None:
+        file = self.code.file(walk.module)
+        node = handler.node if handler else call
+        line = getattr(node, "lineno", call.lineno)
+        self.regs.append(Registration(key, method, path, handler, guards, file, line, call))
+
+    def _call(self, walk: _Walk, call: ast.Call, guards: tuple[Guard, ...]) -> None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            key = self._resolve_object(walk, func.value)
+            if key is not None and self._mine(walk, key):
+                if func.attr == "include_router" and call.args:
+                    child = self._resolve_object(walk, call.args[0])
+                    if child is not None:
+                        prefix = literal_str(keyword(call, "prefix")) or ""
+                        self.incs.append(Include(key, child, prefix, guards))
+                    return
+                if func.attr in ("add_api_route", "add_route", "add_api_websocket_route"):
+                    self._added_route(walk, key, call, guards)
+                    return
+        if walk.builder:
+            self._follow(walk, call, guards)
+
+    def _added_route(self, walk: _Walk, key: str, call: ast.Call, guards: tuple) -> None:
+        path = literal_str(call.args[0]) if call.args else literal_str(keyword(call, "path"))
+        endpoint = call.args[1] if len(call.args) > 1 else keyword(call, "endpoint")
+        if path is None:
+            return
+        handler = None
+        name = _dotted(endpoint) if endpoint is not None else None
+        if name:
+            found = self.code.resolve(walk.module, name, walk.local)
+            handler = found if isinstance(found, Def) else None
+        attr = call.func.attr  # type: ignore[attr-defined]
+        methods = ["WEBSOCKET"] if "websocket" in attr else _listed_methods(call) or ["GET"]
+        for method in methods:
+            self._reg(key, method, path, handler, guards, walk, call)
+
+    def _follow(self, walk: _Walk, call: ast.Call, guards: tuple[Guard, ...]) -> None:
+        """Walk a function that the app (or a builder's router) is passed to."""
+        passed = [
+            (i, None, walk.bindings[a.id])
+            for i, a in enumerate(call.args)
+            if isinstance(a, ast.Name) and self._local_object(walk, a.id)
+        ] + [
+            (None, k.arg, walk.bindings[k.value.id])
+            for k in call.keywords
+            if isinstance(k.value, ast.Name) and k.arg and self._local_object(walk, k.value.id)
+        ]
+        name = _dotted(call.func)
+        if not passed or name is None or walk.depth >= _MAX_DEPTH:
+            return
+        found = self.code.resolve(walk.module, name, walk.local)
+        if not (
+            isinstance(found, Def)
+            and isinstance(found.node, ast.FunctionDef | ast.AsyncFunctionDef)
+        ):
+            return
+        params = [a.arg for a in (*found.node.args.posonlyargs, *found.node.args.args)]
+        bindings = dict(self._objects_of(found.module))
+        for index, kw, key in passed:
+            param = kw if kw is not None else (params[index] if index < len(params) else None)
+            if param:
+                bindings[param] = key
+        seen = (found.qualname, tuple(sorted(bindings.items())), tuple(g.text for g in guards))
+        if seen in self._seen_calls:
+            return
+        self._seen_calls.add(seen)
+        local = local_imports(found.node, found.module, self.code.is_package(found.module))
+        inner = _Walk(found.module, bindings, local, builder=True, depth=walk.depth + 1)
+        for name_, cls, made in _assigned_objects(found.node):
+            inner.bindings[name_] = f"{found.qualname}:{name_}"
+            self._record_object(inner.bindings[name_], cls, made, app=False)
+        self._body(inner, found.node.body, guards)
+
+    def _local_object(self, walk: _Walk, name: str) -> bool:
+        key = walk.bindings.get(name)
+        return key is not None and self._mine(walk, key)
+
+
+def _creates_app(func: ast.AST) -> bool:
+    return any(cls in _APP_CLASSES for _, cls, _ in _assigned_objects(func))
+
+
+def _assigned_objects(func: ast.AST) -> list[tuple[str, str, ast.Call]]:
+    """``name = FastAPI(...)`` / ``name = APIRouter(...)`` inside a function (not nested ones)."""
+    out: list[tuple[str, str, ast.Call]] = []
+    todo = list(ast.iter_child_nodes(func))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            cls = _class_called(node.value)
+            if cls:
+                out.extend((t.id, cls, node.value) for t in node.targets if isinstance(t, ast.Name))
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _class_called(call: ast.Call) -> str | None:
+    name = _dotted(call.func)
+    last = name.rsplit(".", 1)[-1] if name else None
+    return last if last in (*_APP_CLASSES, *_ROUTER_CLASSES) else None
+
+
+def _methods(attr: str, dec: ast.Call) -> list[str]:
+    if attr in HTTP_METHODS:
+        return [attr.upper()]
+    if attr in ("api_route", "route"):
+        return _listed_methods(dec) or ["GET"]
+    if attr == "websocket":
+        return ["WEBSOCKET"]
+    return []
+
+
+def _listed_methods(call: ast.Call) -> list[str]:
+    value = keyword(call, "methods")
+    if isinstance(value, ast.List | ast.Tuple | ast.Set):
+        return [m.upper() for e in value.elts if (m := literal_str(e))]
+    return []
+
+
+def _registers_on_decorator(func: ast.AST, walk: _Walk) -> bool:
+    """A route handler itself (decorated with ``@router.<method>``): its body registers nothing."""
+    for dec in func.decorator_list:  # type: ignore[attr-defined]
+        if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute):
+            if dec.func.attr in (*HTTP_METHODS, "api_route", "route", "websocket"):
+                return True
+    return False
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Return | ast.Raise)
+
+
+def _dotted(expr: ast.AST | None) -> str | None:
+    from driftcheck.http.hostcode import dotted_name
+
+    return None if expr is None else dotted_name(expr)
