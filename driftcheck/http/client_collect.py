@@ -1,0 +1,85 @@
+"""The pipeline's entry to the client's HTTP uses: which files are read for them, the wrappers
+found across the client, and the requests, reads and launches of every module."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+from driftcheck.client.gate_reader import GateReader
+from driftcheck.client.index import ClientIndex
+from driftcheck.http.client import HttpCollector, HttpUse, Wrapper
+from driftcheck.http.client_reads import ReadFinder
+from driftcheck.http.launch import console_scripts
+
+if TYPE_CHECKING:
+    from driftcheck.client.package import Client
+    from driftcheck.host.api import HostAPI
+
+#: A file that imports an HTTP client, the OpenAI SDK or a way to start a process: it may talk
+#: to the host's server without ever naming the host.
+IMPORTS = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(?:httpx|requests|aiohttp|openai|subprocess|shlex)\b", re.M
+)
+_ROUNDS = 3
+
+
+def promote_http_files(client: Client) -> None:
+    """Move the client's files that do not name the host but import an HTTP client (or start
+    processes) into the analysed ones: they are parsed and their lines kept for reports."""
+    for rel, text in list(client.unread.items()):
+        if IMPORTS.search(text):
+            del client.unread[rel]
+            client.texts[rel] = text
+            client.lines[rel] = text.splitlines()
+
+
+def http_uses(
+    client: Client, index: ClientIndex, reader: GateReader | None, roots: set[str], api: HostAPI
+) -> list[HttpUse]:
+    """Every HTTP request, response read and server launch of the client, in file order.
+
+    A client function that sends a request to a URL it takes as a parameter is a wrapper: its
+    callers' literal URLs are the requests (found in rounds, a wrapper of a wrapper too).
+    """
+    scripts = frozenset(console_scripts(api))
+    modules = list(client.modules.values())
+    wrappers: dict[str, Wrapper] = {}
+    collectors: list[HttpCollector] = []
+    for _ in range(_ROUNDS):
+        names = {q.rsplit(".", 1)[-1] for q in wrappers}
+        chosen = [
+            m
+            for m in modules
+            if IMPORTS.search(client.texts.get(m.file, ""))
+            or any(n in client.texts.get(m.file, "") for n in names)
+        ]
+        collectors = []
+        found: dict[str, Wrapper] = {}
+        for info in chosen:
+            collector = HttpCollector(info, index, reader, roots, wrappers, scripts=scripts)
+            try:
+                collector.run()
+            except RecursionError:
+                continue
+            except Exception as exc:  # one file driftcheck trips on never stops the scan
+                if os.environ.get("DRIFTCHECK_DEBUG", "") not in ("", "0"):
+                    raise
+                where = f"{type(exc).__name__}: {exc}"[:200]
+                client.skipped.append(
+                    (info.file, f"driftcheck could not read its HTTP uses ({where})")
+                )
+                continue
+            collectors.append(collector)
+            found.update(collector.found_wrappers)
+        if not set(found) - set(wrappers):
+            break
+        wrappers.update(found)
+    out: list[HttpUse] = []
+    for collector in collectors:
+        out += collector.uses
+        finder = ReadFinder(collector.module, index, collector.parents, collector.node_gates)
+        for use, call, func in collector.calls:
+            out += finder.reads(use, call, func)
+    return out

@@ -1,0 +1,207 @@
+"""Command lines in the client that start the host's server, and the flags they pass.
+
+Which commands mean "this host's server" comes from the host itself: the console scripts its
+distribution declares (``[console_scripts]`` of its ``entry_points.txt``, or ``[project.scripts]``
+of its ``pyproject.toml``), and ``python -m <module>`` of one of its own modules
+(``sys.executable`` counts as ``python``). Read: argv list literals (``["vllm", "serve", m,
+"--x"]``), grown by ``cmd += [...]``, ``cmd.append(...)`` and ``cmd.extend([...])`` in the same
+function; and command strings given to ``shlex.split``, ``subprocess.*``, ``os.system`` or
+``asyncio.create_subprocess_shell`` (directly or through a name assigned once).
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import posixpath
+import shlex
+from typing import TYPE_CHECKING
+
+from driftcheck.compat import tomllib
+from driftcheck.gates import all_of
+
+if TYPE_CHECKING:
+    from driftcheck.host.api import HostAPI
+    from driftcheck.http.client import HttpUse
+
+_PYTHONS = frozenset({"python", "python3", "sys.executable"})
+_SHELL_CALLS = frozenset(
+    {
+        "shlex.split",
+        "os.system",
+        "os.popen",
+        "subprocess.Popen",
+        "subprocess.run",
+        "subprocess.call",
+        "subprocess.check_call",
+        "subprocess.check_output",
+        "asyncio.create_subprocess_shell",
+    }
+)
+_HOLE = "\0"
+
+
+def console_scripts(api: HostAPI) -> tuple[str, ...]:
+    """The console scripts the host's distribution declares (a snapshot fact)."""
+    return tuple(api.fact("console-scripts:1", lambda: list(_read_scripts(api))))  # type: ignore[arg-type]
+
+
+def _read_scripts(api: HostAPI) -> list[str]:
+    tree = api.tree
+    try:
+        files = tree.files()
+    except (OSError, AttributeError):
+        return []
+    names: list[str] = []
+    for rel in files:
+        if rel.count("/") == 1 and rel.endswith(
+            (".dist-info/entry_points.txt", ".egg-info/entry_points.txt")
+        ):
+            parser = configparser.ConfigParser(interpolation=None)
+            try:
+                parser.read_string(tree.read_text(rel))
+            except (configparser.Error, OSError, UnicodeDecodeError, ValueError):
+                continue
+            if parser.has_section("console_scripts"):
+                names += list(parser["console_scripts"])
+        elif rel == "pyproject.toml":
+            try:
+                data = tomllib.loads(tree.read_text(rel))
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, ValueError):
+                continue
+            names += list(data.get("project", {}).get("scripts", {}))
+    return sorted(set(names))
+
+
+class LaunchFinder:
+    """Mixin for the HTTP collector: the server command lines of one module."""
+
+    scripts: frozenset[str]
+    roots: set[str]
+    uses: list
+
+    def _argvs(self) -> dict[str, HttpUse]:
+        key = id(self.func) if self.func is not None else 0  # type: ignore[attr-defined]
+        store: dict[int, dict[str, HttpUse]] = self.__dict__.setdefault("_argv_store", {})
+        return store.setdefault(key, {})
+
+    def _token(self, node: ast.expr) -> str | None:
+        """A literal argv element (``sys.executable`` as itself), else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        names = self.module.qualified(node)  # type: ignore[attr-defined]
+        return "sys.executable" if "sys.executable" in names else None
+
+    def _is_server(self, tokens: list[str | None]) -> bool:
+        if not tokens or tokens[0] is None:
+            return False
+        first = posixpath.basename(tokens[0])
+        if first in self.scripts:
+            return True
+        if first in _PYTHONS and len(tokens) >= 3 and tokens[1] == "-m" and tokens[2]:
+            return tokens[2].split(".", 1)[0] in self.roots
+        return False
+
+    def visit_List(self, node: ast.List) -> None:
+        tokens = [self._token(e) for e in node.elts[:3]]
+        if not self._is_server(tokens):
+            return
+        use = self._launch(node, argv_list=True)
+        self._add_elements(use, node.elts)
+        parent = self.parents.get(node)  # type: ignore[attr-defined]
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0]
+            if isinstance(target, ast.Name):
+                self._argvs()[target.id] = use
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+            use = self._argvs().get(node.target.id)
+            if use is not None:
+                self._grow(use, node.value)
+
+    def track_argv_call(self, node: ast.Call) -> None:
+        """``cmd.append(x)`` / ``cmd.extend([...])`` of a known argv; a command string given to
+        a shell-like call."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            use = self._argvs().get(func.value.id)
+            if use is not None and node.args:
+                if func.attr == "append":
+                    self._add_elements(use, [node.args[0]])
+                elif func.attr in ("extend", "__iadd__"):
+                    self._grow(use, node.args[0])
+        names = self.module.qualified(func)  # type: ignore[attr-defined]
+        if node.args and any(n in _SHELL_CALLS for n in names):
+            arg = node.args[0]
+            if isinstance(arg, ast.Name):
+                values = _assigned(arg.id, self.func, self.module)  # type: ignore[attr-defined]
+                arg = values if values is not None else arg
+            self._shell_string(arg)
+
+    def _grow(self, use: HttpUse, value: ast.expr) -> None:
+        if isinstance(value, (ast.List, ast.Tuple)):
+            self._add_elements(use, value.elts)
+        else:
+            use.argv_open = True
+
+    def _add_elements(self, use: HttpUse, elts: list[ast.expr]) -> None:
+        flags = list(use.flags)
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                use.argv_open = True
+                continue
+            token = self._token(e)
+            if token is not None and token.startswith("--"):
+                flags.append((token.split("=", 1)[0], self.source.span(e)))  # type: ignore[attr-defined]
+        use.flags = tuple(flags)
+
+    def _shell_string(self, node: ast.expr) -> None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else _HOLE for v in node.values)
+        else:
+            return
+        try:
+            tokens = shlex.split(text)
+        except ValueError:
+            return
+        head: list[str | None] = [None if _HOLE in t else t for t in tokens[:3]]
+        if not self._is_server(head):
+            return
+        use = self._launch(node, argv_list=False)
+        span = self.source.span(node)  # type: ignore[attr-defined]
+        use.flags = tuple(
+            (t.split("=", 1)[0], span) for t in tokens if t.startswith("--") and _HOLE not in t
+        )
+        use.argv_open = any(_HOLE in t for t in tokens)
+
+    def _launch(self, node: ast.expr, *, argv_list: bool) -> HttpUse:
+        from driftcheck.http.client import HttpUse
+
+        line, column = self.source.start(node)  # type: ignore[attr-defined]
+        end_line, end_column = self.source.end(node)  # type: ignore[attr-defined]
+        func = self.func  # type: ignore[attr-defined]
+        use = HttpUse(
+            kind="launch",
+            file=self.module.file,  # type: ignore[attr-defined]
+            line=line,
+            column=column + 1,
+            end_line=end_line,
+            end_column=end_column + 1,
+            symbol="launch",
+            scope=func.qualname if func is not None else self.module.name,  # type: ignore[attr-defined]
+            order=len(self.uses),
+            gate=all_of(list(self.gates)),  # type: ignore[attr-defined]
+            argv_list=argv_list,
+        )
+        self.uses.append(use)
+        return use
+
+
+def _assigned(name: str, func: object, module: object) -> ast.expr | None:
+    values = getattr(func, "locals", {}).get(name) if func is not None else None
+    if values is None:
+        values = getattr(module, "globals", {}).get(name, [])
+    return values[0] if len(values) == 1 else None
