@@ -29,6 +29,7 @@ from pathlib import Path
 from driftcheck.cache import cache_root
 from driftcheck.errors import UsageError
 from driftcheck.probes import runner
+from driftcheck.probes.blame import patch_hunks
 from driftcheck.probes.builtin_models import DEFAULT_MODEL, ResolvedModel, recipe, resolve_model
 from driftcheck.probes.client_deps import ensure_client_deps
 from driftcheck.probes.driver_env import (
@@ -189,6 +190,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             client_name=client_name,
             fixes=fixes,
             left=left,
+            hunks=patch_hunks(patches),
         )
     finally:
         held.close()
@@ -293,6 +295,7 @@ def _run_variant(
     outcome.log_dir = str(log_dir)
     outcome.states_file = str(states_path) if states_path.is_file() else None
     outcome.states_key = key
+    outcome.client_root = str(copy_root)
     if options.tensor_parallel_size == 1:
         keep_states(key, outcome, states_path)
     return outcome, run_env

@@ -40,6 +40,8 @@ class RunOutcome:
     # The hidden states the run saved, and the key of what they depend on (tensor_parallel).
     states_file: str | None = None
     states_key: str | None = None
+    #: The client copy the run imported (its frames in a traceback start with it).
+    client_root: str | None = None
 
     def stage(self, name: str) -> dict | None:
         return next((s for s in self.stages if s["name"] == name), None)
@@ -64,6 +66,7 @@ class RunOutcome:
             "layer_ids": self.layer_ids,
             "hidden_size": self.hidden_size,
             "versions": self.versions,
+            "client_root": self.client_root,
         }
 
 
@@ -89,6 +92,9 @@ class ProbeReport:
     fixes: list[dict] = field(default_factory=list)
     #: What the fixes leave (``--fix``): findings without an applied fix, and why.
     left: list[dict] = field(default_factory=list)
+    #: The patched files' hunks (:func:`driftcheck.probes.blame.patch_hunks`): which lines of
+    #: the patched copy a patch wrote, and where the others stood in the client.
+    hunks: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -137,6 +143,7 @@ class ProbeReport:
             "runs": [r.to_dict() for r in self.runs],
             "fixes": self.fix_verdicts(),
             "left": self.left,
+            "hunks": self.hunks,
             "ok": self.ok,
         }
 

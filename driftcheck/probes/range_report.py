@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from driftcheck.probes.outcome import left_at
 from driftcheck.probes.ranges import RangeReport, ReleaseRun, cell_dict
-from driftcheck.probes.report import left_line
 
 
 def _cell(row: ReleaseRun, label: str, host: str) -> str:
@@ -100,13 +98,12 @@ def _error_lines(report: RangeReport) -> list[str]:
                 continue
             c = cell_dict(run, report.host)
             out.append(f"  {r.version} {label}  {c['stage']}: {c['error']}")
-            hit = left_at(run, r.report.left) if r.report and label == "patched" else None
-            if c["outside_host"]:
-                out.append(f"      {c['outside_host']}")
-            elif run.error and run.error.get("client_frame"):
-                out.append(f"      client frame: {str(run.error['client_frame'])[:200]}")
-            if hit:
-                out.append(f"      {left_line(hit)}")
+            blamed = r.blame(label, report.host)
+            if not (blamed and blamed["kind"] == "outside-host"):
+                if run.error and run.error.get("client_frame"):
+                    out.append(f"      client frame: {str(run.error['client_frame'])[:200]}")
+            if blamed:
+                out.append(f"      {blamed['text']}")
     return out
 
 

@@ -59,11 +59,28 @@ class ReleaseRun:
         """The last run (patched when there is one) passed every check."""
         return self.report is not None and self.report.ok
 
+    def blame(self, label: str, host: str) -> dict | None:
+        """Where the failure of a run lies (:func:`driftcheck.probes.blame.blame`; the
+        unpatched run is judged without the fixes: only a failure outside the host's API)."""
+        from driftcheck.probes.blame import blame
+
+        run = self.run(label)
+        if run is None or run.ok or self.report is None:
+            return None
+        if label != "patched":
+            return (
+                blame(run, host, fixes=[], left=[], hunks={}) if outside_host(run, host) else None
+            )
+        rep = self.report
+        return blame(run, host, fixes=rep.fixes, left=rep.left, hunks=rep.hunks)
+
     def to_dict(self, host: str) -> dict:
         runs = {}
         for label in ("unpatched", "patched"):
             r = self.run(label)
             runs[label] = None if r is None else cell_dict(r, host)
+            if r is not None and not r.ok:
+                runs[label]["blame"] = self.blame(label, host)
             if r is not None and label == "patched" and not r.ok and self.report is not None:
                 runs[label]["left_for_a_person"] = left_at(r, self.report.left)
         return {
