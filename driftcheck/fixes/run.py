@@ -69,7 +69,6 @@ def fix(
     progress: Callable[[str], None] | None = None,
     model: str | None = None,
     confirmed_by: Iterable[str | Path] = (),
-    include: Iterable[str] = (),
 ) -> FixResult:
     """Scan ``client`` and fix its drift: patches into ``out``, or rewrites with ``apply``.
 
@@ -85,7 +84,6 @@ def fix(
         verify: Run the witnesses: fixes of refuted findings and fixes whose rewritten use
             fails on the target are declined (see :mod:`driftcheck.fixes.proof`).
         exclude: Globs of client files not to read.
-        include: Globs of client files to read beyond what its packaging says.
         disable: Ids not to report or fix (as for :func:`driftcheck.scan`).
         rules: The rules to use; default: the built-in rules.
         progress: Callback receiving short progress messages.
@@ -103,7 +101,6 @@ def fix(
         baseline=baseline,
         host=host,
         exclude=list(exclude),
-        include=list(include),
         disable=disable,
         rules=rules,
         progress=progress,
@@ -133,16 +130,13 @@ def fix(
         made_safe = []
 
     def rescan(folder: Path, unbased: bool) -> ScanResult:
-        # The baseline as given (a folder stays a folder), else the one the scan found (a
-        # monorepo's packages: each its own pin again, read from the copy's packaging files).
-        again = baseline or (None if result.packages else result.baseline or "none")
         return scan(
             str(folder),
             against,
-            baseline="none" if unbased else again,
+            # The baseline as given (a folder stays a folder), else the one the scan found.
+            baseline="none" if unbased else baseline or result.baseline or "none",
             host=host,
             exclude=list(exclude),
-            include=list(include),
             disable=disable,
             rules=rules,
             model=model,
