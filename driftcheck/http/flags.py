@@ -192,9 +192,11 @@ class FlagReader:
         action_text = ast.unparse(action) if action is not None else ""
         type_node = keyword(call, "type")
         type_text = ast.unparse(type_node) if type_node is not None else None
+        default = keyword(call, "default")
         if action_text in ("'store_true'", "'store_false'"):
             type_text = "bool"
-        default = keyword(call, "default")
+            if default is None:  # argparse's own default for the action
+                default = ast.Constant(action_text == "'store_false'")
         deprecated = self._deprecation(call)
         aliases = tuple(n for n in names if n != longs[0])
         if field_flag is not None:
