@@ -10,6 +10,7 @@ Keys mirror the ``scan`` options, and a flag given on the command line wins over
     disable = ["string-ref"]      # --disable: check, kind or rule ids never reported
     rules = ["rules/"]            # --rules: folders of your own rules, beside the built-in ones
     exclude = ["mypkg/legacy/*"]  # --exclude: client files never read (globs)
+    include = ["tools/*.py"]      # --include: client files read beyond what packaging declares
     accepted = ".driftcheck-accepted.toml"  # --accepted: the accepted-drift file
     probe-cache-gb = 40           # the probe's managed environments: evicted above this size
 
@@ -35,6 +36,7 @@ KEYS: dict[str, type] = {
     "fail-on": str,
     "disable": list,
     "exclude": list,
+    "include": list,
     "accepted": str,
     "rules": list,
     "model": str,
@@ -60,6 +62,7 @@ class Config:
     fail_on: str | None = None
     disable: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
     accepted: Path | None = None
     #: The served model (``scan --model``): a folder here is relative to the file.
     model: str | None = None
@@ -146,6 +149,7 @@ def _parse(data: dict, path: Path, where: str) -> Config:
         fail_on=fail_on,
         disable=disable,
         exclude=tuple(data.get("exclude", ())),
+        include=tuple(data.get("include", ())),
         rules=tuple(base / Path(r).expanduser() for r in data.get("rules", ())),
         accepted=Path(values["accepted"]) if values["accepted"] else None,
         model=_model_path(values["model"], base),

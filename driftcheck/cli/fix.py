@@ -49,6 +49,7 @@ def fix(
     baseline: str | None,
     disable: list[str],
     exclude: tuple[str, ...],
+    include: tuple[str, ...],
     config_path: str | None,
     rule_dirs: tuple[str, ...],
     mined_only: bool,
@@ -66,6 +67,7 @@ def fix(
     safe fix addresses (they are listed).
     """
     from driftcheck.fixes.run import fix as run_fix
+    from driftcheck.report.locations import where
 
     settings = run_settings(click.get_current_context().params)
     settings.pop("config")
@@ -79,7 +81,9 @@ def fix(
         **settings,
     )
     for f in done.confirmed:
-        click.echo(f"{f.file}:{f.line}: {f.rule}: unsafe fix treated as safe: {f.fix.description}")
+        click.echo(
+            f"{where(done.scan, f.file, f.line)}: {f.rule}: unsafe fix treated as safe: {f.fix.description}"
+        )
     for c in done.unmatched:
         click.echo(
             f"{c.file}:{c.line}: {c.rule}: confirmed in {c.source}, but this scan has no such "
@@ -90,17 +94,19 @@ def fix(
         applied = ff.applied if ff.changed else []
         click.echo(f"{ff.file}: {len(applied)} fix(es) applied, {len(ff.declined)} declined")
         for f in applied:
-            click.echo(f"{f.file}:{f.line}: {f.rule} -> {f.fix.description} ({f.fix.safety})")
+            click.echo(
+                f"{where(done.scan, f.file, f.line)}: {f.rule} -> {f.fix.description} ({f.fix.safety})"
+            )
         for f, why in ff.declined:
-            click.echo(f"{f.file}:{f.line}: {f.rule}: not fixed: {why}")
+            click.echo(f"{where(done.scan, f.file, f.line)}: {f.rule}: not fixed: {why}")
     for f in fix_plan.skipped_unsafe:
         click.echo(
-            f"{f.file}:{f.line}: {f.rule}: unsafe fix skipped (use --unsafe-fixes): "
+            f"{where(done.scan, f.file, f.line)}: {f.rule}: unsafe fix skipped (use --unsafe-fixes): "
             f"{f.fix.description}"
         )
     for f in fix_plan.manual:
         guide = f.fix.description if f.fix else f.message
-        click.echo(f"{f.file}:{f.line}: {f.rule}: manual: {guide}")
+        click.echo(f"{where(done.scan, f.file, f.line)}: {f.rule}: manual: {guide}")
     for file, reason in done.scan.skipped:
         click.echo(f"{file}: skipped, left untouched: {reason}")
     for rel in done.rewritten:
@@ -113,7 +119,7 @@ def fix(
     if left:
         click.echo(f"{len(left)} error finding(s) left without a fix applied; they need a person:")
         for f in left:
-            click.echo(f"  {f.file}:{f.line}: {f.rule}: {f.symbol}")
+            click.echo(f"  {where(done.scan, f.file, f.line)}: {f.rule}: {f.symbol}")
     elif not fix_plan.pending:
         click.echo("No fixes needed.")
     sys.exit(done.exit_code)

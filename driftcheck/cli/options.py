@@ -66,6 +66,13 @@ def scan_options(func: Callable) -> Callable:
             "its files).",
         ),
         click.option(
+            "--include",
+            multiple=True,
+            metavar="GLOB",
+            help="Client files to read beyond what its packaging declares (scripts, notebooks; "
+            "relative to its root; repeat).",
+        ),
+        click.option(
             "--config",
             "config_path",
             type=click.Path(exists=True, dir_okay=False),
@@ -109,6 +116,7 @@ def run_settings(params: dict) -> dict:
     client, config_path = params["client"], params["config_path"]
     against, host, baseline = params["against"], params["host"], params["baseline"]
     disable, exclude, rule_dirs = params["disable"], params["exclude"], params["rule_dirs"]
+    include = params.get("include") or ()
     from driftcheck.config import config_for
     from driftcheck.registry import check_ids
     from driftcheck.rules import load_rules
@@ -127,6 +135,7 @@ def run_settings(params: dict) -> dict:
         "host": host or cfg.host,
         "disable": frozenset(disable or cfg.disable),
         "exclude": list(exclude or cfg.exclude),
+        "include": list(include or cfg.include),
         "rules": rules,
         "model": params.get("model") or cfg.model,
         "config": cfg,

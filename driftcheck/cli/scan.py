@@ -57,6 +57,7 @@ def scan(
     fail_on: str | None,
     disable: list[str],
     exclude: tuple[str, ...],
+    include: tuple[str, ...],
     config_path: str | None,
     rule_dirs: tuple[str, ...],
     mined_only: bool,

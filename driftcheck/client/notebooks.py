@@ -140,3 +140,12 @@ def write_back(raw: str, new_text: str) -> str:
         was_list = isinstance(cell.get("source"), list)
         cell["source"] = source.splitlines(keepends=True) if was_list else source
     return dumps(nb, raw)
+
+
+def cell_source(raw: str, n: int) -> list[str]:
+    """The lines of cell ``n`` as the notebook holds them (IPython lines included)."""
+    try:
+        cells = load(raw)["cells"]
+    except SourceError:
+        return []
+    return _source(cells[n - 1]).splitlines() if 0 < n <= len(cells) else []

@@ -17,6 +17,7 @@ from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
 from driftcheck.fixes.base import Decline
 from driftcheck.fixes.codemods import CODEMODS
+from driftcheck.fixes.notebook_fix import notebook_patch, on_disk
 
 
 @dataclass
@@ -28,15 +29,25 @@ class FileFix:
     new: str
     applied: list[Finding] = field(default_factory=list)
     declined: list[tuple[Finding, str]] = field(default_factory=list)
+    #: The file on disk where it is not ``old`` itself (a notebook's JSON).
+    raw: str | None = None
 
     @property
     def changed(self) -> bool:
         """True when the file's code changes."""
         return self.new != self.old
 
+    def on_disk(self) -> tuple[str, str]:
+        """The file's text on disk before and after (a notebook: its JSON)."""
+        return on_disk(self.raw, self.old, self.new)
+
     def patch(self) -> str:
-        """Unified diff with ``a/`` and ``b/`` prefixes, ``git apply``- and ``patch -p1``-ready."""
-        return unified_diff(self.file, self.old, self.new)
+        """Unified diff with ``a/`` and ``b/`` prefixes, ``git apply``- and ``patch -p1``-ready
+        (a notebook's: of its JSON, after a readable diff of each changed cell)."""
+        if self.raw is None:
+            return unified_diff(self.file, self.old, self.new)
+        old, new = self.on_disk()
+        return notebook_patch(self.file, self.raw, self.new, unified_diff(self.file, old, new))
 
 
 @dataclass
@@ -134,8 +145,15 @@ def _import_spans(code: str) -> list[tuple[int, int]]:
     ]
 
 
-def plan(findings: list[Finding], texts: dict[str, str], *, unsafe: bool = False) -> FixPlan:
-    """Decide, file by file, which findings to fix and produce the new code."""
+def plan(
+    findings: list[Finding],
+    texts: dict[str, str],
+    *,
+    unsafe: bool = False,
+    raw: dict[str, str] | None = None,
+) -> FixPlan:
+    """Decide, file by file, which findings to fix and produce the new code (``raw``: the
+    files whose text on disk is not the analysed text, notebooks)."""
     fixable: dict[str, list[Finding]] = {}
     manual: list[Finding] = []
     skipped: list[Finding] = []
@@ -149,7 +167,7 @@ def plan(findings: list[Finding], texts: dict[str, str], *, unsafe: bool = False
     files = []
     for rel, group in sorted(fixable.items()):
         new, applied, declined = fix_code(texts[rel], group)
-        files.append(FileFix(rel, texts[rel], new, applied, declined))
+        files.append(FileFix(rel, texts[rel], new, applied, declined, (raw or {}).get(rel)))
     return FixPlan(files=files, manual=manual, skipped_unsafe=skipped)
 
 
@@ -199,7 +217,8 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
             except UnicodeEncodeError:  # undecodable bytes: the scan read them as U+FFFD
                 refused.append((ff.file, "not valid UTF-8; rewrite it by hand"))
                 continue
-            if digest(current) != digest(ff.old):
+            old, new = ff.on_disk()
+            if digest(current) != digest(old):
                 refused.append((ff.file, "changed since it was scanned; scan again"))
                 continue
             if not os.access(path, os.W_OK):
@@ -212,7 +231,7 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
                 (Path(tmp), path, ff.file)
             )  # recorded first: removed even if writing fails
             with os.fdopen(fd, "wb") as handle:
-                handle.write(ff.new.encode("utf-8", errors="surrogateescape"))
+                handle.write(new.encode("utf-8", errors="surrogateescape"))
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         for tmp, path, rel in staged:
             os.replace(tmp, path)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from driftcheck.client.notebooks import write_back
 from driftcheck.findings import Finding
 from driftcheck.fixes.patches import FileFix, FixPlan, plan
 from driftcheck.pipeline import ScanResult
@@ -93,7 +94,7 @@ def prove(
 
 def _replan(result: ScanResult, declined: dict[int, str], *, unsafe: bool) -> FixPlan:
     todo = [f for f in result.findings if id(f) not in declined]
-    fix_plan = plan(todo, result.client_texts, unsafe=unsafe)
+    fix_plan = plan(todo, result.client_texts, unsafe=unsafe, raw=result.client_raw)
     by_file = {ff.file: ff for ff in fix_plan.files}
     for f in result.findings:
         why = declined.get(id(f))
@@ -102,7 +103,7 @@ def _replan(result: ScanResult, declined: dict[int, str], *, unsafe: bool) -> Fi
         ff = by_file.get(f.file)
         if ff is None:
             text = result.client_texts.get(f.file, "")
-            ff = by_file[f.file] = FileFix(f.file, text, text)
+            ff = by_file[f.file] = FileFix(f.file, text, text, raw=result.client_raw.get(f.file))
             fix_plan.files.append(ff)
         ff.declined.append((f, why))
     fix_plan.files.sort(key=lambda ff: ff.file)
@@ -125,7 +126,9 @@ def _write_copy(result: ScanResult, fix_plan: FixPlan, root: Path) -> None:
     for rel, code in {**result.client_other, **result.client_texts}.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(new.get(rel, code), encoding="utf-8")
+        raw = result.client_raw.get(rel)
+        text = new.get(rel, code)
+        path.write_text(write_back(raw, text) if raw is not None else text, encoding="utf-8")
 
 
 def _not_borne_out(

@@ -69,6 +69,7 @@ def fix(
     progress: Callable[[str], None] | None = None,
     model: str | None = None,
     confirmed_by: Iterable[str | Path] = (),
+    include: Iterable[str] = (),
 ) -> FixResult:
     """Scan ``client`` and fix its drift: patches into ``out``, or rewrites with ``apply``.
 
@@ -84,6 +85,7 @@ def fix(
         verify: Run the witnesses: fixes of refuted findings and fixes whose rewritten use
             fails on the target are declined (see :mod:`driftcheck.fixes.proof`).
         exclude: Globs of client files not to read.
+        include: Globs of client files to read beyond what its packaging says.
         disable: Ids not to report or fix (as for :func:`driftcheck.scan`).
         rules: The rules to use; default: the built-in rules.
         progress: Callback receiving short progress messages.
@@ -101,6 +103,7 @@ def fix(
         baseline=baseline,
         host=host,
         exclude=list(exclude),
+        include=list(include),
         disable=disable,
         rules=rules,
         progress=progress,
@@ -130,13 +133,16 @@ def fix(
         made_safe = []
 
     def rescan(folder: Path, unbased: bool) -> ScanResult:
+        # The baseline as given (a folder stays a folder), else the one the scan found (a
+        # monorepo's packages: each its own pin again, read from the copy's packaging files).
+        again = baseline or (None if result.packages else result.baseline or "none")
         return scan(
             str(folder),
             against,
-            # The baseline as given (a folder stays a folder), else the one the scan found.
-            baseline="none" if unbased else baseline or result.baseline or "none",
+            baseline="none" if unbased else again,
             host=host,
             exclude=list(exclude),
+            include=list(include),
             disable=disable,
             rules=rules,
             model=model,

@@ -12,7 +12,7 @@ from typing import TextIO
 from driftcheck.accepted import Triage
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult
-from driftcheck.report.locations import client_path, host_path
+from driftcheck.report.locations import cell_location, client_path, host_path
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -36,13 +36,15 @@ def render(result: ScanResult, out: TextIO, *, triage: Triage | None = None, **_
 
 def annotation(result: ScanResult, f: Finding) -> str:
     """The workflow command for one finding."""
-    props = {"file": client_path(result, f.file), "line": str(f.line)}
+    cell = cell_location(result, f.file, f.line)
+    offset = f.line - cell[1] if cell is not None else 0  # a notebook: lines within the cell
+    props = {"file": client_path(result, f.file), "line": str(f.line - offset)}
     if f.end_line > f.line:
-        props["endLine"] = str(f.end_line)
+        props["endLine"] = str(f.end_line - offset)
     props["col"] = str(f.column)
     if f.end_column:
         props["endColumn"] = str(f.end_column)
-    props["title"] = f"driftcheck {f.rule}: {f.symbol}"
+    props["title"] = f"driftcheck {f.rule}: {f.symbol}" + (f" (cell {cell[0]})" if cell else "")
     lines = [f.message]
     for ev in f.evidence:
         note = f" ({ev.note})" if ev.note else ""

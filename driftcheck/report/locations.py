@@ -38,3 +38,20 @@ def host_path(host: str, evidence: Evidence) -> str:
 def as_uri(path: str) -> str:
     """A relative path as a URI reference (spaces and the like percent-encoded)."""
     return quote(path, safe="/@")
+
+
+def cell_location(result: ScanResult, file: str, line: int) -> tuple[int, int] | None:
+    """(cell number, line in the cell) of a line of a notebook (``None``: not a notebook)."""
+    if not file.endswith(".ipynb"):
+        return None
+    from driftcheck.client.notebooks import cell_of
+
+    return cell_of(result.client_lines.get(file, []), line)
+
+
+def where(result: ScanResult, file: str, line: int) -> str:
+    """``file:line``, or ``nb.ipynb cell 3, line 2`` in a notebook."""
+    cell = cell_location(result, file, line)
+    if cell is None:
+        return f"{file}:{line}"
+    return f"{file} cell {cell[0]}, line {cell[1]}"

@@ -23,7 +23,13 @@ from driftcheck.accepted import Triage
 from driftcheck.findings import Evidence, Finding
 from driftcheck.pipeline import ScanResult
 from driftcheck.registry import CHECKS
-from driftcheck.report.locations import as_uri, client_base, client_path, host_path
+from driftcheck.report.locations import (
+    as_uri,
+    cell_location,
+    client_base,
+    client_path,
+    host_path,
+)
 from driftcheck.rules import Rule
 
 SCHEMA = (
@@ -154,6 +160,14 @@ def _result(result: ScanResult, f: Finding, index: dict[str, int]) -> dict:
     if f.context:
         region["snippet"] = {"text": f.context}
     artifact = _client_artifact(result, f.file)
+    props = _properties(result, f)
+    cell = cell_location(result, f.file, f.line)
+    if cell is not None:  # a notebook: lines within the cell's source, the cell a property
+        offset = f.line - cell[1]
+        region["startLine"] = cell[1]
+        if "endLine" in region:
+            region["endLine"] -= offset
+        props = {**props, "cell": cell[0], "cellLine": cell[1]}
     res: dict = {
         "ruleId": f.rule,
         "ruleIndex": index[f.rule],
@@ -161,7 +175,7 @@ def _result(result: ScanResult, f: Finding, index: dict[str, int]) -> dict:
         "message": {"text": _message(f)},
         "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": region}}],
         "partialFingerprints": {FINGERPRINT: f.fingerprint},
-        "properties": _properties(result, f),
+        "properties": props,
     }
     related = [_evidence(result.host_name, i, ev) for i, ev in enumerate(f.evidence, start=1)]
     if related:
@@ -226,6 +240,10 @@ def _fix(result: ScanResult, f: Finding, artifact: dict) -> dict | None:
     new, applied, _ = fix_code(old, [f])
     if f not in applied or new == old:
         return None
+    if f.file in result.client_raw:  # a notebook: the replacements edit its JSON
+        from driftcheck.client.notebooks import write_back
+
+        old, new = result.client_raw[f.file], write_back(result.client_raw[f.file], new)
     return {
         "description": {"text": f.fix.description},
         "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements(old, new)}],

@@ -13,6 +13,7 @@ from driftcheck.accepted import Triage
 from driftcheck.findings import Finding
 from driftcheck.host.served_model import ServedModel
 from driftcheck.pipeline import ScanResult
+from driftcheck.report.locations import cell_location, where
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -36,11 +37,18 @@ def render(
     )
     if result.served is not None:
         console.print(escape(served_line(result.served)))
-    for file, group in groupby(result.findings, key=lambda f: f.file):
-        console.print()
-        console.print(f"[bold underline]{escape(file)}[/]")
-        for finding in group:
-            _finding(console, finding, result.client_lines.get(file, []))
+    if result.discovery:
+        console.print(f"[dim]{escape(read_line(result.discovery))}[/]")
+    sections = _sections(result)
+    for head, findings in sections:
+        if head is not None:
+            console.print()
+            console.print(f"[bold]== {escape(head)}[/]")
+        for file, group in groupby(findings, key=lambda f: f.file):
+            console.print()
+            console.print(f"[bold underline]{escape(file)}[/]")
+            for finding in group:
+                _finding(console, finding, result.client_lines.get(file, []), result)
     if result.refuted:
         console.print()
         console.print(
@@ -49,7 +57,9 @@ def render(
         )
         for f in result.refuted:
             why = f.verification.reason if f.verification else ""
-            console.print(f"  {escape(f.file)}:{f.line}: {escape(f.rule)}: {escape(why)}")
+            console.print(
+                f"  {escape(where(result, f.file, f.line))}: {escape(f.rule)}: {escape(why)}"
+            )
     for file, reason in result.skipped:
         console.print(f"[yellow]skipped[/] {escape(file)}: {escape(reason)}")
     if triage is not None:
@@ -60,17 +70,58 @@ def render(
         console.print(verification_line(result.verification))
 
 
-def _finding(console: Console, f: Finding, lines: list[str]) -> None:
+def _sections(result: ScanResult) -> list[tuple[str | None, list[Finding]]]:
+    """One section per package of a monorepo (each with its baseline), else one."""
+    if not result.packages:
+        return [(None, result.findings)]
+    out: list[tuple[str | None, list[Finding]]] = []
+    for p in result.packages:
+        mine = [f for f in result.findings if f.file.startswith(p["path"] + "/")]
+        name = f"{p['client']['name']} {p['client']['version']}".strip()
+        files = p["discovery"].get("files", 0)
+        out.append(
+            (
+                f"{p['path']}: {name} (baseline {p['baseline'] or 'none'}; {files} files read; "
+                f"{len(mine)} finding(s))",
+                mine,
+            )
+        )
+    return out
+
+
+def read_line(discovery: dict) -> str:
+    """``read 12 files from src/ (packages srcpkg), scripts/ (scripts)``."""
+    parts = []
+    for r in discovery.get("roots", []):
+        folder = f"{r['folder']}/" if r["folder"] else "./"
+        names = f" {', '.join(r['names'][:4])}" if r["kind"] in ("packages", "package") else ""
+        more = "…" if len(r["names"]) > 4 else ""
+        parts.append(f"{folder} ({r['kind']}{names}{more}: {r['files']})")
+    return f"read {discovery.get('files', 0)} file(s) from {', '.join(parts) or 'nothing'}"
+
+
+def _finding(console: Console, f: Finding, lines: list[str], result: ScanResult) -> None:
     head = Text()
-    head.append(f"{f.file}:{f.line}:{f.column}", style="bold")
+    cell = cell_location(result, f.file, f.line)
+    if cell is not None:
+        head.append(f"{f.file} cell {cell[0]}, line {cell[1]}:{f.column}", style="bold")
+    else:
+        head.append(f"{f.file}:{f.line}:{f.column}", style="bold")
     head.append("  ")
     head.append(f.severity, style=STYLE.get(f.severity, ""))
     head.append(f"  {f.kind}  [{f.rule}]", style="dim")
     console.print(head)
     console.print(f"  {escape(f.message)}")
     last = max(f.end_line, f.line) if f.end_line - f.line < 4 else f.line
-    for n in range(max(1, f.line - 1), min(len(lines), last + 1) + 1):
-        marker = ">" if f.line <= n <= last else " "
+    first, offset = f.line, 0
+    if cell is not None:  # the cell's own lines, as the notebook holds them
+        from driftcheck.client.notebooks import cell_source
+
+        lines = cell_source(result.client_raw.get(f.file, ""), cell[0]) or lines
+        offset = f.line - cell[1]
+        first, last = f.line - offset, last - offset
+    for n in range(max(1, first - 1), min(len(lines), last + 1) + 1):
+        marker = ">" if first <= n <= last else " "
         console.print(
             Text(f"  {marker} {n:>4} | {lines[n - 1]}", style="" if marker == ">" else "dim")
         )
