@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.version import Version
 
@@ -21,6 +21,7 @@ from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.fetch import fetch_release
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.versions import releases_between
+from driftcheck.workspace import members_of
 
 
 @dataclass
@@ -130,19 +131,44 @@ def timeline(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         fetches = {v: pool.submit(fetch_release, host, v) for v in versions}
         first_api = load_host(PackageSpec(kind="release", name=host, version=versions[0]))
-        cl = load_client(client_spec, first_api.roots)
-        base_api, base_version = load_baseline(cl.tree.metadata, host, baseline, say)
-        types_api = base_api or first_api
-        uses = collect_uses(cl, types_api, types_api.roots, rules)
-        result = TimelineResult(cl.name, cl.version, host, base_version, versions)
+        # A monorepo: each package with its own pin, paths from the monorepo's top.
+        members = members_of(client_spec)
+        specs = [
+            (m.relative_to(client_spec.path).as_posix() + "/", parse_spec(str(m))) for m in members
+        ]  # type: ignore[arg-type]
+        parts = []
+        for prefix, spec_ in specs or [("", client_spec)]:
+            cl = load_client(spec_, first_api.roots)
+            base_api, base_version = load_baseline(cl.tree.metadata, host, baseline, say)
+            types_api = base_api or first_api
+            parts.append(
+                (
+                    prefix,
+                    cl,
+                    base_api,
+                    base_version,
+                    collect_uses(cl, types_api, types_api.roots, rules),
+                )
+            )
+        if members:
+            bases = {p[3] for p in parts}
+            name, version = client_spec.path.resolve().name, ""  # type: ignore[union-attr]
+            base_version = next(iter(bases)) if len(bases) == 1 else None
+        else:
+            name, version = parts[0][1].name, parts[0][1].version
+        result = TimelineResult(name, version, host, base_version, versions)
         for v in versions:
             try:
                 fetches[v].result()
                 spec = PackageSpec(kind="release", name=host, version=v)
                 target = load_host(spec)
-                result.findings[v] = run_checks(uses, target, base_api, cl, rules)
+                result.findings[v] = [
+                    replace(f, file=prefix + f.file) if prefix else f
+                    for prefix, cl, base_api, _, uses in parts
+                    for f in run_checks(uses, target, base_api, cl, rules)
+                ]
                 save_snapshots()
-                if target is not base_api and target is not first_api:
+                if target is not first_api and all(target is not p[2] for p in parts):
                     release_host(spec)  # one release at a time in memory
                 say(f"{host} {v}: {len(result.findings[v])} finding(s)")
             except DriftcheckError as exc:
