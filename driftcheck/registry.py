@@ -48,6 +48,10 @@ KINDS: dict[str, str] = {
     "behaviour-change": "the code runs, but does something else (defaults, implementation swaps)",
     "deprecated": "a host API the client uses now warns that it is deprecated",
     "served-model": "the class the served model's config selects lacks what the client reaches",
+    "http-route": "an HTTP route the client calls is gone, moved, or registered only under a flag",
+    "http-request": "a request body field the client sends is gone, renamed, or newly required",
+    "http-response": "a response field the client reads is no longer sent",
+    "cli-flag": "a server flag the client's launch command passes is gone, renamed or deprecated",
 }
 SEVERITIES = ("info", "warning", "error")
 
@@ -83,6 +87,10 @@ KIND_WITNESS: dict[str, str] = {
     "call-protocol": "workload",
     "behaviour-change": "workload",
     "served-model": "workload",
+    "http-route": "workload",
+    "http-request": "workload",
+    "http-response": "workload",
+    "cli-flag": "workload",
 }
 
 
@@ -137,6 +145,15 @@ CHECKS: dict[str, BuiltinCheck] = {
             "host-migration", "return-semantics", "error", "driftcheck.checks.host_migration"
         ),
         BuiltinCheck("served-model", "served-model", "error", "driftcheck.checks.served_model"),
+        BuiltinCheck("http-route-removed", "http-route", "error", "driftcheck.checks.http_routes"),
+        BuiltinCheck("http-route-flag", "http-route", "error", "driftcheck.checks.http_routes"),
+        BuiltinCheck(
+            "http-request-field", "http-request", "error", "driftcheck.checks.http_request"
+        ),
+        BuiltinCheck(
+            "http-response-field", "http-response", "error", "driftcheck.checks.http_response"
+        ),
+        BuiltinCheck("http-cli-flag", "cli-flag", "error", "driftcheck.checks.http_flags"),
     )
 }
 

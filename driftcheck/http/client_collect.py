@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.index import ClientIndex
-from driftcheck.http.client import HttpCollector, HttpUse, Wrapper
+from driftcheck.http.client import HttpCollector, Wrapper
 from driftcheck.http.client_reads import ReadFinder
+from driftcheck.http.client_use import HttpUse
 from driftcheck.http.launch import console_scripts
 
 if TYPE_CHECKING:

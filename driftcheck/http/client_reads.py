@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.gates import Gate, all_of
-from driftcheck.http.client import HttpUse
+from driftcheck.http.client_use import HttpUse
 
 _DEPTH = 3
 #: Methods of a parsed body that read one key with a default.

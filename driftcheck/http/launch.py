@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from driftcheck.compat import tomllib
 from driftcheck.gates import all_of
+from driftcheck.http.client_use import HttpUse
 
 if TYPE_CHECKING:
     from driftcheck.host.api import HostAPI
-    from driftcheck.http.client import HttpUse
 
 _PYTHONS = frozenset({"python", "python3", "sys.executable"})
 _SHELL_CALLS = frozenset(
@@ -178,7 +178,6 @@ class LaunchFinder:
         use.argv_open = any(_HOLE in t for t in tokens)
 
     def _launch(self, node: ast.expr, *, argv_list: bool) -> HttpUse:
-        from driftcheck.http.client import HttpUse
 
         line, column = self.source.start(node)  # type: ignore[attr-defined]
         end_line, end_column = self.source.end(node)  # type: ignore[attr-defined]

@@ -1,0 +1,155 @@
+"""What the HTTP checks share: the two releases' HTTP surfaces, the route a client use
+addresses, the keys a payload sends on one release, and paths through response bodies."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from driftcheck.checks.context import CheckContext, side
+from driftcheck.findings import Evidence
+from driftcheck.gates import Side
+from driftcheck.host.api import HostAPI
+from driftcheck.host.signature import KeyOp
+from driftcheck.http.client_urls import path_matches
+from driftcheck.http.surface import BodyModel, HttpSurface, Route, http_surface
+
+Span = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The target's and the baseline's surfaces (the baseline's None without one)."""
+
+    target: HttpSurface
+    baseline: HttpSurface | None
+    target_api: HostAPI
+    baseline_api: HostAPI | None
+
+
+def sides(ctx: CheckContext) -> Sides:
+    """Both releases' HTTP surfaces (read once per release: a snapshot fact). A release whose
+    surface cannot be read has none: nothing is reported against it."""
+    base = _surface(ctx.baseline) if ctx.baseline is not None else None
+    return Sides(_surface(ctx.target), base, ctx.target, ctx.baseline)
+
+
+def _surface(api: HostAPI) -> HttpSurface:
+    try:
+        return http_surface(api)
+    except Exception:  # a host the reader trips on: no HTTP findings, never a failed scan
+        if os.environ.get("DRIFTCHECK_DEBUG", "") not in ("", "0"):
+            raise
+        return HttpSurface()
+
+
+def find_route(surface: HttpSurface, method: str, path: str) -> Route | None:
+    """The route a client's method and path address (path parameters match any segment)."""
+    exact = surface.route(method, path)
+    if exact is not None:
+        return exact
+    return next(
+        (r for r in surface.routes if r.method == method.upper() and path_matches(path, r.path)),
+        None,
+    )
+
+
+def routes_at(surface: HttpSurface, path: str) -> list[Route]:
+    """Every route on the client's path, whatever its method."""
+    return [r for r in surface.routes if path_matches(path, r.path)]
+
+
+def evidence(api: HostAPI, file: str, line: int, note: str) -> Evidence:
+    """One release's evidence at a host file and line."""
+    return Evidence(version=api.version, file=file, line=line, note=note)
+
+
+def keys_on(ops: tuple[KeyOp, ...], on: Side) -> tuple[dict[str, Span | None], bool]:
+    """The payload keys certainly sent on one release (with where each is written), and
+    whether a key may be there that is not listed (a gate that cannot be decided)."""
+    keys: dict[str, Span | None] = {}
+    uncertain = False
+    for op in ops:
+        holds = op.gate.holds(on) if op.gate is not None else True
+        if holds is False:
+            continue
+        if op.op == "+":
+            if holds is None:
+                uncertain = True
+                continue
+            keys[op.key] = op.span
+        elif op.op == "-":
+            keys.pop(op.key, None)
+        elif holds:
+            keys.clear()
+    return keys, uncertain
+
+
+def target_side(ctx: CheckContext) -> Side:
+    """What a gate asks of the target."""
+    return side(ctx.target)
+
+
+def request_model(surface: HttpSurface, route: Route) -> BodyModel | None:
+    """The body model a route takes."""
+    return surface.model(route.request)
+
+
+@dataclass(frozen=True)
+class Walked:
+    """Where a response path ends on one release.
+
+    Attributes:
+        status: ``present``, ``missing`` (the body is known and has no such field), ``empty``
+            (the route sends no body) or ``unknown``.
+        file: Host file of the field, or of the model or shape that lacks it.
+        line: Its line.
+        note: What was found there.
+    """
+
+    status: str
+    file: str = ""
+    line: int = 0
+    note: str = ""
+
+
+def walk_response(surface: HttpSurface, route: Route, field: tuple[str, ...]) -> Walked:
+    """Does any body the route sends have ``field`` (a path of keys, ``[]`` for list items)?"""
+    shapes = [s for s in route.responses if s.kind != "stream"]
+    if not shapes:
+        return Walked("unknown")
+    if all(s.kind == "empty" for s in shapes):
+        s = shapes[0]
+        return Walked("empty", s.file or route.file, s.line or route.line, "sends no body")
+    misses: list[Walked] = []
+    for shape in shapes:
+        if shape.kind == "keys":
+            if field[0] in shape.keys:
+                return Walked("present", shape.file, shape.line)
+            misses.append(Walked("missing", shape.file, shape.line, f"keys {sorted(shape.keys)}"))
+        elif shape.kind == "model":
+            got = _walk_model(surface, surface.model(shape.model), field)
+            if got.status != "missing":
+                return got
+            misses.append(got)
+        elif shape.kind != "empty":
+            return Walked("unknown")
+    return misses[0] if misses else Walked("unknown")
+
+
+def _walk_model(surface: HttpSurface, model: BodyModel | None, field: tuple[str, ...]) -> Walked:
+    for i, part in enumerate(field):
+        if model is None:
+            return Walked("unknown")
+        if part == "[]":
+            continue
+        f = model.field_named(part)
+        if f is None:
+            if model.extra == "allow" and not model.fields:
+                return Walked("unknown")
+            return Walked("missing", model.file, model.line, f"{model.qualname} has no {part}")
+        rest = field[i + 1 :]
+        if not rest:
+            return Walked("present", f.file or model.file, f.line or model.line)
+        model = surface.model(f.model)
+    return Walked("unknown")

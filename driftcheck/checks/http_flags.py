@@ -1,0 +1,123 @@
+"""Server flags the client's launch command passes that the target's server no longer takes.
+
+``http-cli-flag``: a flag the baseline's server defines and the target's does not (the server
+exits with a usage error): an error. It is called renamed only on the host's evidence: the
+baseline's deprecation message names a flag the target defines, or the target's definition
+lists the old name as an alias (then it still works and nothing is reported). A flag the target
+deprecates is a warning. Where the evidence names the replacement, the fix renames the flag in
+the command's list literal.
+"""
+
+from __future__ import annotations
+
+import re
+
+from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.http_common import evidence, sides
+from driftcheck.client.use import Use
+from driftcheck.findings import Finding, Fix
+from driftcheck.http.client_use import HttpUse
+from driftcheck.http.surface import CliFlag, HttpSurface
+
+_FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9_-]*", re.I)
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report flags of a server launch the target removed, renamed or deprecated."""
+    if not isinstance(use, HttpUse) or use.kind != "launch" or ctx.baseline is None:
+        return []
+    s = sides(ctx)
+    if s.baseline is None or not s.baseline.flags or not s.target.flags:
+        return []
+    out: list[Finding] = []
+    for name, span in use.flags:
+        before, now = s.baseline.flag(name), s.target.flag(name)
+        if before is None:
+            continue  # the baseline did not take it: not a drift driftcheck can judge
+        if not ctx.once(use.file, f"flag {span} {name}"):
+            continue
+        if now is None:
+            out.append(_removed(use, ctx, name, span, before, s.target))
+        elif now.deprecated and not before.deprecated:
+            out.append(_deprecated(use, ctx, name, span, before, now, s.target))
+    return out
+
+
+def _replacement(message: str | None, name: str, target: HttpSurface) -> CliFlag | None:
+    """The one flag a deprecation message names that the target defines (not the flag
+    itself)."""
+    if not message:
+        return None
+    named = {m.group(0) for m in _FLAG.finditer(message)} - {name}
+    found = [f for n in sorted(named) if (f := target.flag(n)) is not None and f.name != name]
+    return found[0] if len({f.name for f in found}) == 1 else None
+
+
+def _rename_fix(use: HttpUse, name: str, new: CliFlag) -> Fix:
+    if use.argv_list:
+        return Fix(
+            "safe",
+            f"pass {new.name} instead of {name}",
+            codemod="rename-launch-flag",
+            params=(("old", name), ("new", new.name)),
+        )
+    return Fix("manual", f"pass {new.name} instead of {name}")
+
+
+def _removed(
+    use: HttpUse,
+    ctx: CheckContext,
+    name: str,
+    span: tuple[int, int, int, int],
+    before: CliFlag,
+    target: HttpSurface,
+) -> Finding:
+    new = _replacement(before.deprecated, name, target)
+    host = f"{ctx.target.name} {ctx.target.version}"
+    ev = [
+        evidence(
+            ctx.baseline, before.file, before.line, before.deprecated or f"{before.name} defined"
+        ),  # type: ignore[arg-type]
+    ]
+    if new is not None:
+        ev.append(evidence(ctx.target, new.file, new.line, f"{new.name} defined"))
+        message = f"{host}'s server no longer takes {name}; its deprecation named {new.name}"
+        fix = _rename_fix(use, name, new)
+    else:
+        near = min(
+            target.flags.values(), key=lambda f: (f.file != before.file, f.line), default=None
+        )
+        if near is not None:
+            ev.append(evidence(ctx.target, near.file, near.line, f"no {name}"))
+        message = f"{host}'s server no longer takes {name}: it exits with a usage error"
+        fix = None
+    return finding(
+        use, "http-cli-flag", symbol=name, message=message, evidence=ev, fix=fix, at=span
+    )
+
+
+def _deprecated(
+    use: HttpUse,
+    ctx: CheckContext,
+    name: str,
+    span: tuple[int, int, int, int],
+    before: CliFlag,
+    now: CliFlag,
+    target: HttpSurface,
+) -> Finding:
+    new = _replacement(now.deprecated, name, target)
+    message = f"{ctx.target.name} {ctx.target.version} deprecates {name}: {now.deprecated}"
+    ev = [
+        evidence(ctx.baseline, before.file, before.line, f"{before.name} defined"),  # type: ignore[arg-type]
+        evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated"),
+    ]
+    return finding(
+        use,
+        "http-cli-flag",
+        symbol=name,
+        message=message,
+        evidence=ev,
+        fix=_rename_fix(use, name, new) if new is not None else None,
+        severity="warning",
+        at=span,
+    )

@@ -1,0 +1,154 @@
+"""Request bodies the target's model for the route no longer takes as the client sends them.
+
+``http-request-field``: a key the client sends (``json=`` payloads, the OpenAI SDK's body
+keywords and ``extra_body``) that the baseline's request model has and the target's does not:
+an error where the target model forbids extra fields (the request is rejected), else a warning
+(the server ignores it). Where the target keeps the field under another wire name (its alias
+changed), the finding says so and the fix renames the key. A field the target model requires
+that the baseline did not, and that a payload whose keys are all known does not send, is an
+error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.http_common import evidence, find_route, keys_on, request_model, sides
+from driftcheck.client.use import Use
+from driftcheck.findings import Finding, Fix
+from driftcheck.http.client_use import HttpUse
+from driftcheck.http.surface import BodyModel, ModelField
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report payload keys the target's request model dropped or renamed, and fields it now
+    requires."""
+    if not isinstance(use, HttpUse) or use.kind != "http-request" or ctx.baseline is None:
+        return []
+    s = sides(ctx)
+    if s.baseline is None:
+        return []
+    before = find_route(s.baseline, use.http_method, use.path)
+    now = find_route(s.target, use.http_method, use.path)
+    if before is None or now is None:
+        return []
+    bm, tm = request_model(s.baseline, before), request_model(s.target, now)
+    if bm is None or tm is None:
+        return []
+    sent, uncertain = keys_on(use.payload, side(ctx.target))
+    out = [f for key, span in sent.items() if (f := _dropped(use, ctx, key, span, bm, tm))]
+    if use.payload_complete and not uncertain:
+        out += _required(use, ctx, set(sent), bm, tm)
+    return out
+
+
+def _dropped(
+    use: HttpUse,
+    ctx: CheckContext,
+    key: str,
+    span: tuple[int, int, int, int] | None,
+    bm: BodyModel,
+    tm: BodyModel,
+) -> Finding | None:
+    if tm.field_named(key) is not None:
+        return None
+    had = bm.field_named(key)
+    if had is None:
+        return None  # the baseline did not take it either: not a drift
+    if not ctx.once(use.file, f"{use.line} key {key}"):
+        return None
+    ev = [
+        evidence(
+            ctx.baseline, had.file or bm.file, had.line or bm.line, f"{bm.qualname}.{had.name}"
+        ),  # type: ignore[arg-type]
+        evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: no {key}"),
+    ]
+    kept = tm.fields.get(had.name)
+    target = f"{ctx.target.name} {ctx.target.version}"
+    if kept is not None and kept.wire_name != key:
+        ev[1] = evidence(
+            ctx.target, kept.file or tm.file, kept.line or tm.line, f"as {kept.wire_name}"
+        )
+        message = f"{target} takes {key!r} of {use.symbol} as {kept.wire_name!r} ({tm.qualname})"
+        fix = Fix(
+            "safe",
+            f"send {kept.wire_name!r} instead of {key!r}",
+            codemod="rename-payload-key",
+            params=(("old", key), ("new", kept.wire_name)),
+        )
+        severity = None if tm.extra == "forbid" else "warning"
+        return _at(
+            finding(
+                use,
+                "http-request-field",
+                symbol=f"{use.symbol} {key}",
+                message=message,
+                evidence=ev,
+                fix=fix,
+                severity=severity,
+                at=span,
+            ),
+            span,
+        )
+    if tm.extra == "forbid":
+        message = f"{target}'s {tm.qualname} forbids extra fields and no longer has {key!r}: the request is rejected"
+        severity = None
+    else:
+        message = f"{target}'s {tm.qualname} no longer has {key!r}: the server ignores it"
+        severity = "warning"
+    return _at(
+        finding(
+            use,
+            "http-request-field",
+            symbol=f"{use.symbol} {key}",
+            message=message,
+            evidence=ev,
+            severity=severity,
+            at=span,
+        ),
+        span,
+    )
+
+
+def _required(
+    use: HttpUse, ctx: CheckContext, sent: set[str], bm: BodyModel, tm: BodyModel
+) -> list[Finding]:
+    out = []
+    for f in tm.fields.values():
+        if not f.required or f.wire_name in sent or f.name in sent:
+            continue
+        old: ModelField | None = bm.fields.get(f.name)
+        if old is not None and old.required:
+            continue
+        if not ctx.once(use.file, f"{use.line} required {f.wire_name}"):
+            continue
+        was = "optional" if old is not None else "absent"
+        ev = [
+            evidence(
+                ctx.baseline,
+                (old.file if old else "") or bm.file,
+                (old.line if old else 0) or bm.line,
+                f"{f.name} {was}",
+            ),  # type: ignore[arg-type]
+            evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required"),
+        ]
+        message = (
+            f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} requires {f.wire_name!r} "
+            f"({was} at baseline); {use.symbol} does not send it"
+        )
+        out.append(
+            finding(
+                use,
+                "http-request-field",
+                symbol=f"{use.symbol} {f.wire_name}",
+                message=message,
+                evidence=ev,
+            )
+        )
+    return out
+
+
+def _at(f: Finding, span: tuple[int, int, int, int] | None) -> Finding:
+    """A key's finding is fixed where the key is written."""
+    return replace(f, anchor=None) if span is not None else f

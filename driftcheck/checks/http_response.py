@@ -1,0 +1,60 @@
+"""Response fields the client reads that the target no longer sends.
+
+``http-response-field``: a field the client reads from a route's response (``r.json()["k"]``,
+an attribute of an OpenAI SDK result, ``getattr(res, "k", None)`` where the client raises when it
+is missing) that a body the baseline's route sends has, and no body the target's sends has, or
+the target's route sends no body at all. A read with a default the client copes with is not
+reported; neither is one an ``isinstance`` test rules out for the call's result.
+"""
+
+from __future__ import annotations
+
+from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.http_common import evidence, find_route, sides, walk_response
+from driftcheck.client.use import Use
+from driftcheck.findings import Finding
+from driftcheck.http.client_use import HttpUse
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report a read of a response field the target's route no longer sends."""
+    if not isinstance(use, HttpUse) or use.kind != "http-read" or use.optional:
+        return []
+    if ctx.baseline is None or not _runs_for(use):
+        return []
+    s = sides(ctx)
+    if s.baseline is None:
+        return []
+    before = find_route(s.baseline, use.http_method, use.path)
+    now = find_route(s.target, use.http_method, use.path)
+    if before is None or now is None:
+        return []  # a removed route is http-route-removed's
+    was = walk_response(s.baseline, before, use.field)
+    if was.status != "present":
+        return []
+    got = walk_response(s.target, now, use.field)
+    if got.status not in ("missing", "empty"):
+        return []
+    name = ".".join(p for p in use.field if p != "[]")
+    if not ctx.once(use.file, f"read {use.symbol}"):
+        return []
+    target = f"{ctx.target.name} {ctx.target.version}"
+    if got.status == "empty":
+        message = f"{target}'s {now.method} {now.path} sends no body; the client reads {name}"
+    else:
+        message = f"{target}'s {now.method} {now.path} no longer sends {name} ({got.note})"
+    ev = [
+        evidence(ctx.baseline, was.file or before.file, was.line or before.line, f"sends {name}"),  # type: ignore[arg-type]
+        evidence(ctx.target, got.file or now.file, got.line or now.line, got.note),
+    ]
+    return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]
+
+
+def _runs_for(use: HttpUse) -> bool:
+    """False where an ``isinstance`` test on the result rules this read out for the call's
+    SDK class (``if isinstance(res, Completion)`` for a chat completion's result)."""
+    if use.narrow is None or not use.returns:
+        return True
+    names, holds = use.narrow
+    matches = any(n in use.returns for n in names)
+    return matches == holds

@@ -1,0 +1,170 @@
+"""HTTP routes the client calls that the target serves no longer, or only under a flag.
+
+``http-route-removed``: the baseline serves the method and path a request addresses, the target
+does not; where the target serves the same handler, or a path with the same tail, the finding
+says where the route went. ``http-route-flag``: the target registers the route only when a
+server flag is set (the baseline without it); where the client starts the server itself and
+passes none of the flags, the finding is at that command line and the fix adds the flag;
+without a launch command in the scanned code, it says the server must be started with it (a
+warning: the server is started elsewhere).
+"""
+
+from __future__ import annotations
+
+from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.http_common import evidence, find_route, routes_at, sides
+from driftcheck.client.use import Use
+from driftcheck.findings import Finding, Fix
+from driftcheck.http.client_use import HttpUse
+from driftcheck.http.surface import CliFlag, HttpSurface, Route
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report a request to a route the target removed, moved or put behind a flag."""
+    if not isinstance(use, HttpUse) or use.kind != "http-request" or ctx.baseline is None:
+        return []
+    s = sides(ctx)
+    if s.baseline is None:
+        return []
+    before = find_route(s.baseline, use.http_method, use.path)
+    if before is None:
+        return []  # not a route the baseline serves: not the host's, or not known
+    now = find_route(s.target, use.http_method, use.path)
+    if now is None:
+        return _removed(use, ctx, before, s.target)
+    added = [f for f in now.flags if f not in before.flags]
+    if added and not before.flags and not (before.condition and not now.condition):
+        return _flagged(use, ctx, before, now, s.target, added)
+    return []
+
+
+def _removed(use: HttpUse, ctx: CheckContext, before: Route, target: HttpSurface) -> list[Finding]:
+    if not ctx.once(use.file, f"route {use.symbol}"):
+        return []
+    moved = _moved(target, before, use)
+    where = f"{before.method} {before.path}"
+    ev = [evidence(ctx.baseline, before.file, before.line, f"{where} -> {before.handler}")]  # type: ignore[arg-type]
+    if moved is not None:
+        message = (
+            f"{ctx.target.name} {ctx.target.version} no longer serves {where}; it serves "
+            f"{moved.method} {moved.path} ({moved.handler})"
+        )
+        ev.append(evidence(ctx.target, moved.file, moved.line, f"{moved.method} {moved.path}"))
+    else:
+        message = f"{ctx.target.name} {ctx.target.version} no longer serves {where}"
+        others = [r for r in routes_at(target, use.path)]
+        if others:
+            message += f" (only {', '.join(sorted({r.method for r in others}))} on that path)"
+            ev.append(evidence(ctx.target, others[0].file, others[0].line, "other method"))
+        else:
+            near = _nearest(target, before)
+            if near is not None:
+                ev.append(evidence(ctx.target, near.file, near.line, f"no {where} here"))
+    return [finding(use, "http-route-removed", symbol=use.symbol, message=message, evidence=ev)]
+
+
+def _moved(target: HttpSurface, before: Route, use: HttpUse) -> Route | None:
+    """The target's route for the same handler, or with the same path tail."""
+    short = before.handler.rsplit(".", 1)[-1]
+    same = [r for r in target.routes if r.method == before.method and r.handler]
+    by_handler = [r for r in same if r.handler.rsplit(".", 1)[-1] == short and short]
+    if len(by_handler) == 1:
+        return by_handler[0]
+    tail = "/".join(before.path.rstrip("/").split("/")[-2:])
+    by_tail = [r for r in same if r.path.rstrip("/").endswith("/" + tail)]
+    return by_tail[0] if len(by_tail) == 1 else None
+
+
+def _nearest(target: HttpSurface, before: Route) -> Route | None:
+    """The target's route in the same file, else with the longest common path prefix."""
+    in_file = [r for r in target.routes if r.file == before.file]
+    if in_file:
+        return in_file[0]
+    parts = before.path.split("/")
+
+    def common(r: Route) -> int:
+        n = 0
+        for a, b in zip(parts, r.path.split("/"), strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    best = max(target.routes, key=common, default=None)
+    return best if best is not None and common(best) > 1 else None
+
+
+def _flagged(
+    use: HttpUse,
+    ctx: CheckContext,
+    before: Route,
+    now: Route,
+    target: HttpSurface,
+    flags: list[str],
+) -> list[Finding]:
+    launches = [u for u in ctx.uses if isinstance(u, HttpUse) and u.kind == "launch"]
+    if any(f in {name for name, _ in u.flags} or u.argv_open for u in launches for f in flags):
+        return []
+    where = f"{now.method} {now.path}"
+    names = " or ".join(flags)
+    ev = [
+        evidence(ctx.baseline, before.file, before.line, f"{where} always registered"),  # type: ignore[arg-type]
+        evidence(ctx.target, now.file, now.line, f"registered only if {now.condition or names}"),
+    ]
+    flag = target.flag(flags[0])
+    if flag is not None:
+        ev.append(evidence(ctx.target, flag.file, flag.line, f"{flag.name} defined"))
+    if not launches:
+        if not ctx.once(use.file, f"route-flag {where}"):
+            return []
+        message = (
+            f"{ctx.target.name} {ctx.target.version} registers {where} only when the server is "
+            f"started with {names}; start it with that flag"
+        )
+        return [
+            finding(
+                use,
+                "http-route-flag",
+                symbol=use.symbol,
+                message=message,
+                evidence=ev,
+                severity="warning",
+            )
+        ]
+    out = []
+    for launch in launches:
+        if not ctx.once(launch.file, f"launch {launch.line} {flags[0]}"):
+            continue
+        message = (
+            f"{ctx.target.name} {ctx.target.version} registers {where} (requested at "
+            f"{use.file}:{use.line}) only when the server is started with {names}; this "
+            "command does not pass it"
+        )
+        out.append(
+            finding(
+                launch,
+                "http-route-flag",
+                symbol=flags[0],
+                message=message,
+                evidence=ev,
+                fix=_add_flag_fix(launch, flag, flags[0]),
+            )
+        )
+    return out
+
+
+def _add_flag_fix(launch: HttpUse, flag: CliFlag | None, name: str) -> Fix:
+    """Append the flag to the command's list literal: safe for a flag that takes no value (the
+    host defines it as a switch); a flag with a value is for a person to choose."""
+    if launch.argv_list and flag is not None and _is_switch(flag):
+        return Fix(
+            "safe",
+            f"add {name} to the server's command line",
+            codemod="add-launch-flag",
+            params=(("flag", name),),
+        )
+    return Fix("manual", f"start the server with {name}")
+
+
+def _is_switch(flag: CliFlag) -> bool:
+    return (flag.type or "").lower() in ("bool", "store_true") or flag.negatable

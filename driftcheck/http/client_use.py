@@ -1,0 +1,45 @@
+"""One use of the host's server by the client, as data (cached with the client's analysis)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from driftcheck.client.use import Use
+from driftcheck.host.signature import KeyOp
+
+Span = tuple[int, int, int, int]
+
+
+@dataclass
+class HttpUse(Use):
+    """A use of the host's server: a request (``http-request``), a read of its response
+    (``http-read``) or a command line that starts it (``launch``).
+
+    Attributes:
+        http_method: ``POST``, ``GET``, ...
+        path: The route path the client addresses (``{}`` for a non-literal segment).
+        api: How it is sent (``httpx``, ``openai chat.completions.create``, ...).
+        payload: The JSON body's keys (dict dataflow, each under its gate).
+        payload_complete: Every key of the body is known.
+        field: For reads: the path read in the response (``("choices", "[]", "x")``).
+        optional: For reads: the client copes with its absence (a default).
+        returns: For OpenAI calls: the SDK classes of the result (``isinstance`` narrowing).
+        narrow: For reads: the SDK classes an ``isinstance`` test narrows the result to, and
+            whether the read runs where the test holds.
+        flags: For launches: the flags passed, with their spans.
+        argv_open: For launches: the command has parts that are not literal.
+        argv_list: For launches: the command is a list literal a fix can append to.
+    """
+
+    http_method: str = ""
+    path: str = ""
+    api: str = ""
+    payload: tuple[KeyOp, ...] = ()
+    payload_complete: bool = True
+    field: tuple[str, ...] = ()
+    optional: bool = False
+    returns: tuple[str, ...] = ()
+    narrow: tuple[tuple[str, ...], bool] | None = None
+    flags: tuple[tuple[str, Span], ...] = ()
+    argv_open: bool = False
+    argv_list: bool = False
