@@ -49,6 +49,14 @@ class Discovered:
     metadata: DistMetadata | None = None
     #: The packaging files' texts (a fixed copy of the client is scanned with them).
     packaging: dict[str, str] = field(default_factory=dict)
+    #: Relative path → the entry of ``roots`` it came from.
+    owner: dict[str, dict] = field(default_factory=dict, repr=False)
+
+    def add(self, got: dict[str, str], root: dict) -> None:
+        """Files found under one root."""
+        self.modules.update(got)
+        self.owner.update(dict.fromkeys(got, root))
+        self.roots.append(root)
 
     def describe(self) -> str:
         """One line: which roots were read."""
@@ -75,7 +83,12 @@ def discover(
     if include:
         _included(files, include, found)
     if exclude:
-        found.modules = {r: m for r, m in found.modules.items() if not is_excluded(r, exclude)}
+        kept = {r: m for r, m in found.modules.items() if not is_excluded(r, exclude)}
+        gone = [r for r in found.modules if r not in kept]
+        found.modules = kept
+        for root in found.roots:
+            root["files"] -= sum(1 for r in gone if found.owner.get(r) is root)
+        found.roots = [r for r in found.roots if r["files"] > 0]
     return found
 
 
@@ -101,9 +114,9 @@ def _installed_files(tree: SourceTree, files: list[str], found: Discovered) -> N
             continue
         found.modules[rel] = tree.module_name(rel)
     names = sorted({r.split("/", 1)[0].removesuffix(".py") for r in found.modules})
-    found.roots.append(
-        {"folder": "", "kind": "installed", "names": names, "files": len(found.modules)}
-    )
+    root = {"folder": "", "kind": "installed", "names": names, "files": len(found.modules)}
+    found.roots.append(root)
+    found.owner.update(dict.fromkeys(found.modules, root))
     found.source = "installed"
 
 
@@ -121,11 +134,10 @@ def _project_files(tree: SourceTree, files: list[str], found: Discovered) -> Non
         got = {r: m for r, m in got.items() if r not in found.modules}
         if not got:
             continue
-        found.modules.update(got)
         taken.update(m.split(".", 1)[0] for m in got.values())
         names = sorted({m.split(".", 1)[0] for m in got.values()})
         kind = "packages" if root.packages != () else "modules"
-        found.roots.append({"folder": folder, "kind": kind, "names": names, "files": len(got)})
+        found.add(got, {"folder": folder, "kind": kind, "names": names, "files": len(got)})
     _scripts(files, found, taken, fallback=not found.modules)
 
 
@@ -247,10 +259,9 @@ def _scripts(files: list[str], found: Discovered, taken: set[str], *, fallback: 
             name = script_name(rel, taken)
             taken.add(name)
             got[rel] = name
-        found.modules.update(got)
         kind = "notebooks" if key == "\0notebooks" else "scripts"
         folder = "" if key == "\0notebooks" else key
-        found.roots.append({"folder": folder, "kind": kind, "names": [], "files": len(got)})
+        found.add(got, {"folder": folder, "kind": kind, "names": [], "files": len(got)})
 
 
 def script_name(rel: str, taken: set[str]) -> str:
@@ -270,8 +281,7 @@ def _included(files: list[str], include: tuple[str, ...] | list[str], found: Dis
         got[rel] = script_name(rel, taken)
         taken.add(got[rel])
     if got:
-        found.modules.update(got)
-        found.roots.append({"folder": "", "kind": "include", "names": [], "files": len(got)})
+        found.add(got, {"folder": "", "kind": "include", "names": [], "files": len(got)})
 
 
 def find_members(root: Path, depth: int = 3) -> list[Path]:
