@@ -111,6 +111,7 @@ def collect_uses(
     key = uses_key(client.key_texts(), types_api, roots, digest)
     client.uses_key = key
     cached = load_uses(key)
+    loaded = len(client.skipped)  # skipped while reading: not the analysis's to keep
     if cached is not None:
         uses, skipped, client.mixed, client.own_names = cached
         client.skipped.extend(skipped)
@@ -120,7 +121,7 @@ def collect_uses(
     client.mixed, client.own_names = client.mixed_methods(), client.names()
     client.index = None  # the syntax trees are not needed past this point: free them
     client.modules.clear()
-    save_uses(key, uses, client.skipped, client.mixed, client.own_names)
+    save_uses(key, uses, client.skipped[loaded:], client.mixed, client.own_names)
     return uses
 
 
