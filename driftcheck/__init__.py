@@ -13,6 +13,7 @@ A library first; the command line (``driftcheck``) is a thin layer over these fu
     rules = driftcheck.load_rules("my-rules/")   # the built-in rules and your own
     history = driftcheck.timeline("speculators==0.3.0", "vllm", "0.11.0", "0.16.0")
     report = driftcheck.probe("speculators==0.3.0", "vllm==0.16.0", fix=True)
+    ranged = driftcheck.probe_range("speculators==0.3.0", releases=["0.11.0", "0.16.0"], fix=True)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from driftcheck.fixes.run import FixResult, fix
     from driftcheck.pipeline import ScanResult, scan
     from driftcheck.probes.outcome import ProbeReport
+    from driftcheck.probes.ranges import RangeReport
     from driftcheck.rules import Rule, RuleSet, load_rules
     from driftcheck.sources.specs import PackageSpec, parse_spec
     from driftcheck.timelines import TimelineResult, timeline
@@ -45,6 +47,7 @@ _LAZY = {
     "RuleSet": "driftcheck.rules",
     "load_rules": "driftcheck.rules",
     "PackageSpec": "driftcheck.sources.specs",
+    "RangeReport": "driftcheck.probes.ranges",
     "parse_spec": "driftcheck.sources.specs",
     "TimelineResult": "driftcheck.timelines",
     "timeline": "driftcheck.timelines",
@@ -90,6 +93,48 @@ def probe(
     return run_probe(chosen, progress=progress)
 
 
+def probe_range(
+    client: str,
+    host: str = "vllm",
+    *,
+    releases: list[str] | None = None,
+    first: str | None = None,
+    last: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    **options: object,
+) -> RangeReport:
+    """Run the probe on each release of a range (managed environments built on demand, two at
+    a time, reused from the cache).
+
+    Args:
+        client: Client spec, as for :func:`probe`.
+        host: The host's name, or a range of its releases (``"vllm>=0.11,<=0.32"``).
+        releases: These releases (e.g. ``["0.11.0", "0.16.0"]``).
+        first: The first release (with ``last``: the last one, or ``latest``).
+        last: The last release.
+        progress: Callback receiving short progress messages.
+        **options: The other fields of :class:`driftcheck.probes.options.ProbeOptions`
+            (``fix``, ``unsafe_fixes``, ``model``, ``timeout``, ...).
+
+    Returns:
+        One row per release; ``ranged.newest_patched_pass()`` names the newest release on
+        which the (patched) client passes, ``ranged.ok`` whether every release passed.
+    """
+    from driftcheck.probes.options import ProbeOptions
+    from driftcheck.probes.ranges import probe_range as run_range
+    from driftcheck.probes.ranges import range_versions
+
+    try:
+        chosen = ProbeOptions(client=client, host=host, **options)  # type: ignore[arg-type]
+    except TypeError as exc:
+        raise UsageError(f"probe_range: {exc}") from None
+    picked = ",".join(releases) if releases is not None else None
+    versions = range_versions(host, first, last, picked)
+    if versions is None:
+        raise UsageError("probe_range: name the releases (releases=, first=, or a host range)")
+    return run_range(chosen, versions, progress=progress)
+
+
 __all__ = [
     "DriftcheckError",
     "Evidence",
@@ -98,6 +143,7 @@ __all__ = [
     "Fix",
     "FixResult",
     "PackageSpec",
+    "RangeReport",
     "Rule",
     "RuleSet",
     "ScanResult",
@@ -108,6 +154,7 @@ __all__ = [
     "load_rules",
     "parse_spec",
     "probe",
+    "probe_range",
     "scan",
     "timeline",
     "verify_result",

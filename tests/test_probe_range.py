@@ -264,3 +264,29 @@ def test_a_patched_failure_at_a_use_the_fixes_left_names_the_finding():
     assert "      the scan reports this use, left for a person: call-signature" in out.getvalue()
     cell = ranged.to_dict()["releases"][0]["patched"]
     assert cell["left_for_a_person"]["rule"] == "call-signature"
+
+
+def test_the_range_table_as_an_svg_picture(tmp_path: Path):
+    """--svg: the same text as the table, drawn by the helper timeline --svg uses, with the
+    verdicts coloured."""
+    passed = _run("unpatched", True)
+    failed = _run("patched", False, IMPORT_ERR, "import")
+    ranged = RangeReport("speculators==0.3.0", "0.3.0", "vllm", ProbeOptions("c", fix=True))
+    ranged.releases.append(
+        ReleaseRun("0.25.0", report=speculators_report("0.25.0", [passed, failed]))
+    )
+    out = io.StringIO()
+    path = tmp_path / "range.svg"
+    render_range_text(ranged, out, svg=str(path))
+    plain = io.StringIO()
+    render_range_text(ranged, plain)
+    assert out.getvalue() == plain.getvalue()  # the text is unchanged by the picture
+    svg = path.read_text().replace("&#160;", " ").replace("&#x27;", "'")
+    assert svg.startswith("<svg") and "driftcheck probe: speculators==0.3.0 (0.3.0)" in svg
+    assert ">PASSED</text>" in svg and ">FAILED</text>" in svg  # drawn in their own colour
+    assert "outside vllm's API: speculators/models/eagle.py:27" in svg
+
+
+def test_cli_svg_takes_a_range():
+    result = run_cli("probe", "speculators==0.3.0", "--host", "vllm==0.16.0", "--svg", "x.svg")
+    assert_one_error_line(result, "--svg draws the table of a range of releases")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 
 import click
@@ -82,6 +83,12 @@ def _layer_ids(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("--output", "-o", type=click.File("w"), default="-", help="Write the report here.")
+@click.option(
+    "--svg",
+    "svg",
+    type=click.Path(dir_okay=False),
+    help="With a range of releases: also save the table as an SVG picture.",
+)
 @click.option("--keep", is_flag=True, help="Keep the temporary client copies (for debugging).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
 def probe(
@@ -102,6 +109,7 @@ def probe(
     timeout: float | None,
     fmt: str,
     output: click.utils.LazyFile,
+    svg: str | None,
     keep: bool,
     quiet: bool,
 ) -> None:
@@ -149,8 +157,15 @@ def probe(
         from driftcheck.probes.ranges import probe_range
 
         ranged = probe_range(options, versions, progress=progress)
-        (render_range_json if fmt == "json" else render_range_text)(ranged, output)
+        if fmt == "json":
+            render_range_json(ranged, output)
+            if svg:
+                render_range_text(ranged, io.StringIO(), svg=svg)
+        else:
+            render_range_text(ranged, output, svg=svg)
         sys.exit(0 if ranged.ok else 1)
+    if svg:
+        raise click.UsageError("--svg draws the table of a range of releases (--releases, --from)")
     if plan:
         the_plan = make_plan(options, options.argv())
         (render_plan_json if fmt == "json" else render_plan)(the_plan, output)

@@ -2,7 +2,7 @@
 and the scan's findings (what the fixes applied and what they left):
 
 * ``outside-host``: the client imports another package's module that this environment lacks
-  (:func:`driftcheck.probes.ranges.outside_host`);
+  (:func:`outside_host`);
 * ``left-for-a-person``: the run fails at a use the scan reports with no applied fix;
 * ``fix-is-wrong``: the failing client line is one a patch wrote, or the use a fix changed;
 * ``missed-by-scan``: the failing client line calls into the host (the frames below it are the
@@ -22,6 +22,8 @@ from driftcheck.probes.outcome import RunOutcome, left_at
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_MISSING = re.compile(r"No module named '([\w.]+)'")
+_CANNOT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 #: Exceptions a call or attribute read raises at the client's own line when the host's
 #: signature or class no longer fits it (no host frame below it).
 _AT_THE_CALL = ("TypeError", "AttributeError")
@@ -138,8 +140,6 @@ def blame(
     hunks: dict[str, list[dict]],
 ) -> dict | None:
     """The blame of a failed run (``kind`` and a line of ``text``), or None when undecided."""
-    from driftcheck.probes.ranges import outside_host
-
     if run.ok:
         return None
     if outside := outside_host(run, host):
@@ -177,6 +177,31 @@ def blame(
         "text": f"missed by the scan: {file}:{own} calls into {host}{into}, and the scan "
         "reported nothing there",
     }
+
+
+def outside_host(run: RunOutcome, host: str = "vllm") -> str | None:
+    """A failure that is not the host's API: the client imports a module of another package,
+    which this environment has at a version that lacks it. None for anything else."""
+    err = run.error or {}
+    kind = str(err.get("type") or "").rsplit(".", 1)[-1]
+    if kind not in ("ModuleNotFoundError", "ImportError"):
+        return None
+    message = str(err.get("message") or "")
+    m = _MISSING.search(message)
+    module = m.group(1) if m else None
+    if module is None and (c := _CANNOT.search(message)):
+        module = f"{c.group(2)}.{c.group(1)}"
+    if not module:
+        return None
+    top = module.split(".", 1)[0]
+    if top.replace("-", "_") == host.replace("-", "_"):
+        return None
+    frame = str(err.get("client_frame") or "").split(" in ", 1)[0]
+    if not frame:
+        return None
+    have = run.versions.get(top)
+    at = f" ({top} {have} in this environment)" if have else ""
+    return f"outside {host}'s API: {frame} imports {module}{at}, not a {host} module"
 
 
 def _left(item: dict) -> dict:

@@ -4,6 +4,7 @@ API), the fixes per release, and the newest release on which the patched client 
 
 from __future__ import annotations
 
+import io
 import json
 from typing import TextIO
 
@@ -38,8 +39,22 @@ def _env(row: ReleaseRun) -> str:
     return row.env_source or "-"
 
 
-def render_range_text(report: RangeReport, out: TextIO) -> None:
-    """The table, the errors, the newest passing release."""
+#: How the SVG picture draws a run's verdict.
+_SVG_STYLES = {"PASSED": "bold green", "FAILED": "bold red", "confirmed": "green"}
+
+
+def render_range_text(report: RangeReport, out: TextIO, *, svg: str | None = None) -> None:
+    """The table, the errors, the newest passing release (and the same as an SVG picture at
+    ``svg``, as ``timeline --svg`` draws its tables)."""
+    if svg:
+        from driftcheck.report.svg import text_svg
+
+        text = io.StringIO()
+        render_range_text(report, text)
+        out.write(text.getvalue())
+        title = f"driftcheck probe: {report.client} across {report.host} releases"
+        text_svg(text.getvalue(), svg, title, styles=_SVG_STYLES)
+        return
     w = out.write
     opts = report.options
     ver = f" ({report.client_version})" if report.client_version else ""

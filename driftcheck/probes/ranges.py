@@ -22,15 +22,13 @@ from dataclasses import dataclass, field, replace
 from packaging.version import InvalidVersion, Version
 
 from driftcheck.errors import DriftcheckError, UsageError
+from driftcheck.probes.blame import blame, outside_host
 from driftcheck.probes.options import ProbeOptions
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, error_line, left_at
 
 Progress = Callable[[str], None]
 #: Managed environments built at once (each is pip downloads and ~6-8 GB on disk).
 BUILDS_AT_ONCE = 2
-
-_MISSING = re.compile(r"No module named '([\w.]+)'")
-_CANNOT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 
 
 @dataclass
@@ -62,8 +60,6 @@ class ReleaseRun:
     def blame(self, label: str, host: str) -> dict | None:
         """Where the failure of a run lies (:func:`driftcheck.probes.blame.blame`; the
         unpatched run is judged without the fixes: only a failure outside the host's API)."""
-        from driftcheck.probes.blame import blame
-
         run = self.run(label)
         if run is None or run.ok or self.report is None:
             return None
@@ -143,31 +139,6 @@ def cell_dict(run: RunOutcome, host: str) -> dict:
         "outside_host": None if run.ok else outside_host(run, host),
         "seconds": round(run.seconds, 1),
     }
-
-
-def outside_host(run: RunOutcome, host: str = "vllm") -> str | None:
-    """A failure that is not the host's API: the client imports a module of another package,
-    which this environment has at a version that lacks it. None for anything else."""
-    err = run.error or {}
-    kind = str(err.get("type") or "").rsplit(".", 1)[-1]
-    if kind not in ("ModuleNotFoundError", "ImportError"):
-        return None
-    message = str(err.get("message") or "")
-    m = _MISSING.search(message)
-    module = m.group(1) if m else None
-    if module is None and (c := _CANNOT.search(message)):
-        module = f"{c.group(2)}.{c.group(1)}"
-    if not module:
-        return None
-    top = module.split(".", 1)[0]
-    if top.replace("-", "_") == host.replace("-", "_"):
-        return None
-    frame = str(err.get("client_frame") or "").split(" in ", 1)[0]
-    if not frame:
-        return None
-    have = run.versions.get(top)
-    at = f" ({top} {have} in this environment)" if have else ""
-    return f"outside {host}'s API: {frame} imports {module}{at}, not a {host} module"
 
 
 def _version_key(v: str) -> Version:

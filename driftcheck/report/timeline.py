@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import TextIO
 
 from packaging.version import Version
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from driftcheck.report.svg import recording_console, save_svg
 from driftcheck.timelines import TimelineResult
 
 
 def render_timeline(result: TimelineResult, out: TextIO, *, svg: str | None = None) -> None:
     """Print the release table and the drift table (and save them as SVG when asked)."""
-    console = Console(file=out, width=120, record=svg is not None, highlight=False)
+    console = recording_console(out, svg=svg)
     console.print(
         f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] across "
         f"{escape(result.host)} {result.versions[0]} … {result.versions[-1]} "
@@ -42,5 +42,4 @@ def render_timeline(result: TimelineResult, out: TextIO, *, svg: str | None = No
     console.print(
         f"Newest clean release: [bold]{clean}[/]" if clean else "No release in the range is clean."
     )
-    if svg:
-        console.save_svg(svg, title=f"driftcheck timeline: {result.client_name} on {result.host}")
+    save_svg(console, svg, f"driftcheck timeline: {result.client_name} on {result.host}")
