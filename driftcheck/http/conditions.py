@@ -30,6 +30,8 @@ def condition(
     if negated and isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, negated = test.operand, False
     text = ast.unparse(test)
+    if isinstance(test, ast.BoolOp | ast.IfExp | ast.NamedExpr | ast.Lambda) and not negated:
+        text = f"({text})"  # one conjunct of the route's condition
     if negated:
         text = f"not {text}" if _simple(test) else f"not ({text})"
     found_flags: list[str] = []

@@ -8,9 +8,12 @@ field's annotation and default describe the flag, a ``bool`` field is also ``--n
 attribute docstring that says "deprecated" deprecates it.
 
 Functions that add arguments call each other with the parser (``make_arg_parser`` calls
-``FrontendArgs.add_cli_args``); the flags of a *root* (a function no other such function calls)
-are one command line. The server's is the root whose flags name most of what the app builder
-reads from its ``args`` (``args.root_path``), so a benchmark's parser is not taken for it.
+``FrontendArgs.add_cli_args``, a classmethod whose ``cls`` is the class it is called on); each
+function's flags with its callees' are one command line. The server's flags are those of every
+command line that names the most of what the app's builder (and the functions it calls with
+the app) read from ``args`` (``args.root_path``, ``getattr(args, "x", ...)``), united: a
+benchmark's parser does not qualify, and a flag any qualifying command line accepts is kept
+(a missed removal is better than a false one).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from driftcheck.http.hostcode import Def, HostCode, dotted_name, keyword, literal_str, local_imports
+from driftcheck.http.hostcode import Def, HostCode, dotted_name, literal_str, local_imports
 from driftcheck.http.surface import CliFlag
 
 _DEPRECATED = re.compile(r"\bdeprecat", re.IGNORECASE)
@@ -46,24 +49,51 @@ class FlagReader:
             if tree is not None:
                 for func in _functions(module, tree):
                     self._defs[func.qualname] = func
-        for qualname, func in self._defs.items():
-            self.functions[qualname] = self._read(func)
-        called = {c for p in self.functions.values() for c in p.calls}
-        best: dict[str, CliFlag] = {}
-        best_score = (-1, -1)
-        for qualname in sorted(self.functions):
-            if qualname in called:
-                continue
+        for qualname in list(self._defs):
+            self._parser(qualname)
+        scored: list[tuple[int, dict[str, CliFlag]]] = []
+        for qualname in sorted(self._defs):
             flags = self._flags_of(qualname, frozenset())
-            if not flags:
-                continue
-            score = (len(reads & {f.dest for f in flags.values()}), len(flags))
-            if score > best_score:
-                best, best_score = flags, score
-        return best
+            if flags:
+                scored.append((len(reads & {f.dest for f in flags.values()}), flags))
+        if not scored:
+            return {}
+        top = max(score for score, _ in scored)
+        if top == 0:  # nothing the app reads: the largest command line
+            return max((flags for _, flags in scored), key=len)
+        out: dict[str, CliFlag] = {}
+        for score, flags in scored:
+            if score == top:
+                for name, flag in flags.items():
+                    out.setdefault(name, flag)
+        return dict(sorted(out.items()))
+
+    def _parser(self, key: str) -> _Parser | None:
+        """What a function adds (``qualname@Class``: a classmethod called on a subclass)."""
+        if key not in self.functions:
+            qualname, _, bound = key.partition("@")
+            func = self._defs.get(qualname)
+            if func is None:
+                return None
+            self.functions[key] = _Parser()  # a call cycle stops here
+            self.functions[key] = self._read(func, self._bound(func, bound))
+        return self.functions[key]
+
+    def _bound(self, func: Def, bound: str) -> Def | None:
+        """The class ``cls`` names in a method: the one it was called on, else its own."""
+        if bound:
+            module, _, name = bound.rpartition(".")
+            node = self.code.defs(module).get(name)
+            if isinstance(node, ast.ClassDef):
+                return Def(module, node, name)
+        if "." in func.name:
+            node = self.code.defs(func.module).get(func.name.split(".")[0])
+            if isinstance(node, ast.ClassDef):
+                return Def(func.module, node, node.name)
+        return None
 
     def _flags_of(self, qualname: str, seen: frozenset[str]) -> dict[str, CliFlag]:
-        parser = self.functions.get(qualname)
+        parser = self._parser(qualname)
         if parser is None or qualname in seen:
             return {}
         out: dict[str, CliFlag] = {}
@@ -75,7 +105,7 @@ class FlagReader:
         return out
 
     # -- one function ------------------------------------------------------------------------
-    def _read(self, func: Def) -> _Parser:
+    def _read(self, func: Def, bound: Def | None) -> _Parser:
         out = _Parser()
         module = func.module
         local = local_imports(func.node, module, self.code.is_package(module))
@@ -97,7 +127,11 @@ class FlagReader:
                 and isinstance(node.value, ast.Call)
                 and node.value.args
             ):
-                cls = self.code.resolve_class(module, node.value.args[0], local)
+                first = node.value.args[0]
+                if isinstance(first, ast.Name) and first.id == "cls" and bound is not None:
+                    cls: Def | None = bound
+                else:
+                    cls = self.code.resolve_class(module, first, local)
                 if cls is not None:
                     for t in node.targets:
                         if isinstance(t, ast.Name):
@@ -148,6 +182,18 @@ class FlagReader:
         name = dotted_name(target)
         if name is None:
             return None
+        owner, _, attr = name.rpartition(".")
+        cls = (
+            self.code.resolve_class(func.module, ast.parse(owner, mode="eval").body, local)
+            if owner
+            else None
+        )
+        if cls is not None:
+            method = self.code.method(cls, attr)
+            if method is not None and method.qualname in self._defs:
+                bound = "" if method.qualname == f"{cls.qualname}.{attr}" else f"@{cls.qualname}"
+                return method.qualname + bound
+            return None
         found = self.code.resolve(func.module, name, local)
         if isinstance(found, Def) and found.qualname in self._defs:
             return found.qualname
@@ -162,10 +208,11 @@ class FlagReader:
         loops: dict[str, str],
     ) -> list[CliFlag]:
         names = [s for a in call.args if (s := literal_str(a)) is not None and s.startswith("-")]
-        spread = next((k.value for k in call.keywords if k.arg is None), None)
+        spread, kw = _keywords(call)
         file = self.code.file(func.module)
-        if not names and call.args and isinstance(call.args[0], ast.JoinedStr):
-            key = _loop_key(call.args[0])
+        fstring = next((a for a in call.args if isinstance(a, ast.JoinedStr)), None)
+        if not names and fstring is not None:
+            key = _loop_key(fstring)
             source = loops.get(key or "")
             cls = kwargs_of.get(source or "")
             if cls is None:
@@ -179,7 +226,7 @@ class FlagReader:
         longs = [n for n in names if n.startswith("--")]
         if not longs:
             return []
-        dest = literal_str(keyword(call, "dest")) or longs[0][2:].replace("-", "_")
+        dest = literal_str(kw.get("dest")) or longs[0][2:].replace("-", "_")
         field_flag = None
         if isinstance(spread, ast.Subscript) and isinstance(spread.value, ast.Name):
             cls = kwargs_of.get(spread.value.id)
@@ -188,16 +235,16 @@ class FlagReader:
                 found = _dataclass_fields(self.code, cls).get(key)
                 if found is not None:
                     field_flag = self._from_field(key, found, cls, file, call, longs[0])
-        action = keyword(call, "action")
+        action = kw.get("action")
         action_text = ast.unparse(action) if action is not None else ""
-        type_node = keyword(call, "type")
+        type_node = kw.get("type")
         type_text = ast.unparse(type_node) if type_node is not None else None
-        default = keyword(call, "default")
+        default = kw.get("default")
         if action_text in ("'store_true'", "'store_false'"):
             type_text = "bool"
             if default is None:  # argparse's own default for the action
                 default = ast.Constant(action_text == "'store_false'")
-        deprecated = self._deprecation(call)
+        deprecated = _deprecation(kw)
         aliases = tuple(n for n in names if n != longs[0])
         if field_flag is not None:
             return [
@@ -227,15 +274,6 @@ class FlagReader:
             )
         ]
 
-    def _deprecation(self, call: ast.Call) -> str | None:
-        help_text = _text(keyword(call, "help"))
-        value = keyword(call, "deprecated")
-        if isinstance(value, ast.Constant) and value.value:
-            return help_text if help_text and _DEPRECATED.search(help_text) else "deprecated"
-        if help_text and _DEPRECATED.search(help_text):
-            return help_text
-        return None
-
     def _from_field(
         self, name: str, f: _Field, cls: Def, file: str, call: ast.Call, flag: str | None = None
     ) -> CliFlag:
@@ -251,6 +289,36 @@ class FlagReader:
             call.lineno,
             _is_bool(f.annotation),
         )
+
+
+def _keywords(call: ast.Call) -> tuple[ast.AST | None, dict[str, ast.AST]]:
+    """The ``**kwargs[...]`` spread of an ``add_argument`` call and its literal keywords
+    (``**{**kw["x"], "default": None}`` included; the call's own keywords win)."""
+    spread: ast.AST | None = None
+    out: dict[str, ast.AST] = {}
+    for k in call.keywords:
+        if k.arg is not None:
+            continue
+        if isinstance(k.value, ast.Dict):
+            for key, value in zip(k.value.keys, k.value.values, strict=False):
+                if key is None:
+                    spread = spread or value
+                elif (name := literal_str(key)) is not None:
+                    out[name] = value
+        else:
+            spread = spread or k.value
+    out.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    return spread, out
+
+
+def _deprecation(kw: dict[str, ast.AST]) -> str | None:
+    help_text = _text(kw.get("help"))
+    value = kw.get("deprecated")
+    if isinstance(value, ast.Constant) and value.value:
+        return help_text if help_text and _DEPRECATED.search(help_text) else "deprecated"
+    if help_text and _DEPRECATED.search(help_text):
+        return help_text
+    return None
 
 
 @dataclass(frozen=True)
@@ -279,9 +347,27 @@ def _dataclass_fields(code: HostCode, cls: Def, depth: int = 0) -> dict[str, _Fi
                 nxt = node.body[i + 1]
                 if isinstance(nxt, ast.Expr):
                     doc = literal_str(nxt.value)
-            default = None if stmt.value is None else ast.unparse(stmt.value)
-            out[stmt.target.id] = _Field(annotation, default, doc)
+            out[stmt.target.id] = _Field(annotation, _field_default(stmt.value), doc)
     return out
+
+
+def _field_default(value: ast.AST | None) -> str | None:
+    """A field's default: the value, or what ``field(...)`` / ``Field(...)`` says it is."""
+    if value is None:
+        return None
+    if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in (
+        "field",
+        "Field",
+    ):
+        for k in value.keywords:
+            if k.arg == "default":
+                return ast.unparse(k.value)
+            if k.arg == "default_factory":
+                return f"{ast.unparse(k.value)}()"
+        if value.args:
+            return ast.unparse(value.args[0])
+        return None
+    return ast.unparse(value)
 
 
 def _is_bool(annotation: str) -> bool:

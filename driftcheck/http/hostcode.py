@@ -149,9 +149,22 @@ class HostCode:
         if not rest:
             return Def(module, node, head)
         if isinstance(node, ast.ClassDef) and "." not in rest:
-            for stmt in node.body:
-                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == rest:
-                    return Def(module, stmt, f"{head}.{rest}")
+            return self.method(Def(module, node, head), rest)
+        return None
+
+    def method(self, cls: Def, name: str, _depth: int = 0) -> Def | None:
+        """A method defined on a host class or the first of its host bases that has it."""
+        for stmt in cls.node.body:  # type: ignore[attr-defined]
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                return Def(cls.module, stmt, f"{cls.name}.{name}")
+        if _depth > 10:
+            return None
+        for base in cls.node.bases:  # type: ignore[attr-defined]
+            found = self.resolve_class(cls.module, base)
+            if found is not None:
+                method = self.method(found, name, _depth + 1)
+                if method is not None:
+                    return method
         return None
 
     def resolve_class(self, module: str, expr: ast.AST, local: Imports | None = None) -> Def | None:

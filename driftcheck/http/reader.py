@@ -24,7 +24,13 @@ def read_surface(api: HostAPI) -> HttpSurface:
     reader = RouteReader(code)
     raw = reader.read()
     builder = reader.builders.get(reader.main_app or "")
-    flags = FlagReader(code).read(_args_read(builder.node) if builder else set())
+    reads: set[str] = set()
+    for func in ([builder] if builder else []) + reader.followed:
+        reads |= _args_read(func.node)
+    for r in raw:
+        for g in r.guards:
+            reads |= _args_read(g.test)
+    flags = FlagReader(code).read(reads)
     models = ModelReader(code)
     responses = ResponseReader(code, models)
     routes: list[Route] = []
@@ -65,19 +71,23 @@ def _route(
         line=r.reg.line,
         request=request,
         responses=shapes,
-        condition=" and ".join(c.text for c in conds) or None,
+        condition=_joined([c.text for c in conds]),
         flags=tuple(dict.fromkeys(f for c in conds for f in c.flags)),
         env=tuple(dict.fromkeys(e for c in conds for e in c.env)),
     )
 
 
 def _args_read(builder: ast.AST) -> set[str]:
-    """Attributes the app builder reads from its parameters (``args.root_path``)."""
+    """Attributes a function reads from its parameters or from ``<x>.args`` (``args.root_path``,
+    ``app.state.args.x``, ``getattr(args, "x", None)``)."""
     params = {a.arg for a in ast.walk(builder) if isinstance(a, ast.arg)}
     out: set[str] = set()
     for node in ast.walk(builder):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.value.id in params:
+            if node.value.id in params or node.value.id == "args":
+                out.add(node.attr)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
+            if node.value.attr == "args":
                 out.add(node.attr)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id == "getattr" and len(node.args) >= 2:
@@ -85,3 +95,10 @@ def _args_read(builder: ast.AST) -> set[str]:
                 if name:
                     out.add(name)
     return out
+
+
+def _joined(texts: list[str]) -> str | None:
+    """The conjunction of a route's guards (a lone one without its parentheses)."""
+    if len(texts) == 1 and texts[0].startswith("(") and texts[0].endswith(")"):
+        return texts[0][1:-1]
+    return " and ".join(texts) or None

@@ -64,7 +64,11 @@ class ResponseReader:
     def _walk(self, body: list[ast.stmt], state: _State, out: list, file: str, errors: set) -> None:
         for stmt in body:
             if isinstance(stmt, ast.Return):
-                out.append(self._shape(stmt.value, state, file, stmt.lineno, errors))
+                delegated = self._delegated(_unawait(stmt.value), state, errors)
+                if delegated:
+                    out.extend(delegated)
+                else:
+                    out.append(self._shape(stmt.value, state, file, stmt.lineno, errors))
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 if isinstance(stmt.targets[0], ast.Name):
                     state.assigned[stmt.targets[0].id] = stmt.value
@@ -119,11 +123,6 @@ class ResponseReader:
             models = self._produced(value, state)
             if len(models) == 1:
                 return shape("model", models[0])
-            delegated = self._delegated(value, state, errors)
-            if delegated is not None:
-                return ResponseShape(
-                    delegated.kind, delegated.model, delegated.keys, file, line, delegated.error
-                )
             return shape("unknown")
         if isinstance(value, ast.Name):
             if value.id in state.narrow:
@@ -139,21 +138,22 @@ class ResponseReader:
                 )
         return shape("unknown")
 
-    def _delegated(self, call: ast.Call, state: _State, errors: set) -> ResponseShape | None:
-        """``return await other_handler(request)``: that function's one shape, if it has one."""
+    def _delegated(self, call: ast.AST | None, state: _State, errors: set) -> list[ResponseShape]:
+        """``return await other_handler(request)``: that function's shapes (two calls deep)."""
+        if not isinstance(call, ast.Call):
+            return []
         name = dotted_name(call.func)
         found = self.code.resolve(state.module, name) if name else None
         if not isinstance(found, Def) or not isinstance(
             found.node, ast.FunctionDef | ast.AsyncFunctionDef
         ):
-            return None
-        if state.depth >= 2:
-            return None
+            return []
+        if state.depth >= 2 or self.models.model_of(found.module, found.node.returns):
+            return []
         out: list[ResponseShape] = []
         inner = _State(found.module, {}, {}, state.depth + 1)
         self._walk(found.node.body, inner, out, self.code.file(found.module), errors)
-        kinds = set(out)
-        return out[0] if len(kinds) == 1 else None
+        return out
 
     def _produced(self, call: ast.Call, state: _State) -> list[str]:
         """Models a method's return annotation names (``await handler.create_x(...)``, with
@@ -175,27 +175,13 @@ class ResponseReader:
             cls = self.code.resolve_class(getter.module, expr)
             if cls is None:
                 continue
-            method = self._method(cls, func.attr, 0)
+            method = self.code.method(cls, func.attr)
             if method is not None:
                 found = self.models.models_in(method.module, getattr(method.node, "returns", None))
                 for m in found:
                     self.models.read(m)
                 return [m.qualname for m in found]
         return []
-
-    def _method(self, cls: Def, name: str, depth: int) -> Def | None:
-        for stmt in cls.node.body:  # type: ignore[attr-defined]
-            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
-                return Def(cls.module, stmt, f"{cls.name}.{name}")
-        if depth > 8:
-            return None
-        for base in cls.node.bases:  # type: ignore[attr-defined]
-            found = self.code.resolve_class(cls.module, base)
-            if found is not None:
-                method = self._method(found, name, depth + 1)
-                if method is not None:
-                    return method
-        return None
 
 
 class _State:

@@ -89,6 +89,8 @@ class RouteReader:
     #: The key of the server's app (``module:builder``), once read.
     main_app: str | None = None
     builders: dict[str, Def] = field(default_factory=dict)
+    #: Functions the builder pass walked (called with an app or a builder's router).
+    followed: list[Def] = field(default_factory=list)
 
     # -- entry -------------------------------------------------------------------------------
     def read(self) -> list[RawRoute]:
@@ -323,6 +325,7 @@ class RouteReader:
         if seen in self._seen_calls:
             return
         self._seen_calls.add(seen)
+        self.followed.append(found)
         local = local_imports(found.node, found.module, self.code.is_package(found.module))
         inner = _Walk(found.module, bindings, local, builder=True, depth=walk.depth + 1)
         for name_, cls, made in _assigned_objects(found.node):
