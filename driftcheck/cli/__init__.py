@@ -14,6 +14,7 @@ import click
 from driftcheck.cli.cache import cache_group
 from driftcheck.cli.fix import fix
 from driftcheck.cli.probe import probe
+from driftcheck.cli.routes import routes
 from driftcheck.cli.rules import rules
 from driftcheck.cli.scan import scan
 from driftcheck.cli.timeline import timeline_cmd
@@ -100,5 +101,5 @@ def main() -> None:
     """Find API drift between a client package and the host library it calls into."""
 
 
-for _command in (scan, verify, fix, probe, timeline_cmd, rules, cache_group):
+for _command in (scan, verify, fix, probe, timeline_cmd, rules, routes, cache_group):
     main.add_command(_command)
