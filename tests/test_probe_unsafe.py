@@ -1,7 +1,8 @@
 """``probe --unsafe-fixes`` and ``fix --confirmed-by``: the fixes a probe applied, with their
 safety and what the workload says of each; a probe report that confirms unsafe fixes makes
-them safe for ``fix`` on that exact host release (fake reports here; one real run, marked
-``probe``, on vLLM 0.16.0, where speculators 0.3.0 has an unsafe fix).
+them safe for ``fix`` on that exact host release (fake reports here; real runs, marked
+``probe``, on vLLM 0.16.0, where speculators 0.3.0 has an unsafe fix, and on vLLM 0.20.0, where
+Request(eos_token_id=...) is gone and its unsafe fix is what makes the patched client pass).
 """
 
 from __future__ import annotations
@@ -241,3 +242,26 @@ def test_plan_patches_says_what_the_fixes_leave_on_vllm_0200():
     unsafe = plan_patches("speculators==0.3.0", "vllm==0.20.0", unsafe=True)
     assert not [x for x in unsafe.left if x["symbol"] == "vllm.v1.request.Request"]
     assert any(f["rule"] == "request-eos-token-id" for f in unsafe.fixes)
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_unsafe_fixes_on_vllm_0200_pass_and_confirm_the_eos_fix():
+    """vLLM 0.20 (CI builds its environment beside 0.11 and 0.16): unpatched, speculators 0.3.0
+    fails building its SchedulerConfig; with every fix, unsafe ones included, it passes every
+    check, and the workload confirms the Request(eos_token_id=...) fix on 0.20.0."""
+    from test_probe import _probe_json
+
+    code, data, _ = _probe_json(
+        "speculators==0.3.0", "--host", "vllm==0.20.0", "--fix", "--unsafe-fixes"
+    )
+    unpatched, patched = data["runs"]
+    assert not unpatched["ok"] and unpatched["failed_stage"] == "build"
+    assert code == 0 and patched["ok"], json.dumps(patched, indent=1)[:4000]
+    ref = next(s for s in patched["stages"] if s["name"] == "reference")
+    assert ref["min_cosine"] >= 0.99
+    [eos] = [f for f in data["fixes"] if f["rule"] == "request-eos-token-id"]
+    assert eos["safety"] == "unsafe" and eos["workload"] == "confirmed"
+    assert eos["host_version"] == "0.20.0"
+    assert not [x for x in data["left"] if x["symbol"] == "vllm.v1.request.Request"]

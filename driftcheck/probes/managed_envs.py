@@ -386,16 +386,16 @@ def _run(
 
 
 def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, ProbeEnv]:
-    """Build the managed environments of several vLLM versions at once (one thread each:
-    the work is downloads and pip, so they overlap well). For CI: run it early, in the
-    background, so the probe tests find the environments ready.
+    """Build the managed environments of several vLLM versions, two at once (downloads and
+    pip overlap well; more would hold 6-8 GB each). For CI: run it early, in the background, so
+    the probe tests find the environments ready.
 
     Raises:
         EnvError: The first build that failed.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=max(1, len(versions))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(2, len(versions)))) as pool:  # 2 at once
         futures = {v: pool.submit(managed_env, v, progress=progress) for v in versions}
         return {v: f.result() for v, f in futures.items()}
 
