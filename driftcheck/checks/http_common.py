@@ -12,7 +12,7 @@ from driftcheck.gates import Side
 from driftcheck.host.api import HostAPI
 from driftcheck.host.signature import KeyOp
 from driftcheck.http.client_urls import path_matches
-from driftcheck.http.surface import BodyModel, HttpSurface, Route, http_surface
+from driftcheck.http.surface import BodyModel, HttpSurface, ModelField, Route, http_surface
 
 Span = tuple[int, int, int, int]
 
@@ -54,6 +54,36 @@ def find_route(surface: HttpSurface, method: str, path: str) -> Route | None:
     )
 
 
+def moved_route(target: HttpSurface, before: Route) -> Route | None:
+    """Where the target serves what the baseline served at ``before``: the one route of the
+    same method with the same handler, else the same request model, else the same path tail."""
+    same = [r for r in target.routes if r.method == before.method]
+    short = before.handler.rsplit(".", 1)[-1]
+    tail = "/".join(before.path.rstrip("/").split("/")[-2:])
+    tests = (
+        lambda r: bool(short) and r.handler.rsplit(".", 1)[-1] == short,
+        lambda r: before.request is not None and r.request == before.request,
+        lambda r: r.path.rstrip("/").endswith("/" + tail),
+    )
+    for test in tests:
+        found = [r for r in same if test(r)]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def routes_now(s: Sides, method: str, path: str) -> tuple[Route | None, Route | None]:
+    """The baseline's route and the target's for a client's request (the target's where the
+    route moved, so that its bodies are checked too)."""
+    if s.baseline is None:
+        return None, None
+    before = find_route(s.baseline, method, path)
+    if before is None:
+        return None, None
+    now = find_route(s.target, method, path)
+    return before, now if now is not None else moved_route(s.target, before)
+
+
 def routes_at(surface: HttpSurface, path: str) -> list[Route]:
     """Every route on the client's path, whatever its method."""
     return [r for r in surface.routes if path_matches(path, r.path)]
@@ -88,6 +118,12 @@ def keys_on(ops: tuple[KeyOp, ...], on: Side) -> tuple[dict[str, Span | None], b
 def target_side(ctx: CheckContext) -> Side:
     """What a gate asks of the target."""
     return side(ctx.target)
+
+
+def sent_field(model: BodyModel, key: str) -> ModelField | None:
+    """The field a request key fills: its wire name (the alias, where it has one; pydantic
+    takes a field with an alias by that alias only, unless the model says otherwise)."""
+    return next((f for f in model.fields.values() if f.wire_name == key), None)
 
 
 def request_model(surface: HttpSurface, route: Route) -> BodyModel | None:

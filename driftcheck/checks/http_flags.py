@@ -53,10 +53,21 @@ def _replacement(message: str | None, name: str, target: HttpSurface) -> CliFlag
     return found[0] if len({f.name for f in found}) == 1 else None
 
 
-def _rename_fix(use: HttpUse, name: str, new: CliFlag) -> Fix:
+def _same_alias(before: CliFlag, target: HttpSurface) -> CliFlag | None:
+    """The one target flag that took over an alias of the baseline's flag (``-b``)."""
+    if not before.aliases:
+        return None
+    found = [f for f in target.flags.values() if set(f.aliases) & set(before.aliases)]
+    return found[0] if len(found) == 1 else None
+
+
+def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: str = "safe") -> Fix:
+    """Rename the flag in the command's list: safe where a deprecation message names the new
+    flag; unsafe where only a shared alias links them (the same option, by the host's parser,
+    but nothing says its meaning stayed)."""
     if use.argv_list:
         return Fix(
-            "safe",
+            safety,
             f"pass {new.name} instead of {name}",
             codemod="rename-launch-flag",
             params=(("old", name), ("new", new.name)),
@@ -72,7 +83,7 @@ def _removed(
     before: CliFlag,
     target: HttpSurface,
 ) -> Finding:
-    new = _replacement(before.deprecated, name, target)
+    new = _replacement(before.deprecated, name, target) or _same_alias(before, target)
     host = f"{ctx.target.name} {ctx.target.version}"
     ev = [
         evidence(
@@ -81,8 +92,14 @@ def _removed(
     ]
     if new is not None:
         ev.append(evidence(ctx.target, new.file, new.line, f"{new.name} defined"))
-        message = f"{host}'s server no longer takes {name}; its deprecation named {new.name}"
-        fix = _rename_fix(use, name, new)
+        why = (
+            f"its deprecation named {new.name}"
+            if before.deprecated and new.name in before.deprecated
+            else f"{new.name} takes its alias {', '.join(sorted(set(before.aliases) & set(new.aliases)))}"
+        )
+        message = f"{host}'s server no longer takes {name}; {why}"
+        named = bool(before.deprecated) and new.name in (before.deprecated or "")
+        fix = _rename_fix(use, name, new, "safe" if named else "unsafe")
     else:
         near = min(
             target.flags.values(), key=lambda f: (f.file != before.file, f.line), default=None

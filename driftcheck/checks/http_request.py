@@ -14,7 +14,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, side
-from driftcheck.checks.http_common import evidence, find_route, keys_on, request_model, sides
+from driftcheck.checks.http_common import (
+    evidence,
+    keys_on,
+    request_model,
+    routes_now,
+    sent_field,
+    sides,
+)
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.client_use import HttpUse
@@ -29,8 +36,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     s = sides(ctx)
     if s.baseline is None:
         return []
-    before = find_route(s.baseline, use.http_method, use.path)
-    now = find_route(s.target, use.http_method, use.path)
+    before, now = routes_now(s, use.http_method, use.path)
     if before is None or now is None:
         return []
     bm, tm = request_model(s.baseline, before), request_model(s.target, now)
@@ -51,10 +57,12 @@ def _dropped(
     bm: BodyModel,
     tm: BodyModel,
 ) -> Finding | None:
-    if tm.field_named(key) is not None:
+    if sent_field(tm, key) is not None:
         return None
-    had = bm.field_named(key)
+    had = sent_field(bm, key)
     if had is None:
+        if tm.extra == "forbid" and bm.extra != "forbid":
+            return _now_forbidden(use, ctx, key, span, bm, tm)
         return None  # the baseline did not take it either: not a drift
     if not ctx.once(use.file, f"{use.line} key {key}"):
         return None
@@ -105,6 +113,38 @@ def _dropped(
             message=message,
             evidence=ev,
             severity=severity,
+            at=span,
+        ),
+        span,
+    )
+
+
+def _now_forbidden(
+    use: HttpUse,
+    ctx: CheckContext,
+    key: str,
+    span: tuple[int, int, int, int] | None,
+    bm: BodyModel,
+    tm: BodyModel,
+) -> Finding | None:
+    """A key neither model has, that the baseline ignored and the target rejects."""
+    if not ctx.once(use.file, f"{use.line} key {key}"):
+        return None
+    ev = [
+        evidence(ctx.baseline, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),  # type: ignore[arg-type]
+        evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid"),
+    ]
+    message = (
+        f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} now forbids extra fields and "
+        f"has no {key!r} (the baseline ignored it): the request is rejected"
+    )
+    return _at(
+        finding(
+            use,
+            "http-request-field",
+            symbol=f"{use.symbol} {key}",
+            message=message,
+            evidence=ev,
             at=span,
         ),
         span,

@@ -10,7 +10,7 @@ reported; neither is one an ``isinstance`` test rules out for the call's result.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.http_common import evidence, find_route, sides, walk_response
+from driftcheck.checks.http_common import evidence, routes_now, sides, walk_response
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
 from driftcheck.http.client_use import HttpUse
@@ -25,8 +25,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     s = sides(ctx)
     if s.baseline is None:
         return []
-    before = find_route(s.baseline, use.http_method, use.path)
-    now = find_route(s.target, use.http_method, use.path)
+    before, now = routes_now(s, use.http_method, use.path)
     if before is None or now is None:
         return []  # a removed route is http-route-removed's
     was = walk_response(s.baseline, before, use.field)

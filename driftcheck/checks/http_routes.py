@@ -12,7 +12,7 @@ warning: the server is started elsewhere).
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.http_common import evidence, find_route, routes_at, sides
+from driftcheck.checks.http_common import evidence, find_route, moved_route, routes_at, sides
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.client_use import HttpUse
@@ -64,15 +64,7 @@ def _removed(use: HttpUse, ctx: CheckContext, before: Route, target: HttpSurface
 
 
 def _moved(target: HttpSurface, before: Route, use: HttpUse) -> Route | None:
-    """The target's route for the same handler, or with the same path tail."""
-    short = before.handler.rsplit(".", 1)[-1]
-    same = [r for r in target.routes if r.method == before.method and r.handler]
-    by_handler = [r for r in same if r.handler.rsplit(".", 1)[-1] == short and short]
-    if len(by_handler) == 1:
-        return by_handler[0]
-    tail = "/".join(before.path.rstrip("/").split("/")[-2:])
-    by_tail = [r for r in same if r.path.rstrip("/").endswith("/" + tail)]
-    return by_tail[0] if len(by_tail) == 1 else None
+    return moved_route(target, before)
 
 
 def _nearest(target: HttpSurface, before: Route) -> Route | None:

@@ -15,6 +15,8 @@ parameters (they live in calls.py, keywords.py, moves.py and renames.py).
 * ``accept-kwargs``: add ``**kwargs`` to a function that stands in for a host method.
 * ``keyword-to-call``: ``x = f(k=v)`` -> ``x = f()`` then a call that hands ``v`` to where the
   host reads it now (``{result}``: ``x``, ``{value}``: ``v``).
+* ``add-launch-flag`` / ``rename-launch-flag`` / ``rename-payload-key``: the server's command
+  line and request bodies (``fixes/http.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 
 from driftcheck.findings import Finding
 from driftcheck.fixes.calls import follow_up_call, unwrap_result
+from driftcheck.fixes.http import add_launch_flag, rename_launch_flag, rename_payload_key
 from driftcheck.fixes.keywords import (
     accept_kwargs,
     add_keyword,
@@ -46,4 +49,7 @@ CODEMODS: dict[str, Codemod] = {
     "unwrap-result": unwrap_result,
     "accept-kwargs": accept_kwargs,
     "keyword-to-call": keyword_to_call,
+    "add-launch-flag": add_launch_flag,
+    "rename-launch-flag": rename_launch_flag,
+    "rename-payload-key": rename_payload_key,
 }

@@ -175,7 +175,12 @@ class LaunchFinder:
         use.flags = tuple(
             (t.split("=", 1)[0], span) for t in tokens if t.startswith("--") and _HOLE not in t
         )
-        use.argv_open = any(_HOLE in t for t in tokens)
+        # A hole after a flag is that flag's value; one anywhere else may be any flag.
+        use.argv_open = any(
+            _HOLE in t and not (i and tokens[i - 1].startswith("--") and "=" not in tokens[i - 1])
+            for i, t in enumerate(tokens)
+            if not t.startswith("--")
+        )
 
     def _launch(self, node: ast.expr, *, argv_list: bool) -> HttpUse:
 

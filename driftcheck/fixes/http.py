@@ -1,0 +1,133 @@
+"""Codemods for the client's use of the host's server over HTTP.
+
+* ``add-launch-flag``: append a flag to the argv list literal that starts the server
+  (``["vllm", "serve", m]`` -> ``["vllm", "serve", m, "--flag"]``), in the list's own layout.
+* ``rename-launch-flag``: ``"--old"`` -> ``"--new"`` in that list (``"--old=v"`` keeps its value).
+* ``rename-payload-key``: the string key written at the finding (``{"old": v}``,
+  ``body["old"] = v``) -> ``"new"``, in the same quotes.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from driftcheck.findings import Finding
+from driftcheck.fixes.base import Decline, Located, params, run
+
+
+def _text(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _quoted(like: cst.SimpleString, text: str) -> cst.SimpleString:
+    """``text`` as a string literal with ``like``'s prefix and quotes."""
+    quote = like.quote
+    if quote in text or "\\" in text:
+        raise Decline(f"{text!r} cannot be written in the same quotes")
+    return cst.SimpleString(f"{like.prefix}{quote}{text}{quote}")
+
+
+def _append(lst: cst.List, value: cst.BaseExpression) -> cst.List:
+    """``lst`` with ``value`` at the end, in its layout: one item per line stays so (the last
+    line's comment stays on its item), a trailing comma stays."""
+    items = list(lst.elements)
+    if not items:
+        return lst.with_changes(elements=[cst.Element(value=value)])
+    last = items[-1]
+    closing = lst.rbracket.whitespace_before
+    if isinstance(last.comma, cst.Comma) and isinstance(closing, cst.ParenthesizedWhitespace):
+        prev = items[-2].comma.whitespace_after if len(items) > 1 else lst.lbracket.whitespace_after  # type: ignore[union-attr]
+        indent = (
+            prev.last_line if isinstance(prev, cst.ParenthesizedWhitespace) else closing.last_line
+        )
+        between = cst.ParenthesizedWhitespace(
+            first_line=closing.first_line, empty_lines=[], indent=True, last_line=indent
+        )
+        items[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))
+        items.append(cst.Element(value=value, comma=cst.Comma()))
+        rbracket = lst.rbracket.with_changes(
+            whitespace_before=closing.with_changes(first_line=cst.TrailingWhitespace())
+        )
+        return lst.with_changes(elements=items, rbracket=rbracket)
+    if isinstance(last.comma, cst.Comma):
+        items.append(cst.Element(value=value, comma=last.comma))
+        items[-2] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return lst.with_changes(elements=items)
+    items[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    items.append(cst.Element(value=value))
+    return lst.with_changes(elements=items)
+
+
+class _LaunchList(Located):
+    def __init__(self, findings: list[Finding], mode: str) -> None:
+        super().__init__(findings)
+        self.mode = mode
+
+    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
+        finding = self.target_of(original_node)
+        if finding is None:
+            return updated_node
+        p = params(finding)
+        texts = [_text(e.value) for e in updated_node.elements]
+        if self.mode == "add":
+            flag = p["flag"]
+            if flag in texts or any(t and t.startswith(flag + "=") for t in texts):
+                raise Decline(f"{flag} is already passed")
+            like = next(
+                (e.value for e in updated_node.elements if isinstance(e.value, cst.SimpleString)),
+                cst.SimpleString('"x"'),
+            )
+            return _append(updated_node, _quoted(like, flag))  # type: ignore[arg-type]
+        old, new_name = p["old"], p["new"]
+        hits = [
+            i
+            for i, t in enumerate(texts)
+            if t is not None and (t == old or t.startswith(old + "="))
+        ]
+        if not hits:
+            raise Decline(f"{old} is not in this list")
+        elements = list(updated_node.elements)
+        for i in hits:
+            value = elements[i].value
+            assert isinstance(value, cst.SimpleString)
+            text = _text(value) or ""
+            elements[i] = elements[i].with_changes(
+                value=_quoted(value, new_name + text[len(old) :])
+            )
+        return updated_node.with_changes(elements=elements)
+
+
+def add_launch_flag(code: str, findings: list[Finding]) -> str:
+    """Add the flag a route now needs to the command line that starts the server."""
+    return run(_LaunchList(findings, "add"), code)
+
+
+def rename_launch_flag(code: str, findings: list[Finding]) -> str:
+    """Pass the flag that replaced a removed or deprecated one."""
+    return run(_LaunchList(findings, "rename"), code)
+
+
+class _PayloadKey(Located):
+    """The string literal at the finding, when it is the old key."""
+
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.SimpleString:
+        pos = self.get_metadata(PositionProvider, original_node).start
+        finding = self.targets.get((pos.line, pos.column))
+        if finding is None:
+            return updated_node
+        p = params(finding)
+        if _text(updated_node) != p["old"]:
+            raise Decline(f"the key at the finding is not {p['old']!r}")
+        self.done.add((pos.line, pos.column))
+        return _quoted(updated_node, p["new"])
+
+
+def rename_payload_key(code: str, findings: list[Finding]) -> str:
+    """Send a request field under the name the host's model now takes it by."""
+    return run(_PayloadKey(findings), code)
