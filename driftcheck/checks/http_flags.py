@@ -11,6 +11,7 @@ the command's list literal.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.http_common import evidence, sides
@@ -108,8 +109,8 @@ def _removed(
             ev.append(evidence(ctx.target, near.file, near.line, f"no {name}"))
         message = f"{host}'s server no longer takes {name}: it exits with a usage error"
         fix = None
-    return finding(
-        use, "http-cli-flag", symbol=name, message=message, evidence=ev, fix=fix, at=span
+    return _at_flag(
+        finding(use, "http-cli-flag", symbol=name, message=message, evidence=ev, fix=fix, at=span)
     )
 
 
@@ -128,13 +129,21 @@ def _deprecated(
         evidence(ctx.baseline, before.file, before.line, f"{before.name} defined"),  # type: ignore[arg-type]
         evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated"),
     ]
-    return finding(
-        use,
-        "http-cli-flag",
-        symbol=name,
-        message=message,
-        evidence=ev,
-        fix=_rename_fix(use, name, new) if new is not None else None,
-        severity="warning",
-        at=span,
+    return _at_flag(
+        finding(
+            use,
+            "http-cli-flag",
+            symbol=name,
+            message=message,
+            evidence=ev,
+            fix=_rename_fix(use, name, new) if new is not None else None,
+            severity="warning",
+            at=span,
+        )
     )
+
+
+def _at_flag(f: Finding) -> Finding:
+    """A flag's finding is fixed where the flag is written (the list that holds it may be
+    another than the one the command starts with: ``cmd += ["--x"]``)."""
+    return replace(f, anchor=None)

@@ -2,7 +2,8 @@
 
 * ``add-launch-flag``: append a flag to the argv list literal that starts the server
   (``["vllm", "serve", m]`` -> ``["vllm", "serve", m, "--flag"]``), in the list's own layout.
-* ``rename-launch-flag``: ``"--old"`` -> ``"--new"`` in that list (``"--old=v"`` keeps its value).
+* ``rename-launch-flag``: the flag written at the finding, ``"--old"`` -> ``"--new"`` (``"--old=v"``
+  keeps its value).
 * ``rename-payload-key``: the string key written at the finding (``{"old": v}``,
   ``body["old"] = v``) -> ``"new"``, in the same quotes.
 """
@@ -82,23 +83,7 @@ class _LaunchList(Located):
                 cst.SimpleString('"x"'),
             )
             return _append(updated_node, _quoted(like, flag))  # type: ignore[arg-type]
-        old, new_name = p["old"], p["new"]
-        hits = [
-            i
-            for i, t in enumerate(texts)
-            if t is not None and (t == old or t.startswith(old + "="))
-        ]
-        if not hits:
-            raise Decline(f"{old} is not in this list")
-        elements = list(updated_node.elements)
-        for i in hits:
-            value = elements[i].value
-            assert isinstance(value, cst.SimpleString)
-            text = _text(value) or ""
-            elements[i] = elements[i].with_changes(
-                value=_quoted(value, new_name + text[len(old) :])
-            )
-        return updated_node.with_changes(elements=elements)
+        raise Decline(f"unknown mode {self.mode}")
 
 
 def add_launch_flag(code: str, findings: list[Finding]) -> str:
@@ -107,12 +92,18 @@ def add_launch_flag(code: str, findings: list[Finding]) -> str:
 
 
 def rename_launch_flag(code: str, findings: list[Finding]) -> str:
-    """Pass the flag that replaced a removed or deprecated one."""
-    return run(_LaunchList(findings, "rename"), code)
+    """Pass the flag that replaced a removed or deprecated one (``"--old=v"`` keeps its
+    value)."""
+    return run(_StringAt(findings, prefix="="), code)
 
 
-class _PayloadKey(Located):
-    """The string literal at the finding, when it is the old key."""
+class _StringAt(Located):
+    """The string literal at the finding, when it is the old text (or, with ``prefix``, the
+    old text followed by it and more)."""
+
+    def __init__(self, findings: list[Finding], prefix: str | None = None) -> None:
+        super().__init__(findings)
+        self.prefix = prefix
 
     def leave_SimpleString(
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
@@ -122,12 +113,14 @@ class _PayloadKey(Located):
         if finding is None:
             return updated_node
         p = params(finding)
-        if _text(updated_node) != p["old"]:
-            raise Decline(f"the key at the finding is not {p['old']!r}")
+        text = _text(updated_node) or ""
+        rest = text[len(p["old"]) :] if text.startswith(p["old"]) else None
+        if rest is None or (rest and not (self.prefix and rest.startswith(self.prefix))):
+            raise Decline(f"the string at the finding is not {p['old']!r}")
         self.done.add((pos.line, pos.column))
-        return _quoted(updated_node, p["new"])
+        return _quoted(updated_node, p["new"] + rest)
 
 
 def rename_payload_key(code: str, findings: list[Finding]) -> str:
     """Send a request field under the name the host's model now takes it by."""
-    return run(_PayloadKey(findings), code)
+    return run(_StringAt(findings), code)
