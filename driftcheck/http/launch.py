@@ -175,9 +175,14 @@ class LaunchFinder:
         use.flags = tuple(
             (t.split("=", 1)[0], span) for t in tokens if t.startswith("--") and _HOLE not in t
         )
-        # A hole after a flag is that flag's value; one anywhere else may be any flag.
+        # A hole after a flag is that flag's value, and one after a console script's
+        # subcommand its positional argument (``vllm serve {model}``); one anywhere else may
+        # be any flag.
+        script = posixpath.basename(tokens[0]) in self.scripts
         use.argv_open = any(
-            _HOLE in t and not (i and tokens[i - 1].startswith("--") and "=" not in tokens[i - 1])
+            _HOLE in t
+            and not (i and tokens[i - 1].startswith("--") and "=" not in tokens[i - 1])
+            and not (script and i == 2)
             for i, t in enumerate(tokens)
             if not t.startswith("--")
         )
