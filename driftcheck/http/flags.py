@@ -40,6 +40,8 @@ class _Parser:
 class FlagReader:
     code: HostCode
     functions: dict[str, _Parser] = field(default_factory=dict)
+    #: Top-level functions whose command line is the server's (``module:function``), once read.
+    parsers: list[str] = field(default_factory=list)
     _defs: dict[str, Def] = field(default_factory=dict)
 
     def read(self, reads: set[str]) -> dict[str, CliFlag]:
@@ -51,21 +53,26 @@ class FlagReader:
                     self._defs[func.qualname] = func
         for qualname in list(self._defs):
             self._parser(qualname)
-        scored: list[tuple[int, dict[str, CliFlag]]] = []
+        scored: list[tuple[str, int, dict[str, CliFlag]]] = []
         for qualname in sorted(self._defs):
             flags = self._flags_of(qualname, frozenset())
             if flags:
-                scored.append((len(reads & {f.dest for f in flags.values()}), flags))
+                scored.append((qualname, len(reads & {f.dest for f in flags.values()}), flags))
         if not scored:
             return {}
-        top = max(score for score, _ in scored)
+        top = max(score for _, score, _ in scored)
         if top == 0:  # nothing the app reads: the largest command line
-            return max((flags for _, flags in scored), key=len)
+            return max((flags for _, _, flags in scored), key=len)
         out: dict[str, CliFlag] = {}
-        for score, flags in scored:
+        builders: list[tuple[int, str]] = []
+        for qualname, score, flags in scored:
             if score == top:
                 for name, flag in flags.items():
                     out.setdefault(name, flag)
+                func = self._defs[qualname]
+                if "." not in func.name and isinstance(func.node, ast.FunctionDef):
+                    builders.append((len(flags), f"{func.module}:{func.name}"))
+        self.parsers = [name for _, name in sorted(builders)]
         return dict(sorted(out.items()))
 
     def _parser(self, key: str) -> _Parser | None:

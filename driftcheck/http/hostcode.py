@@ -169,12 +169,21 @@ class HostCode:
 
     def resolve_class(self, module: str, expr: ast.AST, local: Imports | None = None) -> Def | None:
         """The host class an expression (``Name`` / ``a.B``) names, or None."""
-        name = dotted_name(expr)
-        if name is None:
-            return None
-        found = self.resolve(module, name, local)
-        if isinstance(found, Def) and isinstance(found.node, ast.ClassDef):
-            return found
+        for _ in range(8):  # ``Alias = OtherClass`` is followed
+            name = dotted_name(expr)
+            if name is None:
+                return None
+            found = self.resolve(module, name, local)
+            if not isinstance(found, Def):
+                return None
+            if isinstance(found.node, ast.ClassDef):
+                return found
+            value = getattr(found.node, "value", None)
+            if not isinstance(found.node, ast.Assign | ast.AnnAssign) or not isinstance(
+                value, ast.Name | ast.Attribute
+            ):
+                return None
+            module, expr, local = found.module, value, None
         return None
 
 

@@ -30,7 +30,8 @@ def read_surface(api: HostAPI) -> HttpSurface:
     for r in raw:
         for g in r.guards:
             reads |= _args_read(g.test)
-    flags = FlagReader(code).read(reads)
+    flag_reader = FlagReader(code)
+    flags = flag_reader.read(reads)
     models = ModelReader(code)
     responses = ResponseReader(code, models)
     routes: list[Route] = []
@@ -39,7 +40,14 @@ def read_surface(api: HostAPI) -> HttpSurface:
         if route not in routes:
             routes.append(route)
     routes.sort(key=lambda r: (r.path, r.method))
-    return HttpSurface(tuple(routes), dict(sorted(models.models.items())), flags)
+    app = reader.main_app if reader.main_app in reader.builders else None
+    return HttpSurface(
+        tuple(routes),
+        dict(sorted(models.models.items())),
+        flags,
+        app=app,
+        parsers=tuple(flag_reader.parsers),
+    )
 
 
 def _route(

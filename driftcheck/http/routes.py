@@ -73,6 +73,8 @@ class _Walk:
     #: Builder pass: record only what happens on these (non-module) objects.
     builder: bool
     depth: int = 0
+    #: ``name = Call(...)`` seen so far in the body being walked.
+    assigned: dict[str, ast.AST] = field(default_factory=dict)
 
 
 @dataclass
@@ -228,6 +230,10 @@ class RouteReader:
                 )
                 self._body(inner, stmt.body, guards if walk.depth else ())
         elif not isinstance(stmt, ast.ClassDef):
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                for t in stmt.targets:
+                    if isinstance(t, ast.Name):
+                        walk.assigned[t.id] = stmt.value
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Call):
                     self._call(walk, node, guards)
@@ -265,6 +271,17 @@ class RouteReader:
 
     def _call(self, walk: _Walk, call: ast.Call, guards: tuple[Guard, ...]) -> None:
         func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("append", "insert")
+            and isinstance(func.value, ast.Attribute)
+            and func.value.attr == "routes"
+            and call.args
+        ):
+            key = self._resolve_object(walk, func.value.value)
+            if key is not None and self._mine(walk, key):
+                self._route_object(walk, key, call.args[-1], guards)
+            return
         if isinstance(func, ast.Attribute):
             key = self._resolve_object(walk, func.value)
             if key is not None and self._mine(walk, key):
@@ -277,8 +294,36 @@ class RouteReader:
                 if func.attr in ("add_api_route", "add_route", "add_api_websocket_route"):
                     self._added_route(walk, key, call, guards)
                     return
+                if func.attr == "mount" and call.args:
+                    path = literal_str(call.args[0])
+                    if path is not None:
+                        self._reg(key, "MOUNT", path, None, guards, walk, call)
+                    return
         if walk.builder:
             self._follow(walk, call, guards)
+
+    def _route_object(self, walk: _Walk, key: str, value: ast.AST, guards: tuple) -> None:
+        """``app.routes.append(Mount("/p", ...))`` / ``Route("/p", endpoint, methods=[...])``,
+        the object built in place or assigned to a name just before."""
+        if isinstance(value, ast.Name):
+            value = walk.assigned.get(value.id, value)
+        if not isinstance(value, ast.Call) or not value.args:
+            return
+        cls = (_dotted(value.func) or "").rsplit(".", 1)[-1]
+        path = literal_str(value.args[0])
+        if path is None:
+            return
+        if cls == "Mount":
+            self._reg(key, "MOUNT", path, None, guards, walk, value)
+        elif cls in ("Route", "APIRoute", "WebSocketRoute"):
+            handler = None
+            name = _dotted(value.args[1]) if len(value.args) > 1 else None
+            if name:
+                found = self.code.resolve(walk.module, name, walk.local)
+                handler = found if isinstance(found, Def) else None
+            methods = ["WEBSOCKET"] if "WebSocket" in cls else _listed_methods(value) or ["GET"]
+            for method in methods:
+                self._reg(key, method, path, handler, guards, walk, value)
 
     def _added_route(self, walk: _Walk, key: str, call: ast.Call, guards: tuple) -> None:
         path = literal_str(call.args[0]) if call.args else literal_str(keyword(call, "path"))

