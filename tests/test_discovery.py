@@ -118,10 +118,10 @@ def test_setup_py_is_read_never_run():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('setup(packages=["a", "a.b"], package_dir={"": "lib"})', [("lib", ("a", "a.b"), True)]),
+        ('setup(packages=["a", "a.b"], package_dir={"": "lib"})', [("lib", ("a", "a.b"), False)]),
         ('setup(packages=find_namespace_packages(where="src"))', [("src", None, False)]),
         ("setup(packages=PACKAGES)", []),  # computed: the layout decides
-        ("import setuptools\nsetuptools.setup(py_modules=['tool'])", [("", (), True)]),
+        ("import setuptools\nsetuptools.setup(py_modules=['tool'])", [("", (), False)]),
     ],
 )
 def test_setup_py_forms(text: str, expected: list):

@@ -29,7 +29,8 @@ class ImportRoot:
         include: ``find`` include patterns (dotted, fnmatch); empty: all.
         exclude: ``find`` exclude patterns.
         namespaces: ``find`` also takes folders without ``__init__.py`` (PEP 420).
-        exact: ``packages`` are listed one by one (setuptools ``packages = [...]``).
+        exact: only the files directly in each of ``packages`` (no reader sets it now: see
+            ``_mapped``).
     """
 
     folder: str
@@ -113,7 +114,12 @@ def _setuptools(tool: dict, _backend: str, _name: str | None) -> Packaging | Non
 
 
 def _mapped(packages: tuple[str, ...], modules: tuple[str, ...], dirs: dict) -> list[ImportRoot]:
-    """Listed packages placed by a ``package_dir`` mapping (``{"": "src", "pkg": "lib/pkg"}``)."""
+    """Listed packages placed by a ``package_dir`` mapping (``{"": "src", "pkg": "lib/pkg"}``).
+
+    A listed package is read with its sub-folders: setuptools ships them too where an SCM file
+    finder and ``include-package-data`` (the default with ``pyproject.toml``) take every tracked
+    file under the package (outlines 0.0.46 lists only ``outlines``, and its wheel has them all).
+    """
     base = dirs.get("", "").strip("/").removeprefix("./")
     roots: list[ImportRoot] = []
     plain = []
@@ -121,11 +127,11 @@ def _mapped(packages: tuple[str, ...], modules: tuple[str, ...], dirs: dict) -> 
         top = pkg.split(".", 1)[0]
         if top in dirs and top != "":
             folder = dirs[top].strip("/").rpartition("/")[0]
-            roots.append(ImportRoot(folder=folder, packages=(pkg,), exact=True))
+            roots.append(ImportRoot(folder=folder, packages=(pkg,)))
         else:
             plain.append(pkg)
     if plain or modules:
-        roots.append(ImportRoot(folder=base, packages=tuple(plain), modules=modules, exact=True))
+        roots.append(ImportRoot(folder=base, packages=tuple(plain), modules=modules))
     return roots
 
 
