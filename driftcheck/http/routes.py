@@ -15,54 +15,24 @@ import ast
 from dataclasses import dataclass, field
 
 from driftcheck.http.hostcode import Def, HostCode, Imports, keyword, literal_str, local_imports
+from driftcheck.http.routes_syntax import (
+    APP_CLASSES,
+    ROUTER_CLASSES,
+    Guard,
+    Include,
+    RawRoute,
+    Registration,
+    assigned_objects,
+    class_called,
+    creates_app,
+    decorator_methods,
+    dotted,
+    ends,
+    listed_methods,
+    registers_on_decorator,
+)
 
-HTTP_METHODS = ("get", "post", "put", "delete", "patch", "head", "options")
-_APP_CLASSES = ("FastAPI", "Starlette")
-_ROUTER_CLASSES = ("APIRouter", "Router")
 _MAX_DEPTH = 10
-
-
-@dataclass(frozen=True)
-class Guard:
-    """A test that must hold (or, ``negated``, fail) on the way to a registration."""
-
-    module: str
-    text: str
-    negated: bool
-    test: ast.expr = field(compare=False, hash=False)
-
-
-@dataclass(frozen=True)
-class Registration:
-    """One route registered on a router or app object."""
-
-    target: str
-    method: str
-    path: str
-    handler: Def | None
-    guards: tuple[Guard, ...]
-    file: str
-    line: int
-    #: The decorator or ``add_api_route`` call (for ``response_model=`` / ``responses=``).
-    call: ast.Call | None = None
-
-
-@dataclass(frozen=True)
-class Include:
-    parent: str
-    child: str
-    prefix: str
-    guards: tuple[Guard, ...]
-
-
-@dataclass(frozen=True)
-class RawRoute:
-    """A route of the server's app before its bodies are read."""
-
-    method: str
-    path: str
-    reg: Registration
-    guards: tuple[Guard, ...]
 
 
 @dataclass
@@ -96,7 +66,7 @@ class RouteReader:
 
     # -- entry -------------------------------------------------------------------------------
     def read(self) -> list[RawRoute]:
-        modules = self.code.modules_containing(*_ROUTER_CLASSES, *_APP_CLASSES)
+        modules = self.code.modules_containing(*ROUTER_CLASSES, *APP_CLASSES)
         builders: list[Def] = []
         for module in modules:
             tree = self.code.parse(module)
@@ -106,7 +76,7 @@ class RouteReader:
             walk = _Walk(module, dict(objects), {}, builder=False)
             self._body(walk, tree.body, ())
             for node in ast.walk(tree):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _creates_app(node):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and creates_app(node):
                     builders.append(Def(module, node, node.name))
         for builder in builders:
             key = f"{builder.module}:{builder.name}"
@@ -116,8 +86,8 @@ class RouteReader:
             local = local_imports(
                 builder.node, builder.module, self.code.is_package(builder.module)
             )
-            for name, cls, call in _assigned_objects(builder.node):
-                objects[name] = key if cls in _APP_CLASSES else f"{key}:{name}"
+            for name, cls, call in assigned_objects(builder.node):
+                objects[name] = key if cls in APP_CLASSES else f"{key}:{name}"
                 self._record_object(objects[name], cls, call, app=False)
             walk = _Walk(builder.module, objects, local, builder=True)
             self._body(walk, builder.node.body, ())  # type: ignore[attr-defined]
@@ -160,7 +130,7 @@ class RouteReader:
         out: dict[str, str] = {}
         for stmt in tree.body:
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-                cls = _class_called(stmt.value)
+                cls = class_called(stmt.value)
                 for t in stmt.targets:
                     if isinstance(t, ast.Name) and cls:
                         key = f"{module}:{t.id}"
@@ -170,7 +140,7 @@ class RouteReader:
         return out
 
     def _record_object(self, key: str, cls: str, call: ast.Call, app: bool = True) -> None:
-        if cls in _APP_CLASSES and app:
+        if cls in APP_CLASSES and app:
             if key not in self.apps:
                 self.apps.append(key)
         prefix = literal_str(keyword(call, "prefix"))
@@ -181,7 +151,7 @@ class RouteReader:
         """The router/app key an expression names (a binding, or a router imported)."""
         if isinstance(expr, ast.Name) and expr.id in walk.bindings:
             return walk.bindings[expr.id]
-        name = _dotted(expr)
+        name = dotted(expr)
         if name is None:
             return None
         found = self.code.resolve(walk.module, name, walk.local)
@@ -203,7 +173,7 @@ class RouteReader:
     def _body(self, walk: _Walk, body: list[ast.stmt], guards: tuple[Guard, ...]) -> None:
         for stmt in body:
             self._stmt(walk, stmt, guards)
-            if isinstance(stmt, ast.If) and not stmt.orelse and _ends(stmt.body):
+            if isinstance(stmt, ast.If) and not stmt.orelse and ends(stmt.body):
                 guards = guards + (self._cond(walk, stmt.test, True),)
             elif isinstance(stmt, ast.Return | ast.Raise):
                 return
@@ -220,7 +190,7 @@ class RouteReader:
                 self._body(walk, part, guards)
         elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             self._decorated(walk, stmt, guards)
-            if not walk.builder and not _registers_on_decorator(stmt, walk):
+            if not walk.builder and not registers_on_decorator(stmt):
                 # A module function's own registrations (on module routers) count when it runs.
                 inner = _Walk(
                     walk.module,
@@ -249,7 +219,7 @@ class RouteReader:
             if not self._mine(walk, key):
                 continue
             handler = Def(walk.module, func, func.name)  # type: ignore[attr-defined]
-            for method in _methods(dec.func.attr, dec):
+            for method in decorator_methods(dec.func.attr, dec):
                 path = literal_str(dec.args[0]) if dec.args else literal_str(keyword(dec, "path"))
                 if path is not None:
                     self._reg(key, method, path, handler, guards, walk, dec)  # type: ignore[arg-type]
@@ -309,7 +279,7 @@ class RouteReader:
             value = walk.assigned.get(value.id, value)
         if not isinstance(value, ast.Call) or not value.args:
             return
-        cls = (_dotted(value.func) or "").rsplit(".", 1)[-1]
+        cls = (dotted(value.func) or "").rsplit(".", 1)[-1]
         path = literal_str(value.args[0])
         if path is None:
             return
@@ -317,11 +287,11 @@ class RouteReader:
             self._reg(key, "MOUNT", path, None, guards, walk, value)
         elif cls in ("Route", "APIRoute", "WebSocketRoute"):
             handler = None
-            name = _dotted(value.args[1]) if len(value.args) > 1 else None
+            name = dotted(value.args[1]) if len(value.args) > 1 else None
             if name:
                 found = self.code.resolve(walk.module, name, walk.local)
                 handler = found if isinstance(found, Def) else None
-            methods = ["WEBSOCKET"] if "WebSocket" in cls else _listed_methods(value) or ["GET"]
+            methods = ["WEBSOCKET"] if "WebSocket" in cls else listed_methods(value) or ["GET"]
             for method in methods:
                 self._reg(key, method, path, handler, guards, walk, value)
 
@@ -331,12 +301,12 @@ class RouteReader:
         if path is None:
             return
         handler = None
-        name = _dotted(endpoint) if endpoint is not None else None
+        name = dotted(endpoint) if endpoint is not None else None
         if name:
             found = self.code.resolve(walk.module, name, walk.local)
             handler = found if isinstance(found, Def) else None
         attr = call.func.attr  # type: ignore[attr-defined]
-        methods = ["WEBSOCKET"] if "websocket" in attr else _listed_methods(call) or ["GET"]
+        methods = ["WEBSOCKET"] if "websocket" in attr else listed_methods(call) or ["GET"]
         for method in methods:
             self._reg(key, method, path, handler, guards, walk, call)
 
@@ -351,7 +321,7 @@ class RouteReader:
             for k in call.keywords
             if isinstance(k.value, ast.Name) and k.arg and self._local_object(walk, k.value.id)
         ]
-        name = _dotted(call.func)
+        name = dotted(call.func)
         if not passed or name is None or walk.depth >= _MAX_DEPTH:
             return
         found = self.code.resolve(walk.module, name, walk.local)
@@ -373,7 +343,7 @@ class RouteReader:
         self.followed.append(found)
         local = local_imports(found.node, found.module, self.code.is_package(found.module))
         inner = _Walk(found.module, bindings, local, builder=True, depth=walk.depth + 1)
-        for name_, cls, made in _assigned_objects(found.node):
+        for name_, cls, made in assigned_objects(found.node):
             inner.bindings[name_] = f"{found.qualname}:{name_}"
             self._record_object(inner.bindings[name_], cls, made, app=False)
         self._body(inner, found.node.body, guards)
@@ -381,65 +351,3 @@ class RouteReader:
     def _local_object(self, walk: _Walk, name: str) -> bool:
         key = walk.bindings.get(name)
         return key is not None and self._mine(walk, key)
-
-
-def _creates_app(func: ast.AST) -> bool:
-    return any(cls in _APP_CLASSES for _, cls, _ in _assigned_objects(func))
-
-
-def _assigned_objects(func: ast.AST) -> list[tuple[str, str, ast.Call]]:
-    """``name = FastAPI(...)`` / ``name = APIRouter(...)`` inside a function (not nested ones)."""
-    out: list[tuple[str, str, ast.Call]] = []
-    todo = list(ast.iter_child_nodes(func))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            continue
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            cls = _class_called(node.value)
-            if cls:
-                out.extend((t.id, cls, node.value) for t in node.targets if isinstance(t, ast.Name))
-        todo.extend(ast.iter_child_nodes(node))
-    return out
-
-
-def _class_called(call: ast.Call) -> str | None:
-    name = _dotted(call.func)
-    last = name.rsplit(".", 1)[-1] if name else None
-    return last if last in (*_APP_CLASSES, *_ROUTER_CLASSES) else None
-
-
-def _methods(attr: str, dec: ast.Call) -> list[str]:
-    if attr in HTTP_METHODS:
-        return [attr.upper()]
-    if attr in ("api_route", "route"):
-        return _listed_methods(dec) or ["GET"]
-    if attr == "websocket":
-        return ["WEBSOCKET"]
-    return []
-
-
-def _listed_methods(call: ast.Call) -> list[str]:
-    value = keyword(call, "methods")
-    if isinstance(value, ast.List | ast.Tuple | ast.Set):
-        return [m.upper() for e in value.elts if (m := literal_str(e))]
-    return []
-
-
-def _registers_on_decorator(func: ast.AST, walk: _Walk) -> bool:
-    """A route handler itself (decorated with ``@router.<method>``): its body registers nothing."""
-    for dec in func.decorator_list:  # type: ignore[attr-defined]
-        if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute):
-            if dec.func.attr in (*HTTP_METHODS, "api_route", "route", "websocket"):
-                return True
-    return False
-
-
-def _ends(body: list[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[-1], ast.Return | ast.Raise)
-
-
-def _dotted(expr: ast.AST | None) -> str | None:
-    from driftcheck.http.hostcode import dotted_name
-
-    return None if expr is None else dotted_name(expr)
