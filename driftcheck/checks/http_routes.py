@@ -6,7 +6,9 @@ says where the route went. ``http-route-flag``: the target registers the route o
 server flag is set (the baseline without it); where the client starts the server itself and
 passes none of the flags, the finding is at that command line and the fix adds the flag;
 without a launch command in the scanned code, it says the server must be started with it (a
-warning: the server is started elsewhere).
+warning: the server is started elsewhere). A route the target registers under the baseline's
+condition and one more that names no flag the host's surface knows (or a new environment
+variable) is a warning that quotes the condition.
 """
 
 from __future__ import annotations
@@ -35,7 +37,54 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     added = [f for f in now.flags if f not in before.flags]
     if added and not before.flags and not (before.condition and not now.condition):
         return _flagged(use, ctx, before, now, s.target, added)
+    extra = _narrowed(before, now)
+    if extra is not None and not added:
+        return _conditioned(use, ctx, before, now, extra)
     return []
+
+
+def _narrowed(before: Route, now: Route) -> str | None:
+    """The condition the target adds to the baseline's for registering the route, when the
+    target's is the baseline's and one more conjunct (``(A) and B``, ``A and B``), or a new
+    environment variable; None otherwise (a condition that changed in any other way may have
+    widened)."""
+    new_env = [e for e in now.env if e not in before.env]
+    if new_env and not before.env:
+        return " or ".join(f"${e}" for e in new_env)
+    if not before.condition or not now.condition or now.condition == before.condition:
+        return None
+    for head in (f"({before.condition}) and ", f"{before.condition} and "):
+        if now.condition.startswith(head) and len(now.condition) > len(head):
+            return now.condition[len(head) :]
+    return None
+
+
+def _conditioned(
+    use: HttpUse, ctx: CheckContext, before: Route, now: Route, extra: str
+) -> list[Finding]:
+    """A route the target registers under one more condition the surface could not tie to a
+    flag: a warning that names it (the server must be started so that it holds)."""
+    where = f"{now.method} {now.path}"
+    if not ctx.once(use.file, f"route-condition {where}"):
+        return []
+    message = (
+        f"{ctx.target.name} {ctx.target.version} registers {where} only where {extra} also "
+        f"holds ({now.condition}); the baseline registered it where {before.condition or 'always'}"
+    )
+    ev = [
+        evidence(ctx.baseline, before.file, before.line, f"if {before.condition or 'always'}"),  # type: ignore[arg-type]
+        evidence(ctx.target, now.file, now.line, f"if {now.condition}"),
+    ]
+    return [
+        finding(
+            use,
+            "http-route-flag",
+            symbol=use.symbol,
+            message=message,
+            evidence=ev,
+            severity="warning",
+        )
+    ]
 
 
 def _removed(use: HttpUse, ctx: CheckContext, before: Route, target: HttpSurface) -> list[Finding]:
