@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from driftcheck.http.hostcode import HostCode, literal_str
-from driftcheck.http.surface import CliFlag
+from driftcheck.http.surface_model import CliFlag
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 

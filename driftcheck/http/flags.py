@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, literal_str, local_imports
-from driftcheck.http.surface import CliFlag
+from driftcheck.http.surface_model import CliFlag
 
 _DEPRECATED = re.compile(r"\bdeprecat", re.IGNORECASE)
 

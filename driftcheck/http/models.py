@@ -9,7 +9,7 @@ import ast
 from dataclasses import dataclass, field, replace
 
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, keyword, literal_str
-from driftcheck.http.surface import BodyModel, ModelField
+from driftcheck.http.surface_model import BodyModel, ModelField
 
 _PYDANTIC_BASES = ("pydantic.BaseModel", "pydantic.main.BaseModel")
 _WRAPPERS = ("Optional", "Annotated", "list", "List", "Sequence", "Union", "tuple", "Tuple")

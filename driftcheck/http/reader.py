@@ -12,7 +12,7 @@ from driftcheck.http.hostcode import HostCode, literal_str
 from driftcheck.http.models import ModelReader
 from driftcheck.http.responses import ResponseReader
 from driftcheck.http.routes import RawRoute, RouteReader
-from driftcheck.http.surface import CliFlag, HttpSurface, Route
+from driftcheck.http.surface_model import CliFlag, HttpSurface, Route
 
 if TYPE_CHECKING:
     from driftcheck.host.api import HostAPI

@@ -13,7 +13,7 @@ import ast
 
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, keyword, literal_str
 from driftcheck.http.models import ModelReader
-from driftcheck.http.surface import ResponseShape
+from driftcheck.http.surface_model import ResponseShape
 
 _STREAMS = ("StreamingResponse", "EventSourceResponse")
 _OTHER_BODIES = ("PlainTextResponse", "HTMLResponse", "FileResponse", "RedirectResponse")
