@@ -3,17 +3,21 @@
 ``http-response-field``: a field the client reads from a route's response (``r.json()["k"]``,
 an attribute of an OpenAI SDK result, ``getattr(res, "k", None)`` where the client raises when it
 is missing) that a body the baseline's route sends has, and no body the target's sends has, or
-the target's route sends no body at all. A read with a default the client copes with is not
+the target's route sends no body at all; or a test that the body is empty (``not r.content``,
+``r.status_code == 204``) where the baseline's route sent none and the target's sends one. A
+read with a default the client copes with is not
 reported; neither is one an ``isinstance`` test rules out for the call's result.
 """
 
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.http_common import evidence, routes_now, sides, walk_response
+from driftcheck.checks.http_common import Sides, evidence, routes_now, sides, walk_response
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
+from driftcheck.http.client_reads import EMPTY
 from driftcheck.http.client_use import HttpUse
+from driftcheck.http.surface import Route
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -28,6 +32,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     before, now = routes_now(s, use.http_method, use.path)
     if before is None or now is None:
         return []  # a removed route is http-route-removed's
+    if use.field == (EMPTY,):
+        return _became_non_empty(use, ctx, before, now, s)
     was = walk_response(s.baseline, before, use.field)
     if was.status != "present":
         return []
@@ -45,6 +51,29 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     ev = [
         evidence(ctx.baseline, was.file or before.file, was.line or before.line, f"sends {name}"),  # type: ignore[arg-type]
         evidence(ctx.target, got.file or now.file, got.line or now.line, got.note),
+    ]
+    return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]
+
+
+def _became_non_empty(
+    use: HttpUse, ctx: CheckContext, before: Route, now: Route, s: Sides
+) -> list[Finding]:
+    """The client tests for an empty body; the baseline's route sent none, the target's sends
+    one (a model or a dict)."""
+    was = walk_response(s.baseline, before, ("*",))  # type: ignore[arg-type]
+    sends = [r for r in now.responses if r.kind in ("model", "keys")]
+    if was.status != "empty" or not sends or any(r.kind == "unknown" for r in now.responses):
+        return []
+    if not ctx.once(use.file, f"read {use.symbol}"):
+        return []
+    body = sends[0].model or f"keys {sorted(sends[0].keys)}"
+    message = (
+        f"{ctx.target.name} {ctx.target.version}'s {now.method} {now.path} now sends a body "
+        f"({body}); the client expects none here"
+    )
+    ev = [
+        evidence(ctx.baseline, was.file or before.file, was.line or before.line, "sends no body"),  # type: ignore[arg-type]
+        evidence(ctx.target, sends[0].file or now.file, sends[0].line or now.line, f"sends {body}"),
     ]
     return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]
 

@@ -16,6 +16,8 @@ from driftcheck.gates import Gate, all_of
 from driftcheck.http.client_use import HttpUse
 
 _DEPTH = 3
+#: The field of a read that is the client's test that the body is empty.
+EMPTY = "<empty>"
 #: Methods of a parsed body that read one key with a default.
 _GETS = frozenset({"get"})
 
@@ -77,7 +79,9 @@ class ReadFinder:
                 ):
                     node, kind = self.parents[parent], "body"
                     continue
-                if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.withitem)):
+                if isinstance(parent, ast.Attribute) and _expects_empty(parent, self.parents):
+                    self._add(parent, use, func, (EMPTY,), False)
+                elif isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.withitem)):
                     self._assigned(parent, node, use, func, kind, prefix, depth)
                 elif isinstance(parent, ast.Call) and node in parent.args:
                     self._passed(parent, node, use, func, kind, prefix, depth)
@@ -263,6 +267,33 @@ class ReadFinder:
                             return False
                 stmt = holder  # type: ignore[assignment]
         return False
+
+
+def _expects_empty(attr: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool:
+    """``r.content == b""``, ``not r.text``, ``len(r.content) == 0``, ``r.status_code == 204``:
+    the client tests that the response has no body."""
+    parent = parents.get(attr)
+    if attr.attr in ("content", "text"):
+        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+            return True
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
+            if parent.func.id == "len":
+                attr, parent = parent, parents.get(parent)  # type: ignore[assignment]
+        if isinstance(parent, ast.Compare) and len(parent.ops) == 1:
+            other = parent.comparators[0] if parent.left is attr else parent.left
+            return (
+                isinstance(parent.ops[0], (ast.Eq, ast.Is))
+                and isinstance(other, ast.Constant)
+                and other.value in ("", b"", 0)
+            )
+    if attr.attr == "status_code" and isinstance(parent, ast.Compare) and len(parent.ops) == 1:
+        other = parent.comparators[0] if parent.left is attr else parent.left
+        return (
+            isinstance(parent.ops[0], ast.Eq)
+            and isinstance(other, ast.Constant)
+            and other.value == 204
+        )
+    return False
 
 
 def _none_raises(stmt: ast.stmt, name: str) -> bool:
