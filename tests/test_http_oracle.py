@@ -32,18 +32,21 @@ _SAGEMAKER = (
     "third-party code the host calls (not host source)"
 )
 
+_SINCE_0_16 = {
+    ("GET", "/metrics"): _INSTRUMENTATOR,
+    ("POST", "/adapters"): _SAGEMAKER,
+    ("DELETE", "/adapters/{adapter_name}"): _SAGEMAKER,
+    ("GET", "/docs/oauth2-redirect"): (
+        "its path is app.swagger_ui_oauth2_redirect_url, FastAPI's attribute (no literal in "
+        "the host's source)"
+    ),
+}
+
 #: Routes of the real app that the static reader cannot see: (method, path) -> reason.
 MISSES: dict[str, dict[tuple[str, str], str]] = {
     "0.11.0": {("GET", "/metrics"): _INSTRUMENTATOR},
-    "0.16.0": {
-        ("GET", "/metrics"): _INSTRUMENTATOR,
-        ("POST", "/adapters"): _SAGEMAKER,
-        ("DELETE", "/adapters/{adapter_name}"): _SAGEMAKER,
-        ("GET", "/docs/oauth2-redirect"): (
-            "its path is app.swagger_ui_oauth2_redirect_url, FastAPI's attribute (no literal in "
-            "the host's source)"
-        ),
-    },
+    "0.16.0": _SINCE_0_16,
+    "0.25.0": _SINCE_0_16,
 }
 
 #: Static routes the oracle's configuration does not register: (method, path) -> reason.
@@ -57,6 +60,27 @@ NOT_BUILT: dict[str, dict[tuple[str, str], str]] = {
     "0.16.0": {
         ("POST", "/start_profile"): "only when the profiler config (--profiler-config) is set",
         ("POST", "/stop_profile"): "only when the profiler config (--profiler-config) is set",
+    },
+    "0.25.0": {
+        ("POST", "/start_profile"): "only when the profiler config (--profiler-config) is set",
+        ("POST", "/stop_profile"): "only when the profiler config (--profiler-config) is set",
+        **{
+            ("POST", path): (
+                "a pooling route: registered only when build_app gets the model's configuration "
+                "(`not (model_config is None)`), which the oracle does not build (no model)"
+            )
+            for path in (
+                "/classify",
+                "/pooling",
+                "/rerank",
+                "/score",
+                "/v1/embeddings",
+                "/v1/rerank",
+                "/v1/score",
+                "/v2/embed",
+                "/v2/rerank",
+            )
+        },
     },
 }
 
@@ -117,7 +141,7 @@ def _runtime_fields(row: dict) -> dict[str, bool] | None:
     return {n: all(m.get(n, False) for m in models) for n in names}
 
 
-@pytest.mark.parametrize("version", ["0.11.0", "0.16.0"])
+@pytest.mark.parametrize("version", ["0.11.0", "0.16.0", "0.25.0"])
 def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
     from driftcheck.host.load import load_host
     from driftcheck.http import http_surface
