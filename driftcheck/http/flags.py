@@ -43,6 +43,7 @@ class FlagReader:
     #: Top-level functions whose command line is the server's (``module:function``), once read.
     parsers: list[str] = field(default_factory=list)
     _defs: dict[str, Def] = field(default_factory=dict)
+    _names: set[str] = field(default_factory=set)
 
     def read(self, reads: set[str]) -> dict[str, CliFlag]:
         """The flags of the command line that best covers ``reads`` (``args.<dest>`` names)."""
@@ -51,6 +52,7 @@ class FlagReader:
             if tree is not None:
                 for func in _functions(module, tree):
                     self._defs[func.qualname] = func
+        self._names = {d.name.rsplit(".", 1)[-1] for d in self._defs.values()}
         for qualname in list(self._defs):
             self._parser(qualname)
         scored: list[tuple[str, int, dict[str, CliFlag]]] = []
@@ -128,7 +130,8 @@ class FlagReader:
                 for s in func.node.body
                 if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
             ]
-        for node in _walk_own(body):
+        nodes = _walk_own(body)
+        for node in nodes:
             if (
                 isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Call)
@@ -159,7 +162,7 @@ class FlagReader:
                     target = node.target
                     if isinstance(target, ast.Tuple) and isinstance(target.elts[0], ast.Name):
                         loops[target.elts[0].id] = it.value.id
-        for node in _walk_own(body):
+        for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
@@ -172,6 +175,9 @@ class FlagReader:
 
     def _callee(self, func: Def, call: ast.Call, local: dict) -> str | None:
         target = call.func
+        last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if last not in self._names:  # cheap: only a parser function's name can be one
+            return None
         if (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Call)

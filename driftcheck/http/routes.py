@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from driftcheck.http.hostcode import Def, HostCode, Imports, keyword, literal_str, local_imports
 from driftcheck.http.routes_syntax import (
     APP_CLASSES,
-    ROUTER_CLASSES,
     Guard,
     Include,
     RawRoute,
@@ -33,6 +32,8 @@ from driftcheck.http.routes_syntax import (
 )
 
 _MAX_DEPTH = 10
+#: Texts a module that makes or fills a router or app contains (a cheap pre-filter).
+_NEEDLES = ("APIRouter", "FastAPI", "Starlette", "include_router", "add_api_route", "add_route")
 
 
 @dataclass
@@ -66,7 +67,7 @@ class RouteReader:
 
     # -- entry -------------------------------------------------------------------------------
     def read(self) -> list[RawRoute]:
-        modules = self.code.modules_containing(*ROUTER_CLASSES, *APP_CLASSES)
+        modules = self.code.modules_containing(*_NEEDLES)
         builders: list[Def] = []
         for module in modules:
             tree = self.code.parse(module)
@@ -75,6 +76,8 @@ class RouteReader:
             objects = self._module_objects(module, tree)
             walk = _Walk(module, dict(objects), {}, builder=False)
             self._body(walk, tree.body, ())
+            if not any(f"{cls}(" in self.code.text(module) for cls in APP_CLASSES):
+                continue
             for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and creates_app(node):
                     builders.append(Def(module, node, node.name))
