@@ -183,3 +183,16 @@ def test_notebooks_are_parsed_in_the_same_pass_as_modules():
     """One pass collects the uses of the notebook and of the package beside it."""
     result = _result()
     assert {u.file for u in result.uses} >= {"analysis.ipynb", "nbpkg/helpers.py"}
+
+
+def test_a_cell_that_does_not_parse_is_named(tmp_path: Path):
+    cells = [
+        {"cell_type": "code", "source": ["import minihost.core\n"], "metadata": {}},
+        {"cell_type": "code", "source": ["x = (\n", "y = 1\n"], "metadata": {}},
+    ]
+    (tmp_path / "broken.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}}, indent=1))
+    (tmp_path / "ok.py").write_text("from minihost.core import removed_helper\n")
+    result = scan(str(tmp_path), str(HOST / "2.0"), baseline=str(HOST / "1.0"))
+    assert [f.file for f in result.findings] == ["ok.py"]
+    [(file, why)] = result.skipped
+    assert file == "broken.ipynb" and "in cell 2, line 1" in why, why

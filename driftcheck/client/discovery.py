@@ -58,15 +58,6 @@ class Discovered:
         self.owner.update(dict.fromkeys(got, root))
         self.roots.append(root)
 
-    def describe(self) -> str:
-        """One line: which roots were read."""
-        parts = []
-        for r in self.roots:
-            where = f"{r['folder']}/" if r["folder"] else "./"
-            names = f" {', '.join(r['names'][:4])}{'…' if len(r['names']) > 4 else ''}"
-            parts.append(f"{where} ({r['kind']}{names if r['kind'] == 'packages' else ''})")
-        return ", ".join(parts)
-
 
 def discover(
     tree: SourceTree,

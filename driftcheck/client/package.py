@@ -125,6 +125,9 @@ def parse_client(client: Client) -> None:
             info = parse_module(client.tree.module_name(rel), rel, code)
         except SyntaxError as exc:
             where = f" at line {exc.lineno}" if exc.lineno else ""
+            cell = notebooks.cell_of(code.splitlines(), exc.lineno or 0)
+            if rel.endswith(".ipynb") and cell is not None:
+                where = f" in cell {cell[0]}, line {cell[1]}"
             client.skipped.append((rel, f"syntax error{where}: {exc.msg}"))
             del client.texts[rel]
             continue
