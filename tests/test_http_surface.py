@@ -306,3 +306,24 @@ def test_routes_command(tmp_path: Path) -> None:
     }
     bad = runner.invoke(main, ["routes", str(tmp_path / "missing")])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+DEPRECATION_TEXTS = [
+    # near-misses first: "deprecated" about something else, or not yet
+    ("Whether to allow deprecated quantization methods.", False),
+    ("Enable deprecated Prometheus metrics that have been hidden since 0.9.", False),
+    ("Replaced by --x, and will be deprecated when PCP is fully supported.", False),
+    ("Number of tokens per batch.", False),
+    ("[DEPRECATED] Disable logging requests.", True),
+    ("(Deprecated) Maximum size of extra vocabulary.", True),
+    ("Priority of IR ops. Deprecated: vLLM IR is being removed.", True),
+    ("This option is deprecated in favor of --y.", True),
+    ("Deprecated and will be removed in v0.12.", True),
+]
+
+
+@pytest.mark.parametrize(("text", "deprecated"), DEPRECATION_TEXTS)
+def test_what_says_a_flag_is_deprecated(text: str, deprecated: bool) -> None:
+    from driftcheck.http.flags import says_deprecated
+
+    assert says_deprecated(text) is deprecated

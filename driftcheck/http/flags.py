@@ -25,7 +25,15 @@ from dataclasses import dataclass, field
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, literal_str, local_imports
 from driftcheck.http.surface_model import CliFlag
 
-_DEPRECATED = re.compile(r"\bdeprecat", re.IGNORECASE)
+#: Text that says the flag itself is deprecated: a leading "[DEPRECATED]" / "(Deprecated)" /
+#: "Deprecated:", or "is/has been deprecated", "deprecated in favor of", "deprecated and will be
+#: removed". Not "deprecated quantization methods" (about something else), nor "will be
+#: deprecated" (not yet).
+_DEPRECATED = re.compile(
+    r"^\W*deprecated\b|\b(?:is|are|was|has been|have been|now)\s+deprecated\b"
+    r"|\bdeprecated\s*:|\bdeprecated\s+(?:in favou?r|and will|since|as of|in v?\d|;|,\s*use)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -290,7 +298,7 @@ class FlagReader:
     def _from_field(
         self, name: str, f: _Field, cls: Def, file: str, call: ast.Call, flag: str | None = None
     ) -> CliFlag:
-        deprecated = f.doc if f.doc and _DEPRECATED.search(f.doc) else None
+        deprecated = f.doc if says_deprecated(f.doc) else None
         return CliFlag(
             flag or "--" + name.replace("_", "-"),
             name,
@@ -324,12 +332,17 @@ def _keywords(call: ast.Call) -> tuple[ast.AST | None, dict[str, ast.AST]]:
     return spread, out
 
 
+def says_deprecated(text: str | None) -> bool:
+    """Whether a help text or docstring says the flag itself is deprecated."""
+    return bool(text) and _DEPRECATED.search(text) is not None  # type: ignore[arg-type]
+
+
 def _deprecation(kw: dict[str, ast.AST]) -> str | None:
     help_text = _text(kw.get("help"))
     value = kw.get("deprecated")
     if isinstance(value, ast.Constant) and value.value:
-        return help_text if help_text and _DEPRECATED.search(help_text) else "deprecated"
-    if help_text and _DEPRECATED.search(help_text):
+        return help_text if says_deprecated(help_text) else "deprecated"
+    if says_deprecated(help_text):
         return help_text
     return None
 
