@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_real_verdicts import mismatches
 
 from driftcheck.cache import cache_root
 from driftcheck.client.package import load_client
@@ -58,17 +59,7 @@ def test_the_sdist_layout_matches_the_verdicts(recorded: dict):
     sdist = load_client(parse_spec(str(fetch_sdist(recorded["client"])))).discovered
     assert set(recorded["read"]) <= set(sdist.modules)  # examples and notebooks beside it
     assert {r["kind"] for r in result.discovery["roots"]} >= {"packages", "scripts", "notebooks"}
-    reported = {(f.fingerprint, f"{f.file}:{f.line}"): f for f in result.findings}
-    verdicts = {(f["fingerprint"], f["where"]): f for f in recorded.get("finding", [])}
-    lost = [
-        w for (fp, w), f in verdicts.items() if f["verdict"] == "real" and (fp, w) not in reported
-    ]
-    back = [
-        w
-        for (fp, w), f in verdicts.items()
-        if f["verdict"] == "false" and not f["open"] and (fp, w) in reported
-    ]
-    unreviewed = [f"{w} {f.rule}" for (fp, w), f in reported.items() if (fp, w) not in verdicts]
+    lost, back, unreviewed = mismatches(result.findings, recorded, ("error", "warning", "info"))
     assert not lost, f"real drifts no longer reported: {lost}"
     assert not back, f"false findings reported again: {back}"
     assert not unreviewed, f"findings without a verdict (review them): {unreviewed}"
