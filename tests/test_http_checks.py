@@ -193,7 +193,7 @@ def test_fixes_apply_and_rescan_clean(host: str, tmp_path: Path):
         sdk = (client / "webclient" / "sdk.py").read_text()
         assert 'extra_body={"return_tokens": True}' in sdk
         serve = (client / "webclient" / "serve.py").read_text()
-        assert '"--port", "8000", "--enable-render"]' in serve
+        assert '"--port", "8000", "--enable-render", "--tokens-only"]' in serve
         assert '["--kv-config", "{}"]' in serve
 
 

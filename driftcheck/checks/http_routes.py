@@ -7,7 +7,8 @@ server flag is set (the baseline without it); where the client starts the server
 passes none of the flags, the finding is at that command line and the fix adds the flag;
 without a launch command in the scanned code, it says the server must be started with it (a
 warning: the server is started elsewhere). A route the target registers under the baseline's
-condition and one more that names no flag the host's surface knows (or a new environment
+condition and one more that is a local name is followed to the flags that local reads
+(:mod:`driftcheck.checks.http_conditions`); one that names no flag (or a new environment
 variable) is a warning that quotes the condition.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.http_common import evidence, find_route, moved_route, routes_at, sides
+from driftcheck.checks.http_conditions import flags_behind
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.client_use import HttpUse
@@ -39,6 +41,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return _flagged(use, ctx, before, now, s.target, added)
     extra = _narrowed(before, now)
     if extra is not None and not added:
+        behind = flags_behind(ctx.target, s.target, now, extra)
+        if behind:
+            return _flagged(use, ctx, before, now, s.target, list(behind))
         return _conditioned(use, ctx, before, now, extra)
     return []
 
@@ -149,7 +154,14 @@ def _flagged(
     where = f"{now.method} {now.path}"
     names = " or ".join(flags)
     ev = [
-        evidence(ctx.baseline, before.file, before.line, f"{where} always registered"),  # type: ignore[arg-type]
+        evidence(
+            ctx.baseline,  # type: ignore[arg-type]
+            before.file,
+            before.line,
+            f"{where} registered if {before.condition}"
+            if before.condition
+            else f"{where} always registered",
+        ),
         evidence(ctx.target, now.file, now.line, f"registered only if {now.condition or names}"),
     ]
     flag = target.flag(flags[0])
@@ -188,18 +200,20 @@ def _flagged(
                 symbol=flags[0],
                 message=message,
                 evidence=ev,
-                fix=_add_flag_fix(launch, flag, flags[0]),
+                fix=_add_flag_fix(launch, flag, flags[0], len(flags)),
             )
         )
     return out
 
 
-def _add_flag_fix(launch: HttpUse, flag: CliFlag | None, name: str) -> Fix:
-    """Append the flag to the command's list literal: safe for a flag that takes no value (the
-    host defines it as a switch); a flag with a value is for a person to choose."""
+def _add_flag_fix(launch: HttpUse, flag: CliFlag | None, name: str, choices: int = 1) -> Fix:
+    """Append the flag to the command's list literal: safe for the one flag that registers the
+    route when it takes no value (the host defines it as a switch); unsafe where any of
+    several flags would (which one to pass is a choice: each may do more); a flag with a value
+    is for a person to choose."""
     if launch.argv_list and flag is not None and _is_switch(flag):
         return Fix(
-            "safe",
+            "safe" if choices == 1 else "unsafe",
             f"add {name} to the server's command line",
             codemod="add-launch-flag",
             params=(("flag", name),),

@@ -64,31 +64,36 @@ def _append(lst: cst.List, value: cst.BaseExpression) -> cst.List:
 
 
 class _LaunchList(Located):
-    def __init__(self, findings: list[Finding], mode: str) -> None:
+    def __init__(self, findings: list[Finding]) -> None:
         super().__init__(findings)
-        self.mode = mode
+        #: Every flag to add at one list (several findings can point at the same command).
+        self.flags: dict[tuple[int, int], list[str]] = {}
+        for f in findings:
+            flag = params(f).get("flag")
+            at = self.flags.setdefault((f.fix_at[0], f.fix_at[1] - 1), [])
+            if flag and flag not in at:
+                at.append(flag)
 
     def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
         finding = self.target_of(original_node)
         if finding is None:
             return updated_node
-        p = params(finding)
+        pos = self.get_metadata(PositionProvider, original_node).start
         texts = [_text(e.value) for e in updated_node.elements]
-        if self.mode == "add":
-            flag = p["flag"]
+        like = next(
+            (e.value for e in updated_node.elements if isinstance(e.value, cst.SimpleString)),
+            cst.SimpleString('"x"'),
+        )
+        for flag in self.flags.get((pos.line, pos.column), [params(finding)["flag"]]):
             if flag in texts or any(t and t.startswith(flag + "=") for t in texts):
                 raise Decline(f"{flag} is already passed")
-            like = next(
-                (e.value for e in updated_node.elements if isinstance(e.value, cst.SimpleString)),
-                cst.SimpleString('"x"'),
-            )
-            return _append(updated_node, _quoted(like, flag))  # type: ignore[arg-type]
-        raise Decline(f"unknown mode {self.mode}")
+            updated_node = _append(updated_node, _quoted(like, flag))  # type: ignore[arg-type]
+        return updated_node
 
 
 def add_launch_flag(code: str, findings: list[Finding]) -> str:
     """Add the flag a route now needs to the command line that starts the server."""
-    return run(_LaunchList(findings, "add"), code)
+    return run(_LaunchList(findings), code)
 
 
 def rename_launch_flag(code: str, findings: list[Finding]) -> str:
