@@ -118,18 +118,28 @@ def test_probe_cache_gb_setting(tmp_path, monkeypatch):
 
 
 def test_a_long_build_step_says_its_time_and_size(tmp_path, monkeypatch):
-    monkeypatch.setattr(managed_envs, "HEARTBEAT", 0.2)
+    from driftcheck.probes import env_steps
+
+    monkeypatch.setattr(env_steps, "HEARTBEAT", 0.2)
     (tmp_path / "f").write_bytes(b"x" * 1000)
     said: list[str] = []
     cmd = [sys.executable, "-c", "import time; time.sleep(0.7)"]
-    managed_envs._run(
+    env_steps.run_step(
         cmd, "pip install torch==2.10.0", env=dict(os.environ), watch=tmp_path, say=said.append
     )
     assert said and said[0].startswith("  ... pip install torch==2.10.0: 0 s, 0.0 GB so far")
     with pytest.raises(managed_envs.EnvError, match="pip x failed"):
-        managed_envs._run(
+        env_steps.run_step(
             [sys.executable, "-c", "raise SystemExit(3)"], "pip x", env=dict(os.environ)
         )
+    # pip's note on releases for another Python is no reason: the real error line is.
+    noisy = (
+        "import sys; print('ERROR: Ignored the following versions that require a different "
+        "python version: 0.52.0 Requires-Python >=3.6,<3.9', file=sys.stderr); print('ERROR: "
+        "ResolutionImpossible: numba==0.65.0', file=sys.stderr); raise SystemExit(1)"
+    )
+    with pytest.raises(managed_envs.EnvError, match=r"exit 1\): ERROR: ResolutionImpossible"):
+        env_steps.run_step([sys.executable, "-c", noisy], "pip y", env=dict(os.environ))
 
 
 def test_managed_env_evicts_before_a_build(cache, monkeypatch):

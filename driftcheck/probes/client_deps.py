@@ -15,8 +15,8 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from driftcheck.cache import locked
+from driftcheck.probes.env_steps import pip_step as _pip
 from driftcheck.probes.envs import ProbeEnv, Progress, _clean_env, applicable
-from driftcheck.probes.managed_envs import _pip
 
 # -- the client's own runtime dependencies -------------------------------------------------------
 

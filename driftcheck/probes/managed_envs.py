@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,8 @@ from packaging.version import Version
 
 from driftcheck.cache import cache_root, locked
 from driftcheck.probes.env_cache import folder_bytes, managed_dirs, share_files
+from driftcheck.probes.env_steps import pip_step as _pip
+from driftcheck.probes.env_steps import run_step as _run
 from driftcheck.probes.envs import (
     EnvError,
     ProbeEnv,
@@ -326,63 +327,6 @@ def _done(what: str, start: float, root: Path, say: Progress) -> float:
     took = time.monotonic() - start
     say(f"  {what}: {took:.0f} s, the environment is {folder_bytes(root) / 1e9:.1f} GB")
     return took
-
-
-#: Seconds between the progress lines of a long pip step.
-HEARTBEAT = 30.0
-
-
-def _pip(
-    py: Path, args: list[str], *, watch: Path | None = None, say: Progress | None = None
-) -> None:
-    _run(
-        [str(py), "-m", "pip", "--disable-pip-version-check", *args],
-        f"pip {args[0]} {'-r requirements.txt' if '-r' in args else args[-1]}",
-        env=_clean_env(),
-        watch=watch,
-        say=say,
-    )
-
-
-def _run(
-    cmd: list[str],
-    what: str,
-    *,
-    env: dict[str, str],
-    watch: Path | None = None,
-    say: Progress | None = None,
-) -> None:
-    """Run one build step; with ``watch`` and ``say``, a line every :data:`HEARTBEAT` seconds
-    with the time so far and the size of the folder being filled."""
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-    except OSError as exc:
-        raise EnvError(f"cannot run {what}: {exc.strerror or exc}") from None
-    while True:
-        try:
-            stdout, stderr = proc.communicate(timeout=HEARTBEAT)
-            break
-        except subprocess.TimeoutExpired:
-            if watch is not None and say is not None:
-                took = time.monotonic() - start
-                say(f"  ... {what}: {took:.0f} s, {folder_bytes(watch) / 1e9:.1f} GB so far")
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-    if proc.returncode != 0:
-        lines = [ln.strip() for ln in (stderr + stdout).splitlines() if ln.strip()]
-        first = next((ln for ln in lines if ln.startswith("ERROR")), lines[-1] if lines else "")
-        raise EnvError(f"{what} failed (exit {proc.returncode}): {first[:400]}")
 
 
 def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, ProbeEnv]:
