@@ -154,3 +154,20 @@ def test_managed_env_evicts_before_a_build(cache, monkeypatch):
     with pytest.raises(managed_envs.EnvError, match="stop here"):
         managed_envs.managed_env("0.16.0", cache_limit=4 * MB)
     assert not old.exists()
+
+
+def test_a_torch_release_pin_the_index_does_not_serve_is_left_out(monkeypatch):
+    """torchaudio is pinned to torch's release; where the index has no such torchaudio
+    (torch 2.13.0, vLLM 0.27+), it is left out with a note, not a failed build."""
+    from driftcheck.sources import versions
+
+    served = {"torchaudio": ["2.11.1", "2.11.0"]}
+    monkeypatch.setattr(versions, "available_versions", lambda name, **_: served[name])
+    _, reqs, notes = managed_envs.cpu_requirements(["torch==2.13.0+cpu", "torchaudio", "numpy"])
+    assert "torchaudio==2.13.0" in reqs
+    kept, said = managed_envs._served_pins(reqs, notes, "2.13.0")
+    assert kept == ["numpy"]
+    assert said[-1] == "left out torchaudio: the index has no torchaudio==2.13.0 (torch's release)"
+    assert not any(n.startswith("pinned torchaudio") for n in said)
+    _, reqs, notes = managed_envs.cpu_requirements(["torch==2.11.0", "torchaudio"])
+    assert managed_envs._served_pins(reqs, notes, "2.11.0")[0] == ["torchaudio==2.11.0"]

