@@ -151,7 +151,8 @@ def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
     surface = http_surface(load_host(parse_spec(f"vllm=={version}")))
     assert surface.app and surface.parsers
     env = managed_env(version)
-    runtime = _runtime_routes(_runtime(env, surface, tmp_path))
+    data = _runtime(env, surface, tmp_path)
+    runtime = _runtime_routes(data)
     static = {(r.method, r.path): r for r in surface.routes}
 
     misses = MISSES.get(version, {})
@@ -172,3 +173,15 @@ def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
         if expected != got:
             wrong.append(f"{key}: static {got} != runtime {expected}")
     assert not wrong, "request models differ:\n" + "\n".join(wrong)
+
+    # The server's flags: every option of the host's own parser is read, with its --no- form.
+    options = {o for row in data["flags"] for o in row["options"]} - {"-h", "--help"}
+    static_names = {n for f in surface.flags.values() for n in (f.name, *f.aliases)}
+    negations = {f"--no-{f.name[2:]}" for f in surface.flags.values() if f.negatable}
+    assert not sorted(options - static_names - negations), "flags the static reader misses"
+    assert not sorted(negations - options), "--no- forms the real parser does not have"
+    marked = {o for row in data["flags"] if row["deprecated"] for o in row["options"]}
+    unmarked = sorted(
+        o for o in marked if o.startswith("--") and (f := surface.flag(o)) and not f.deprecated
+    )
+    assert not unmarked, "flags the real parser marks deprecated and the static reader does not"

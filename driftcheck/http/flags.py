@@ -129,6 +129,7 @@ class FlagReader:
         kwargs_of: dict[str, Def] = {}  # name -> the dataclass a helper turned into kwargs
         deleted: dict[str, set[str]] = {}
         loops: dict[str, str] = {}  # loop key variable -> kwargs name
+        literal_loops: dict[str, list[dict[str, ast.AST]]] = {}  # for a, b in [(..), ..]
         body = (
             func.node.body if isinstance(func.node, ast.FunctionDef | ast.AsyncFunctionDef) else []
         )
@@ -160,6 +161,10 @@ class FlagReader:
                         key = literal_str(t.slice)
                         if key:
                             deleted.setdefault(t.value.id, set()).add(key)
+            elif isinstance(node, ast.For) and isinstance(node.iter, ast.List | ast.Tuple):
+                rows = _literal_rows(node)
+                if rows:
+                    literal_loops.update({name: rows for name in rows[0]})
             elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call):
                 it = node.iter.func
                 if (
@@ -174,7 +179,10 @@ class FlagReader:
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-                out.flags.extend(self._added(func, node, kwargs_of, deleted, loops))
+                first = node.args[0] if node.args else None
+                rows = literal_loops.get(first.id) if isinstance(first, ast.Name) else None
+                for call in [_substituted(node, row) for row in rows] if rows else [node]:
+                    out.flags.extend(self._added(func, call, kwargs_of, deleted, loops))
             else:
                 callee = self._callee(func, node, local)
                 if callee is not None:
@@ -397,17 +405,94 @@ def _field_default(value: ast.AST | None) -> str | None:
 
 
 def _is_bool(annotation: str) -> bool:
-    return re.search(r"\bbool\b", annotation) is not None
+    """``bool``, ``bool | None``, ``Optional[bool]``, ``SkipValidation[bool]``: a switch
+    (``bool | str`` and ``list[bool]`` are not)."""
+    try:
+        node = ast.parse(annotation, mode="eval").body
+    except SyntaxError:
+        return False
+    kinds = _kinds(node)
+    return kinds is not None and kinds - {"None"} == {"bool"}
+
+
+_CONTAINERS = ("list", "dict", "set", "tuple", "frozenset", "Literal", "Sequence", "Mapping")
+
+
+def _kinds(node: ast.AST) -> set[str] | None:
+    """The types a (union) annotation allows, wrappers such as ``Annotated[X, ...]`` opened."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _kinds(node.left), _kinds(node.right)
+        return None if left is None or right is None else left | right
+    if isinstance(node, ast.Constant) and node.value is None:
+        return {"None"}
+    if isinstance(node, ast.Subscript):
+        head = (dotted_name(node.value) or "").rsplit(".", 1)[-1]
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head in _CONTAINERS:
+            return {head}
+        if head in ("Optional", "Union"):
+            out: set[str] = set() if head == "Union" else {"None"}
+            for arg in args:
+                kinds = _kinds(arg)
+                if kinds is None:
+                    return None
+                out |= kinds
+            return out
+        return _kinds(args[0])  # Annotated[X, ...], SkipValidation[X]
+    name = dotted_name(node)
+    return {name.rsplit(".", 1)[-1]} if name else None
+
+
+def _literal_rows(loop: ast.For) -> list[dict[str, ast.AST]]:
+    """``for arg, kind in [("--a", str), ("--b", bool)]``: each iteration's names and values."""
+    target = loop.target
+    names = (
+        [t.id for t in target.elts if isinstance(t, ast.Name)]
+        if isinstance(target, ast.Tuple)
+        else [target.id]
+        if isinstance(target, ast.Name)
+        else []
+    )
+    rows: list[dict[str, ast.AST]] = []
+    for item in loop.iter.elts:  # type: ignore[attr-defined]
+        values = item.elts if isinstance(item, ast.Tuple) and len(names) > 1 else [item]
+        if len(values) != len(names):
+            return []
+        rows.append(dict(zip(names, values, strict=True)))
+    return rows
+
+
+def _substituted(call: ast.Call, row: dict[str, ast.AST]) -> ast.Call:
+    """``call`` with the loop's names replaced by one iteration's values."""
+
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return row.get(node.id, node)
+
+    import copy
+
+    out = Sub().visit(copy.deepcopy(call))
+    return ast.copy_location(out, call)
 
 
 def _text(node: ast.AST | None) -> str | None:
-    """A help text: a literal, concatenated literals, or an f-string's literal parts."""
+    """A help text: a literal, concatenated literals, or an f-string (its fields as ``{...}``,
+    a field that is a literal as itself)."""
     if node is None:
         return None
-    parts = [
-        n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-    ]
-    return "".join(parts) or None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            inner = value.value if isinstance(value, ast.FormattedValue) else value
+            text = literal_str(inner)
+            parts.append(text if text is not None else "{...}")
+        return "".join(parts) or None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _text(node.left), _text(node.right)
+        return (left or "") + (right or "") or None
+    return None
 
 
 def _loop_key(fstring: ast.JoinedStr) -> str | None:

@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[name] = "1"
     out: dict = {"routes": [], "notes": []}
     try:
-        args = _args(opts.parser, out["notes"])
+        args, parser = _args(opts.parser, out["notes"])
+        out["flags"] = _flags(parser)
         for dest in opts.set:
             setattr(args, dest, True)
         app = _build(opts.builder, args, out["notes"])
@@ -57,7 +58,7 @@ def _load(target: str) -> typing.Any:
     return obj
 
 
-def _args(parsers: list[str], notes: list[str]) -> argparse.Namespace:
+def _args(parsers: list[str], notes: list[str]) -> tuple[argparse.Namespace, typing.Any]:
     """The server's defaults, from the first of the host's parser functions that works."""
     for target in parsers:
         try:
@@ -80,10 +81,25 @@ def _args(parsers: list[str], notes: list[str]) -> argparse.Namespace:
             if parser is None:
                 continue
             notes.append(f"args from {target}")
-            return parser.parse_args([])
+            return parser.parse_args([]), parser
         except BaseException as exc:
             notes.append(f"{target}: {type(exc).__name__}: {exc}")
     raise RuntimeError("no parser function of the host gave the server's arguments")
+
+
+def _flags(parser: typing.Any) -> list[dict]:
+    """The parser's options: their strings, dest and whether argparse marks them deprecated."""
+    out: list[dict] = []
+    for action in getattr(parser, "_actions", []):
+        if action.option_strings:
+            out.append(
+                {
+                    "options": list(action.option_strings),
+                    "dest": action.dest,
+                    "deprecated": bool(getattr(action, "deprecated", False)),
+                }
+            )
+    return out
 
 
 def _hints(func: typing.Any) -> dict:
