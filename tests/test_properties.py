@@ -33,18 +33,21 @@ from driftcheck.pipeline import ScanResult, scan
 HOSTS = FIXTURES / "hosts"
 
 
-def _host_of(client: Path) -> str:
-    """The fixture host a fixture client requires (its metadata's ``Requires-Dist``)."""
+def _host_of(client: Path) -> str | None:
+    """The fixture host a fixture client requires (the ``Requires-Dist`` of its metadata that
+    names one of our fixture hosts; a client may require other packages too)."""
     [meta] = client.glob("*.dist-info/METADATA")
-    [req] = [ln for ln in meta.read_text().splitlines() if ln.startswith("Requires-Dist:")]
-    return re.split(r"[<>=!~ ]", req.split(":", 1)[1].strip())[0]
+    reqs = [ln for ln in meta.read_text().splitlines() if ln.startswith("Requires-Dist:")]
+    names = [re.split(r"[<>=!~ ;\[]", r.split(":", 1)[1].strip())[0] for r in reqs]
+    hosts = [n for n in names if (HOSTS / n / "2.0").is_dir()]
+    return hosts[0] if hosts else None
 
 
 #: fixture client file → (code, the host it is written against)
 CORPUS = {
     path.relative_to(FIXTURES).as_posix(): (path.read_text(), _host_of(client))
     for client in sorted((FIXTURES / "clients").iterdir())
-    if any(client.glob("*.dist-info/METADATA"))  # clients of our fixture hosts
+    if any(client.glob("*.dist-info/METADATA")) and _host_of(client)  # of our fixture hosts
     for path in sorted(client.rglob("*.py"))
 }
 
@@ -344,6 +347,9 @@ TARGET_KINDS = {
     "rename-import": "import",
     "accept-kwargs": "function",
     "keyword-to-call": "call",
+    "add-launch-flag": "list",
+    "rename-launch-flag": "string",
+    "rename-payload-key": "string",
 }
 
 
@@ -370,6 +376,14 @@ def _targets(code: str) -> dict[str, list[tuple[int, int, str, list[str]]]]:
                     add("import", alias.name, alias.name.value)
         elif isinstance(node, cst.FunctionDef):
             add("function", node.name, node.name.value)
+        elif isinstance(node, cst.List):
+            add("list", node, "")
+        elif isinstance(node, cst.SimpleString):
+            try:
+                text = str(node.evaluated_value)
+            except (SyntaxError, ValueError):  # a mutated literal Python itself would refuse
+                text = ""
+            add("string", node, text)
     return out
 
 
@@ -397,6 +411,9 @@ def _params(codemod: str, name: str, keywords: list[str], pick: st.DrawFn) -> di
             "requires": pick(st.sampled_from(["", *keywords])),
             "call": "{result}.params.update({}, {value})",
         },
+        "add-launch-flag": {"flag": pick(st.sampled_from(["--enable-x", "--no-y"]))},
+        "rename-launch-flag": {"old": name or "--old", "new": "--new-flag"},
+        "rename-payload-key": {"old": name or "key", "new": "renamed_key"},
     }[codemod]
 
 

@@ -19,7 +19,10 @@ from driftcheck.fixes.base import Decline, Located, params, run
 
 def _text(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
+        try:
+            value = node.evaluated_value
+        except (SyntaxError, ValueError):  # a literal Python would refuse (a NUL byte, say)
+            return None
         return value if isinstance(value, str) else None
     return None
 
