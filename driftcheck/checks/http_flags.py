@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http_common import evidence, sides
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
@@ -31,7 +31,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if s.baseline is None or not s.baseline.flags or not s.target.flags:
         return []
     out: list[Finding] = []
-    for name, span in use.flags:
+    for name, span in use.flags_on(side(ctx.target)):
         before, now = s.baseline.flag(name), s.target.flag(name)
         if before is None:
             continue  # the baseline did not take it: not a drift driftcheck can judge

@@ -14,7 +14,7 @@ variable) is a warning that quotes the condition.
 
 from __future__ import annotations
 
-from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http_common import evidence, find_route, moved_route, routes_at, sides
 from driftcheck.checks.http_conditions import flags_behind
 from driftcheck.client.use import Use
@@ -149,7 +149,10 @@ def _flagged(
     flags: list[str],
 ) -> list[Finding]:
     launches = [u for u in ctx.uses if isinstance(u, HttpUse) and u.kind == "launch"]
-    if any(f in {name for name, _ in u.flags} or u.argv_open for u in launches for f in flags):
+    on = side(ctx.target)
+    if any(
+        f in {name for name, _ in u.flags_on(on)} or u.argv_open for u in launches for f in flags
+    ):
         return []
     where = f"{now.method} {now.path}"
     names = " or ".join(flags)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from driftcheck.client.use import Use
+from driftcheck.gates import Gate, Side
 from driftcheck.host.signature import KeyOp
 
 Span = tuple[int, int, int, int]
@@ -26,7 +27,8 @@ class HttpUse(Use):
         returns: For OpenAI calls: the SDK classes of the result (``isinstance`` narrowing).
         narrow: For reads: the SDK classes an ``isinstance`` test narrows the result to, and
             whether the read runs where the test holds.
-        flags: For launches: the flags passed, with their spans.
+        flags: For launches: the flags passed, with their spans (``flag_gates``: the gate
+            each is added under, as ``cmd += [...]`` in an ``if`` on the host's version).
         argv_open: For launches: the command has parts that are not literal.
         argv_list: For launches: the command is a list literal a fix can append to.
     """
@@ -41,5 +43,17 @@ class HttpUse(Use):
     returns: tuple[str, ...] = ()
     narrow: tuple[tuple[str, ...], bool] | None = None
     flags: tuple[tuple[str, Span], ...] = ()
+    #: For launches: the gate each flag is added under (None: wherever the command runs).
+    flag_gates: tuple[Gate | None, ...] = ()
     argv_open: bool = False
     argv_list: bool = False
+
+    def flags_on(self, on: Side) -> list[tuple[str, Span]]:
+        """The flags the command passes on one host release (a flag added under a gate that
+        does not hold there is not passed; one whose gate cannot be decided is)."""
+        gates = self.flag_gates or (None,) * len(self.flags)
+        return [
+            f
+            for f, g in zip(self.flags, gates, strict=False)
+            if g is None or g.holds(on) is not False
+        ]

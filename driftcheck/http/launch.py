@@ -147,6 +147,8 @@ class LaunchFinder:
 
     def _add_elements(self, use: HttpUse, elts: list[ast.expr]) -> None:
         flags = list(use.flags)
+        gates = list(use.flag_gates) + [None] * (len(flags) - len(use.flag_gates))
+        gate = all_of(list(self.gates))  # type: ignore[attr-defined]
         for e in elts:
             if isinstance(e, ast.Starred):
                 use.argv_open = True
@@ -154,7 +156,9 @@ class LaunchFinder:
             token = self._token(e)
             if token is not None and token.startswith("--"):
                 flags.append((token.split("=", 1)[0], self.source.span(e)))  # type: ignore[attr-defined]
+                gates.append(gate)
         use.flags = tuple(flags)
+        use.flag_gates = tuple(gates)
 
     def _shell_string(self, node: ast.expr) -> None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
