@@ -324,6 +324,6 @@ DEPRECATION_TEXTS = [
 
 @pytest.mark.parametrize(("text", "deprecated"), DEPRECATION_TEXTS)
 def test_what_says_a_flag_is_deprecated(text: str, deprecated: bool) -> None:
-    from driftcheck.http.flags import says_deprecated
+    from driftcheck.http.flags_syntax import says_deprecated
 
     assert says_deprecated(text) is deprecated
