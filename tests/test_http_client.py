@@ -232,6 +232,23 @@ def test_the_sdk_data_is_well_formed():
         parse_sdk('[[method]]\ncall = "x"\nmethod = "POST"\npath = "x"\n')
 
 
+def test_an_sdk_client_built_for_another_machine_is_not_the_hosts():
+    uses = _uses(
+        """
+        import openai
+
+        def judge(prompt):
+            client = openai.OpenAI(base_url="https://api.example.com/v1")
+            return client.chat.completions.create(model="m", messages=[])
+
+        def local(prompt, port):
+            client = openai.OpenAI(base_url=f"http://localhost:{port}/v1")
+            return client.chat.completions.create(model="m", messages=[])
+        """
+    )
+    assert [(u.kind, u.scope) for u in uses] == [("http-request", "client.mod.local")]
+
+
 def test_a_non_openai_object_with_the_same_chain_is_not_a_request():
     assert (
         _uses(

@@ -175,7 +175,11 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
                 return _library_call(node, func.attr, lib)
             return None
         sdk_method = self.sdk.methods.get(".".join(chain))
-        if sdk_method is not None and self.client_kind(base) == "openai":
+        if (
+            sdk_method is not None
+            and self.client_kind(base) == "openai"
+            and not self._foreign_base(base)
+        ):
             body = tuple(
                 k
                 for k in node.keywords
@@ -232,6 +236,26 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             if kind is not None:
                 return kind
         return None
+
+    def _foreign_base(self, expr: ast.expr) -> bool:
+        """Was the SDK client built with a literal ``base_url`` naming another machine
+        (``OpenAI(base_url="https://api.example.com/v1")``)?"""
+        values: list[ast.expr] = [expr] if isinstance(expr, ast.Call) else []
+        if isinstance(expr, ast.Name):
+            func = self.func
+            values += func.locals.get(expr.id, []) if func is not None else []
+            values += self.module.globals.get(expr.id, [])
+        for value in values:
+            if isinstance(value, ast.Await):
+                value = value.value
+            if not isinstance(value, ast.Call):
+                continue
+            if not any(n in self.sdk.clients for n in self.module.qualified(value.func)):
+                continue
+            url = next((k.value for k in value.keywords if k.arg == "base_url"), None)
+            if url is not None and url_path(url, self.func, self.module).foreign:
+                return True
+        return False
 
     def _kind_of_value(self, value: ast.expr, depth: int) -> str | None:
         if isinstance(value, ast.Await):
