@@ -249,6 +249,29 @@ def test_an_sdk_client_built_for_another_machine_is_not_the_hosts():
     assert [(u.kind, u.scope) for u in uses] == [("http-request", "client.mod.local")]
 
 
+def test_clients_kept_on_self():
+    uses = _uses(
+        """
+        import openai
+        import requests
+
+        class Loader:
+            def __init__(self, endpoint):
+                self.client: openai.OpenAI | None = None
+                self.session = requests.Session()
+                self.endpoint = endpoint
+
+            def setup(self):
+                self.client = openai.OpenAI(base_url=self.endpoint)
+                model_id = self.client.models.list().data[0].id
+                self.session.post(f"{self.endpoint}/v1/x", json={"a": 1})
+                return model_id
+        """
+    )
+    assert [u.symbol for u in uses if u.kind == "http-request"] == ["GET /v1/models", "POST /v1/x"]
+    assert [u.field for u in uses if u.kind == "http-read"] == [("data", "[]", "id")]
+
+
 def test_a_non_openai_object_with_the_same_chain_is_not_a_request():
     assert (
         _uses(

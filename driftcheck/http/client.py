@@ -165,29 +165,34 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         if not isinstance(func, ast.Attribute):
             return None
         chain: list[str] = []
+        links: list[ast.Attribute] = []
         base: ast.expr = func
         while isinstance(base, ast.Attribute):
             chain.insert(0, base.attr)
+            links.insert(0, base)
             base = base.value
-        if len(chain) == 1:
-            lib = self.client_kind(func.value)
-            if lib is not None and lib != "openai":
-                return _library_call(node, func.attr, lib)
-            return None
-        sdk_method = self.sdk.methods.get(".".join(chain))
-        if (
-            sdk_method is not None
-            and self.client_kind(base) == "openai"
-            and not self._foreign_base(base)
-        ):
+        lib = self.client_kind(func.value)
+        if lib is not None and lib != "openai":
+            return _library_call(node, func.attr, lib)
+        for k in range(
+            len(chain) - 1
+        ):  # ``client.chat.completions.create``, ``self.c.models.list``
+            sdk_method = self.sdk.methods.get(".".join(chain[k:]))
+            receiver = links[k].value
+            if sdk_method is None or self.client_kind(receiver) != "openai":
+                continue
+            if self._foreign_base(receiver):
+                return None
             body = tuple(
-                k
-                for k in node.keywords
-                if k.arg is not None
-                and k.arg not in self.sdk.own_parameters
-                and k.arg not in sdk_method.path_parameters
+                kw
+                for kw in node.keywords
+                if kw.arg is not None
+                and kw.arg not in self.sdk.own_parameters
+                and kw.arg not in sdk_method.path_parameters
             )
-            extra = next((k.value for k in node.keywords if k.arg == self.sdk.body_parameter), None)
+            extra = next(
+                (kw.value for kw in node.keywords if kw.arg == self.sdk.body_parameter), None
+            )
             return Request(
                 method=sdk_method.method,
                 url=None,
