@@ -6,6 +6,10 @@ configuration that registers the most: every environment variable and flag that 
 read route condition names set, every task the builder's annotation allows. Its routes and their
 request models must be the static reader's: every route it misses or invents is named.
 
+The server's flags must be the host parser's options (``--no-`` forms and the parser's own
+deprecation marks included). Built again with the defaults (nothing set), the app must have every
+route read as unconditional and none read as needing a flag or an environment variable.
+
 Routes that cannot agree are listed below as data, each with its reason; a listed route that
 agrees after all fails the test too (the list must stay true).
 """
@@ -85,7 +89,7 @@ NOT_BUILT: dict[str, dict[tuple[str, str], str]] = {
 }
 
 
-def _runtime(env, surface, tmp_path: Path) -> dict:
+def _runtime(env, surface, tmp_path: Path, *, enable: bool = True) -> dict:
     from driftcheck.probes.driver_env import needs_platform_shim, platform_plugin_dir
     from driftcheck.probes.envs import _clean_env
 
@@ -96,9 +100,9 @@ def _runtime(env, surface, tmp_path: Path) -> dict:
         platform_plugin_dir(shim)
         variables["PYTHONPATH"] = str(shim)
     python = env.python
-    env_vars = sorted({e for r in surface.routes for e in r.env})
+    env_vars = sorted({e for r in surface.routes for e in r.env}) if enable else []
     dests = set()
-    for r in surface.routes:
+    for r in surface.routes if enable else ():
         for name in r.flags:
             flag = surface.flag(name)
             if flag is not None and not name.startswith("--no-"):
@@ -185,3 +189,21 @@ def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
         o for o in marked if o.startswith("--") and (f := surface.flag(o)) and not f.deprecated
     )
     assert not unmarked, "flags the real parser marks deprecated and the static reader does not"
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.16.0", "0.25.0"])
+def test_flag_and_env_conditions_hold_on_the_real_app(version: str, tmp_path: Path) -> None:
+    """Built with the defaults (no environment variable, no flag set), the real app has every
+    route the static reader calls unconditional and none it says needs a flag or a variable."""
+    from driftcheck.host.load import load_host
+    from driftcheck.http import http_surface
+    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.sources.specs import parse_spec
+
+    surface = http_surface(load_host(parse_spec(f"vllm=={version}")))
+    runtime = _runtime_routes(_runtime(managed_env(version), surface, tmp_path, enable=False))
+    gated = {(r.method, r.path) for r in surface.routes if r.flags or r.env}
+    plain = {(r.method, r.path) for r in surface.routes if r.condition is None}
+    assert gated and plain
+    assert not sorted(gated & set(runtime)), "registered without the flag or variable"
+    assert not sorted(plain - set(runtime) - set(NOT_BUILT.get(version, {}))), "missing"
