@@ -327,3 +327,39 @@ def test_what_says_a_flag_is_deprecated(text: str, deprecated: bool) -> None:
     from driftcheck.http.flags_syntax import says_deprecated
 
     assert says_deprecated(text) is deprecated
+
+
+def test_the_surface_is_a_snapshot_fact() -> None:
+    """Read once per release: the tree's fact store keeps it as plain JSON, and a later process
+    (a fresh HostAPI over the same store) rebuilds it from there without reading source."""
+    from driftcheck.host.api import HostAPI
+    from driftcheck.sources.specs import parse_spec
+    from driftcheck.sources.trees import open_tree
+
+    store: dict[str, object] = {}
+    computed: list[str] = []
+
+    def with_store(tree):
+        def fact(key, compute):
+            if key not in store:
+                computed.append(key)
+                store[key] = json.loads(json.dumps(compute()))
+            return store[key]
+
+        tree.fact = fact
+        return tree
+
+    spec = parse_spec(str(HOST / "2.0"), default_name="webhost")
+    first = http_surface(HostAPI(tree=with_store(open_tree(spec)), name="webhost", version="2.0"))
+    tree = with_store(open_tree(spec))
+    read = tree.read_text
+
+    def no_source(rel: str) -> str:
+        if rel.endswith(".py"):
+            pytest.fail(f"read {rel} again")
+        return read(rel)
+
+    tree.read_text = no_source  # type: ignore[method-assign]
+    second = http_surface(HostAPI(tree=tree, name="webhost", version="2.0"))
+    assert [k for k in computed if k.startswith("http-surface")] == [computed[0]]
+    assert second == first and second.route("POST", "/v1/generations") is not None
