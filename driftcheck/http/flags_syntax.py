@@ -46,8 +46,12 @@ def says_deprecated(text: str | None) -> bool:
 
 
 def deprecation(kw: dict[str, ast.AST]) -> str | None:
+    """An ``add_argument`` call's deprecation: ``deprecated="message"``, ``deprecated=True`` (with
+    the help text when it says so), or a help text that says the flag is deprecated."""
     help_text = help_text_of(kw.get("help"))
     value = kw.get("deprecated")
+    if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+        return value.value
     if isinstance(value, ast.Constant) and value.value:
         return help_text if says_deprecated(help_text) else "deprecated"
     if says_deprecated(help_text):
