@@ -363,3 +363,28 @@ def test_the_surface_is_a_snapshot_fact() -> None:
     second = http_surface(HostAPI(tree=tree, name="webhost", version="2.0"))
     assert [k for k in computed if k.startswith("http-surface")] == [computed[0]]
     assert second == first and second.route("POST", "/v1/generations") is not None
+
+
+def test_a_router_passed_to_a_function_that_registers_on_it(tmp_path: Path) -> None:
+    """``register_x_routes(router)`` under a guard: its routes carry the guard; the router's
+    own routes do not."""
+    pkg = tmp_path / "r"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "envs.py").write_text("R_DEV = False\n")
+    (pkg / "extra.py").write_text(
+        "def register_dev_routes(r):\n    @r.post('/dev')\n    async def dev():\n"
+        "        return {'ok': True}\n"
+    )
+    (pkg / "server.py").write_text(
+        "from fastapi import APIRouter, FastAPI\nfrom r import envs\n\nrouter = APIRouter()\n\n\n"
+        "@router.get('/plain')\nasync def plain():\n    return None\n\n\n"
+        "def build_app(args):\n    app = FastAPI()\n    if envs.R_DEV:\n"
+        "        from r.extra import register_dev_routes\n\n        register_dev_routes(router)\n"
+        "    app.include_router(router)\n    return app\n"
+    )
+    surface = _surface(tmp_path, "r")
+    assert surface.route("GET", "/plain").condition is None
+    dev = surface.route("POST", "/dev")
+    assert dev is not None and dev.condition == "envs.R_DEV" and dev.env == ("R_DEV",)
+    assert [s.keys for s in dev.responses] == [("ok",)]

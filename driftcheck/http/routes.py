@@ -46,6 +46,8 @@ class _Walk:
     depth: int = 0
     #: ``name = Call(...)`` seen so far in the body being walked.
     assigned: dict[str, ast.AST] = field(default_factory=dict)
+    #: Objects the caller passed in (``register_x_routes(router)``): recorded in any pass.
+    passed: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -167,6 +169,8 @@ class RouteReader:
         objects, the builder pass the objects a builder made (its app, its routers)."""
         if key is None:
             return False
+        if key in walk.passed:
+            return True
         module_level = key.count(":") == 1 and key.partition(":")[2] in self._objects_of(
             key.partition(":")[0]
         )
@@ -272,8 +276,7 @@ class RouteReader:
                     if path is not None:
                         self._reg(key, "MOUNT", path, None, guards, walk, call)
                     return
-        if walk.builder:
-            self._follow(walk, call, guards)
+        self._follow(walk, call, guards)
 
     def _route_object(self, walk: _Walk, key: str, value: ast.AST, guards: tuple) -> None:
         """``app.routes.append(Mount("/p", ...))`` / ``Route("/p", endpoint, methods=[...])``,
@@ -314,15 +317,16 @@ class RouteReader:
             self._reg(key, method, path, handler, guards, walk, call)
 
     def _follow(self, walk: _Walk, call: ast.Call, guards: tuple[Guard, ...]) -> None:
-        """Walk a function that the app (or a builder's router) is passed to."""
+        """Walk a function that an app or router is passed to (``attach_router(app)``,
+        ``register_x_routes(router)``), recording what it does to them under ``guards``."""
         passed = [
             (i, None, walk.bindings[a.id])
             for i, a in enumerate(call.args)
-            if isinstance(a, ast.Name) and self._local_object(walk, a.id)
+            if isinstance(a, ast.Name) and a.id in walk.bindings
         ] + [
             (None, k.arg, walk.bindings[k.value.id])
             for k in call.keywords
-            if isinstance(k.value, ast.Name) and k.arg and self._local_object(walk, k.value.id)
+            if isinstance(k.value, ast.Name) and k.arg and k.value.id in walk.bindings
         ]
         name = dotted(call.func)
         if not passed or name is None or walk.depth >= _MAX_DEPTH:
@@ -345,12 +349,11 @@ class RouteReader:
         self._seen_calls.add(seen)
         self.followed.append(found)
         local = local_imports(found.node, found.module, self.code.is_package(found.module))
-        inner = _Walk(found.module, bindings, local, builder=True, depth=walk.depth + 1)
+        keys = frozenset(key for _, _, key in passed)
+        inner = _Walk(
+            found.module, bindings, local, builder=True, depth=walk.depth + 1, passed=keys
+        )
         for name_, cls, made in assigned_objects(found.node):
             inner.bindings[name_] = f"{found.qualname}:{name_}"
             self._record_object(inner.bindings[name_], cls, made, app=False)
         self._body(inner, found.node.body, guards)
-
-    def _local_object(self, walk: _Walk, name: str) -> bool:
-        key = walk.bindings.get(name)
-        return key is not None and self._mine(walk, key)
