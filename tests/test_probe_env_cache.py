@@ -171,3 +171,28 @@ def test_a_torch_release_pin_the_index_does_not_serve_is_left_out(monkeypatch):
     assert not any(n.startswith("pinned torchaudio") for n in said)
     _, reqs, notes = managed_envs.cpu_requirements(["torch==2.11.0", "torchaudio"])
     assert managed_envs._served_pins(reqs, notes, "2.11.0")[0] == ["torchaudio==2.11.0"]
+
+
+def test_a_torch_extension_that_does_not_import_is_uninstalled(monkeypatch, tmp_path):
+    """torchvision built for another torch raises at import (every transformers import that
+    looks for it fails with it): the build uninstalls it and says why; one that imports, or is
+    not installed, stays as it is."""
+    import subprocess
+
+    outcomes = {"torchvision": (1, "RuntimeError: operator torchvision::nms does not exist")}
+    ran: list[list[str]] = []
+
+    def fake_run(cmd, **_kw):
+        name = cmd[-1].rsplit("import ", 1)[-1]
+        code, err = outcomes.get(name, (3, ""))  # 3: not installed
+        return subprocess.CompletedProcess(cmd, code, "", err)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(managed_envs, "_pip", lambda py, args, **_kw: ran.append(args))
+    notes: list[str] = []
+    managed_envs._drop_broken_extensions(tmp_path / "python", notes, lambda _m: None)
+    assert ran == [["uninstall", "-y", "torchvision"]]
+    assert notes == [
+        "uninstalled torchvision: it does not import with this torch "
+        "(RuntimeError: operator torchvision::nms does not exist)"
+    ]
