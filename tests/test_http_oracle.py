@@ -17,6 +17,7 @@ agrees after all fails the test too (the list must stay true).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -89,7 +90,9 @@ NOT_BUILT: dict[str, dict[tuple[str, str], str]] = {
 }
 
 
-def _runtime(env, surface, tmp_path: Path, *, enable: bool = True) -> dict:
+def _runtime(
+    env, surface, tmp_path: Path, *, enable: bool = True, path: Path | None = None
+) -> dict:
     from driftcheck.probes.driver_env import needs_platform_shim, platform_plugin_dir
     from driftcheck.probes.envs import _clean_env
 
@@ -99,6 +102,10 @@ def _runtime(env, surface, tmp_path: Path, *, enable: bool = True) -> dict:
         shim = tmp_path / "shim"
         platform_plugin_dir(shim)
         variables["PYTHONPATH"] = str(shim)
+    if path is not None:  # a host from a folder, not installed in the environment
+        variables["PYTHONPATH"] = os.pathsep.join(
+            filter(None, (str(path), variables.get("PYTHONPATH")))
+        )
     python = env.python
     env_vars = sorted({e for r in surface.routes for e in r.env}) if enable else []
     dests = set()
@@ -145,22 +152,10 @@ def _runtime_fields(row: dict) -> dict[str, bool] | None:
     return {n: all(m.get(n, False) for m in models) for n in names}
 
 
-@pytest.mark.parametrize("version", ["0.11.0", "0.16.0", "0.25.0"])
-def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
-    from driftcheck.host.load import load_host
-    from driftcheck.http import http_surface
-    from driftcheck.probes.managed_envs import managed_env
-    from driftcheck.sources.specs import parse_spec
-
-    surface = http_surface(load_host(parse_spec(f"vllm=={version}")))
-    assert surface.app and surface.parsers
-    env = managed_env(version)
-    data = _runtime(env, surface, tmp_path)
+def _agree(surface, data: dict, misses: dict, not_built: dict) -> None:
+    """Routes, request models and flags of the static reading and of the real app agree."""
     runtime = _runtime_routes(data)
     static = {(r.method, r.path): r for r in surface.routes}
-
-    misses = MISSES.get(version, {})
-    not_built = NOT_BUILT.get(version, {})
     missed = sorted(set(runtime) - set(static) - set(misses))
     invented = sorted(set(static) - set(runtime) - set(not_built))
     assert not missed, f"the static reader misses {missed}"
@@ -191,19 +186,57 @@ def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
     assert not unmarked, "flags the real parser marks deprecated and the static reader does not"
 
 
-@pytest.mark.parametrize("version", ["0.11.0", "0.16.0", "0.25.0"])
-def test_flag_and_env_conditions_hold_on_the_real_app(version: str, tmp_path: Path) -> None:
-    """Built with the defaults (no environment variable, no flag set), the real app has every
-    route the static reader calls unconditional and none it says needs a flag or a variable."""
+def _conditions_hold(surface, data: dict, not_built: dict) -> None:
+    """Built with the defaults, the app has every route read as unconditional and none read as
+    needing a flag or an environment variable."""
+    runtime = _runtime_routes(data)
+    gated = {(r.method, r.path) for r in surface.routes if r.flags or r.env}
+    plain = {(r.method, r.path) for r in surface.routes if r.condition is None}
+    assert gated and plain
+    assert not sorted(gated & set(runtime)), "registered without the flag or variable"
+    assert not sorted(plain - set(runtime) - set(not_built)), "missing"
+
+
+def _vllm(version: str):
     from driftcheck.host.load import load_host
     from driftcheck.http import http_surface
     from driftcheck.probes.managed_envs import managed_env
     from driftcheck.sources.specs import parse_spec
 
     surface = http_surface(load_host(parse_spec(f"vllm=={version}")))
-    runtime = _runtime_routes(_runtime(managed_env(version), surface, tmp_path, enable=False))
-    gated = {(r.method, r.path) for r in surface.routes if r.flags or r.env}
-    plain = {(r.method, r.path) for r in surface.routes if r.condition is None}
-    assert gated and plain
-    assert not sorted(gated & set(runtime)), "registered without the flag or variable"
-    assert not sorted(plain - set(runtime) - set(NOT_BUILT.get(version, {}))), "missing"
+    assert surface.app and surface.parsers
+    return surface, managed_env(version)
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.16.0", "0.25.0"])
+def test_static_routes_are_the_real_apps(version: str, tmp_path: Path) -> None:
+    surface, env = _vllm(version)
+    data = _runtime(env, surface, tmp_path)
+    _agree(surface, data, MISSES.get(version, {}), NOT_BUILT.get(version, {}))
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.16.0", "0.25.0"])
+def test_flag_and_env_conditions_hold_on_the_real_app(version: str, tmp_path: Path) -> None:
+    surface, env = _vllm(version)
+    data = _runtime(env, surface, tmp_path, enable=False)
+    _conditions_hold(surface, data, NOT_BUILT.get(version, {}))
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_our_fixture_host_is_what_it_says(version: str, tmp_path: Path) -> None:
+    """webhost, run for real (with the FastAPI and pydantic of a managed vLLM environment):
+    the static reading of our own fixture agrees with its app in both configurations."""
+    from driftcheck.host.load import load_host
+    from driftcheck.http import http_surface
+    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.sources.specs import parse_spec
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "hosts" / "webhost" / version
+    surface = http_surface(load_host(parse_spec(str(root), default_name="webhost")))
+    env = managed_env("0.16.0")
+    for enable in (True, False):
+        data = _runtime(env, surface, tmp_path, enable=enable, path=root)
+        if enable:
+            _agree(surface, data, {}, {})
+        else:
+            _conditions_hold(surface, data, {})
