@@ -136,3 +136,36 @@ def test_the_range_report_carries_the_blame_in_its_errors_and_its_json():
     render_range_json(ranged, out)
     [row] = json.loads(out.getvalue())["releases"]
     assert row["patched"]["blame"]["kind"] == "fix-is-wrong" and row["unpatched"]["ok"]
+
+
+def test_an_import_failing_in_another_package_with_no_host_frame_is_outside_the_host():
+    """speculators 0.3.0 on vLLM 0.32 (transformers 5.19): its pydantic config's rebuild
+    evaluates transformers' annotation ``torch.dtype`` (torch imported under TYPE_CHECKING) and
+    pydantic raises; no vLLM frame anywhere: outside vLLM's API. A build failure of the same
+    shape (pydantic validating a host class) is not judged so."""
+    site = "/e/lib/python3.11/site-packages"
+    cause = _failed([(f"{site}/typing_extra.py", 3)]).error["traceback"]
+    run = _failed(
+        [
+            ("/tmp/w/driver.py", 249),
+            (f"{ROOT}/spec/utils/pydantic_utils.py", 35),
+            (f"{site}/pydantic/_internal/_model_construction.py", 613),
+        ],
+        kind="pydantic.errors.PydanticUndefinedAnnotation",
+    )
+    run.error["traceback"] = (
+        cause + "\nThe above exception was the direct cause\n\n" + (run.error["traceback"])
+    )
+    run.failed_stage = "import"
+    got = blame(run, "vllm", fixes=[], left=[], hunks={})
+    assert got == {
+        "kind": "outside-host",
+        "text": "outside vllm's API: importing the client fails in pydantic "
+        "(pydantic/_internal/_model_construction.py:613), called from "
+        "spec/utils/pydantic_utils.py:35; no vllm frame is involved",
+    }
+    run.failed_stage = "build"
+    assert blame(run, "vllm", fixes=[], left=[], hunks={}) is None
+    run.failed_stage = "import"
+    run.error["traceback"] += f'  File "{site}/vllm/config/scheduler.py", line 9, in f\n'
+    assert blame(run, "vllm", fixes=[], left=[], hunks={})["kind"] != "outside-host"

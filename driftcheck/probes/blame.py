@@ -142,7 +142,7 @@ def blame(
     """The blame of a failed run (``kind`` and a line of ``text``), or None when undecided."""
     if run.ok:
         return None
-    if outside := outside_host(run, host):
+    if outside := outside_host(run, host) or _import_elsewhere(run, host):
         return {"kind": "outside-host", "text": outside}
     if hit := left_at(run, left):
         return _left(hit)
@@ -202,6 +202,30 @@ def outside_host(run: RunOutcome, host: str = "vllm") -> str | None:
     have = run.versions.get(top)
     at = f" ({top} {have} in this environment)" if have else ""
     return f"outside {host}'s API: {frame} imports {module}{at}, not a {host} module"
+
+
+def _import_elsewhere(run: RunOutcome, host: str) -> str | None:
+    """Importing the client fails inside another installed package, with no frame of the host
+    anywhere in the traceback (its causes included): not the host's API."""
+    err = run.error or {}
+    text = str(err.get("traceback") or "")
+    if run.failed_stage != "import" or not run.client_root or not text:
+        return None
+    frames = [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(text)]
+    if any(_host_file(path, host) for path, _ in frames):
+        return None
+    last = _frames(text)
+    root = run.client_root.rstrip("/") + "/"
+    inner = [i for i, f in enumerate(last) if f[0].startswith(root)]
+    if not inner or inner[-1] == len(last) - 1 or "/site-packages/" not in last[-1][0]:
+        return None
+    client, raised = last[inner[-1]], last[-1]
+    where = raised[0].split("/site-packages/", 1)[1]
+    return (
+        f"outside {host}'s API: importing the client fails in {where.split('/', 1)[0]} "
+        f"({where}:{raised[1]}), called from {client[0][len(root) :]}:{client[1]}; "
+        f"no {host} frame is involved"
+    )
 
 
 def _left(item: dict) -> dict:

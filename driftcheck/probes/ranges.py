@@ -64,9 +64,8 @@ class ReleaseRun:
         if run is None or run.ok or self.report is None:
             return None
         if label != "patched":
-            return (
-                blame(run, host, fixes=[], left=[], hunks={}) if outside_host(run, host) else None
-            )
+            got = blame(run, host, fixes=[], left=[], hunks={})
+            return got if got and got["kind"] == "outside-host" else None
         rep = self.report
         return blame(run, host, fixes=rep.fixes, left=rep.left, hunks=rep.hunks)
 
