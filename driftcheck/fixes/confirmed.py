@@ -96,9 +96,11 @@ def read_confirmations(
             f"not {client_name}=={client_version}"
         )
     ran_on = str((data.get("env") or {}).get("host_version") or "")
+    host_dist = str((data.get("env") or {}).get("host_dist") or "")
     if not _same_version(ran_on, host_version):
         raise UsageError(
-            f"--confirmed-by {where}: the workload ran on vllm {ran_on or '?'}, "
+            f"--confirmed-by {where}: the workload ran on {host_dist or 'the host'} "
+            f"{ran_on or '?'}, "
             f"not on the target {host_version}"
         )
     out: list[Confirmation] = []

@@ -179,7 +179,7 @@ def blame(
     }
 
 
-def outside_host(run: RunOutcome, host: str = "vllm") -> str | None:
+def outside_host(run: RunOutcome, host: str) -> str | None:
     """A failure that is not the host's API: the client imports a module of another package,
     which this environment has at a version that lacks it. None for anything else."""
     err = run.error or {}

@@ -29,7 +29,7 @@ from pathlib import Path
 from driftcheck.cache import cache_root
 from driftcheck.errors import UsageError
 from driftcheck.probes import runner
-from driftcheck.probes.blame import patch_hunks
+from driftcheck.probes.blame import blame, patch_hunks
 from driftcheck.probes.builtin_models import DEFAULT_MODEL, ResolvedModel, recipe, resolve_model
 from driftcheck.probes.client_deps import ensure_client_deps
 from driftcheck.probes.driver_env import (
@@ -175,7 +175,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                     say,
                 )
             runs.append(outcome)
-        return ProbeReport(
+        report = ProbeReport(
             client=options.client,
             client_version=client_version,
             host=str(host),
@@ -192,6 +192,12 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             left=left,
             hunks=patch_hunks(patches),
         )
+        patched = next((r for r in runs if r.label == "patched" and not r.ok), None)
+        if patched is not None:
+            report.patched_blame = blame(
+                patched, host.name or "vllm", fixes=fixes, left=left, hunks=report.hunks
+            )
+        return report
     finally:
         held.close()
         if not options.keep:

@@ -95,6 +95,9 @@ class ProbeReport:
     #: The patched files' hunks (:func:`driftcheck.probes.blame.patch_hunks`): which lines of
     #: the patched copy a patch wrote, and where the others stood in the client.
     hunks: dict[str, list[dict]] = field(default_factory=dict)
+    #: Where the patched run's failure lies (:func:`driftcheck.probes.blame.blame`), when it
+    #: failed and the evidence decides it.
+    patched_blame: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -103,16 +106,23 @@ class ProbeReport:
 
     def fix_verdicts(self) -> list[dict]:
         """Each applied fix with what the patched run says of it: ``workload`` is
-        ``confirmed`` (the run passed every check with it) or ``failed`` (with ``failure``,
-        the stage and error), on this host release."""
+        ``confirmed`` (the run passed every check with it), ``failed`` (with ``failure``,
+        the stage and error) or ``untested`` (the run failed outside the host's API, before
+        the fixed code could say anything: ``failure`` says where), on this host release."""
         patched = next((r for r in self.runs if r.label == "patched"), None)
+        blamed = self.patched_blame or {}
         out = []
         for fx in self.fixes:
             item = dict(fx)
             if patched is not None:
-                item["workload"] = "confirmed" if patched.ok else "failed"
                 item["host_version"] = self.env.host_version
-                if not patched.ok:
+                if patched.ok:
+                    item["workload"] = "confirmed"
+                elif blamed.get("kind") == "outside-host":
+                    item["workload"] = "untested"
+                    item["failure"] = f"{patched.failed_stage}: {blamed.get('text')}"
+                else:
+                    item["workload"] = "failed"
                     item["failure"] = f"{patched.failed_stage}: {error_line(patched)}"
             out.append(item)
         return out

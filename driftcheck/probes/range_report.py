@@ -131,6 +131,8 @@ def _unsafe_lines(report: RangeReport) -> list[str]:
             where = f"  {r.version}  {fx.get('file')}:{fx.get('line')} {fx.get('rule')}: "
             if fx.get("workload") == "confirmed":
                 out.append(where + "confirmed by the workload")
+            elif fx.get("workload") == "untested":
+                out.append(where + "untested: the patched run failed outside the host's API")
             else:
                 out.append(where + f"not confirmed ({fx.get('failure', 'not run')})"[:300])
     return out

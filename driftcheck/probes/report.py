@@ -189,6 +189,8 @@ def fix_lines(report: ProbeReport) -> list[str]:
             line += f": confirmed by the workload on {report.env.host_version}"
         elif fx.get("safety") == "unsafe" and fx.get("workload") == "failed":
             line += f": not confirmed, the patched run failed at {fx.get('failure')}"
+        elif fx.get("safety") == "unsafe" and fx.get("workload") == "untested":
+            line += f": untested, the patched run failed before it at {fx.get('failure')}"
         out.append(line)
         out.append(f"      {fx.get('description')}")
     if report.left:
