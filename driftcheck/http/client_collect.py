@@ -26,6 +26,15 @@ IMPORTS = re.compile(
 _ROUNDS = 3
 
 
+def _may_talk(text: str, names: set[str] | frozenset[str]) -> bool:
+    """Can the file send a request or start the server? (It imports an HTTP client or a way to
+    start processes, names a wrapper or one of the host's console scripts, or runs ``python
+    -m``: ``os.execvp(sys.executable, [sys.executable, "-m", ...])``.)"""
+    return bool(
+        IMPORTS.search(text) or '"-m"' in text or "'-m'" in text or any(n in text for n in names)
+    )
+
+
 def promote_http_files(client: Client) -> None:
     """Move the client's files that do not name the host but import an HTTP client (or start
     processes) into the analysed ones: they are parsed and their lines kept for reports."""
@@ -50,12 +59,7 @@ def http_uses(
     collectors: list[HttpCollector] = []
     for _ in range(_ROUNDS):
         names = {q.rsplit(".", 1)[-1] for q in wrappers}
-        chosen = [
-            m
-            for m in modules
-            if IMPORTS.search(client.texts.get(m.file, ""))
-            or any(n in client.texts.get(m.file, "") for n in names)
-        ]
+        chosen = [m for m in modules if _may_talk(client.texts.get(m.file, ""), names | scripts)]
         collectors = []
         found: dict[str, Wrapper] = {}
         for info in chosen:

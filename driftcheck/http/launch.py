@@ -89,6 +89,10 @@ class LaunchFinder:
         """A literal argv element (``sys.executable`` as itself), else None."""
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
+        if isinstance(node, ast.Name):  # ``flag = "--x"; cmd.append(flag)``
+            value = _assigned(node.id, self.func, self.module)  # type: ignore[attr-defined]
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value
         names = self.module.qualified(node)  # type: ignore[attr-defined]
         return "sys.executable" if "sys.executable" in names else None
 
