@@ -26,13 +26,26 @@ IMPORTS = re.compile(
 _ROUNDS = 3
 
 
-def _may_talk(text: str, names: set[str] | frozenset[str]) -> bool:
+def _may_talk(text: str, wrappers: set[str], scripts: re.Pattern[str] | None) -> bool:
     """Can the file send a request or start the server? (It imports an HTTP client or a way to
-    start processes, names a wrapper or one of the host's console scripts, or runs ``python
-    -m``: ``os.execvp(sys.executable, [sys.executable, "-m", ...])``.)"""
+    start processes, names a wrapper, starts a string with one of the host's console scripts
+    (``"vllm serve ..."``, ``["vllm", ...]``: a file that only imports the host does not), or
+    runs ``python -m``: ``os.execvp(sys.executable, [sys.executable, "-m", ...])``.)"""
     return bool(
-        IMPORTS.search(text) or '"-m"' in text or "'-m'" in text or any(n in text for n in names)
+        IMPORTS.search(text)
+        or '"-m"' in text
+        or "'-m'" in text
+        or any(n in text for n in wrappers)
+        or (scripts is not None and scripts.search(text))
     )
+
+
+def _script_strings(scripts: frozenset[str]) -> re.Pattern[str] | None:
+    """A string literal that starts with one of ``scripts`` as a word."""
+    if not scripts:
+        return None
+    names = "|".join(re.escape(s) for s in sorted(scripts))
+    return re.compile(rf"""[rbuf]*["'](?:{names})(?=["'\s])""")
 
 
 def promote_http_files(client: Client) -> None:
@@ -54,12 +67,13 @@ def http_uses(
     callers' literal URLs are the requests (found in rounds, a wrapper of a wrapper too).
     """
     scripts = frozenset(console_scripts(api))
+    quoted = _script_strings(scripts)
     modules = list(client.modules.values())
     wrappers: dict[str, Wrapper] = {}
     collectors: list[HttpCollector] = []
     for _ in range(_ROUNDS):
         names = {q.rsplit(".", 1)[-1] for q in wrappers}
-        chosen = [m for m in modules if _may_talk(client.texts.get(m.file, ""), names | scripts)]
+        chosen = [m for m in modules if _may_talk(client.texts.get(m.file, ""), names, quoted)]
         collectors = []
         found: dict[str, Wrapper] = {}
         for info in chosen:
