@@ -152,6 +152,8 @@ def test_a_folder_of_scripts_without_init_is_read(tmp_path: Path):
     result = scan(str(tmp_path), str(HOST / "2.0"), baseline=str(HOST / "1.0"))
     assert [(f.file, f.rule) for f in result.findings] == [("offline/run.py", "missing-symbol")]
     assert result.discovery["files"] == 2
+    # without a package or metadata, the client is named after its folder, not a script
+    assert result.client_name == tmp_path.name
 
 
 def test_include_adds_and_exclude_removes(tmp_path: Path):

@@ -91,7 +91,7 @@ def load_client(
     if tree.metadata is None and found.metadata is not None:
         tree._metadata = found.metadata
     md = tree.metadata
-    name = md.name if md and md.name else (spec.name or guess_name(tree))
+    name = md.name if md and md.name else (spec.name or _name_of(tree, found))
     version = md.version if md and md.version else (spec.version or "")
     client = Client(tree=tree, name=name, version=version, discovered=found)
     client.skipped.extend(tree.skipped)
@@ -141,3 +141,12 @@ def parse_client(client: Client) -> None:
 def _mentions(code: str, roots: set[str]) -> bool:
     # ``in`` first: a regex that starts with ``\b`` cannot use the engine's fast literal search.
     return any(r in code and re.search(rf"\b{re.escape(r)}\b", code) for r in roots)
+
+
+def _name_of(tree: SourceTree, found: Discovered) -> str:
+    """A name for a client without metadata: its first package, or, for a folder of scripts
+    and notebooks only, the folder's own name."""
+    packaged = any(r.get("kind") in ("packages", "modules") for r in found.roots)
+    if isinstance(tree, DirectoryTree) and found.roots and not packaged:
+        return tree.meta_root.resolve().name or guess_name(tree)
+    return guess_name(tree)
