@@ -26,7 +26,7 @@ from driftcheck.gates import Gate, all_of
 from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.host.served_model import ServedModel
-from driftcheck.http.client_collect import http_uses, promote_http_files
+from driftcheck.http.prefilter import any_may_talk, promote_http_files
 from driftcheck.model_configs import served_for
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
@@ -166,7 +166,10 @@ def _collect_uses(
                 raise
             where = f"{type(exc).__name__}: {exc}"[:200]
             client.skipped.append((info.file, f"driftcheck could not analyse it ({where})"))
-    uses.extend(http_uses(client, index, gates, roots, types_api))
+    if any_may_talk(client, types_api):  # the HTTP readers load only for a client that talks
+        from driftcheck.http.client_collect import http_uses
+
+        uses.extend(http_uses(client, index, gates, roots, types_api))
     unread = [
         (client.tree.module_name(rel), rel.endswith("__init__.py"), text)
         for rel, text in client.unread.items()

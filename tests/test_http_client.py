@@ -319,7 +319,7 @@ def test_launch_commands_come_from_the_hosts_console_scripts():
 
 def test_console_scripts_are_read_from_the_distribution():
     from driftcheck.host.load import load_host
-    from driftcheck.http.launch import console_scripts
+    from driftcheck.http.prefilter import console_scripts
     from driftcheck.sources.specs import parse_spec
 
     assert console_scripts(load_host(parse_spec(str(OAIHOST / "2.0")))) == ("oaihost",)

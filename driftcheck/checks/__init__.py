@@ -16,10 +16,7 @@ from driftcheck.checks import (
     default_change,
     deprecated,
     host_migration,
-    http_flags,
-    http_request,
-    http_response,
-    http_routes,
+    http,
     implementation_swap,
     missing_symbol,
     override_signature,
@@ -50,10 +47,7 @@ PER_USE: tuple[Check, ...] = (
     override_signature.check,
     deprecated.check,
     implementation_swap.check,
-    http_routes.check,
-    http_request.check,
-    http_response.check,
-    http_flags.check,
+    http.check,  # routes, request bodies, response reads, launch flags (loaded on first use)
 )
 #: The checks run once on all of the client's uses.
 WHOLE_CLIENT: tuple[ClientCheck, ...] = (protocol.protocol_findings,)

@@ -4,7 +4,6 @@ found across the client, and the requests, reads and launches of every module.""
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING
 
 from driftcheck.client.gate_reader import GateReader
@@ -12,50 +11,13 @@ from driftcheck.client.index import ClientIndex
 from driftcheck.http.client import HttpCollector, Wrapper
 from driftcheck.http.client_reads import ReadFinder
 from driftcheck.http.client_use import HttpUse
-from driftcheck.http.launch import console_scripts
+from driftcheck.http.prefilter import console_scripts, may_talk, script_strings
 
 if TYPE_CHECKING:
     from driftcheck.client.package import Client
     from driftcheck.host.api import HostAPI
 
-#: A file that imports an HTTP client, the OpenAI SDK or a way to start a process: it may talk
-#: to the host's server without ever naming the host.
-IMPORTS = re.compile(
-    r"^[ \t]*(?:import|from)[ \t]+(?:httpx|requests|aiohttp|openai|subprocess|shlex)\b", re.M
-)
 _ROUNDS = 3
-
-
-def _may_talk(text: str, wrappers: set[str], scripts: re.Pattern[str] | None) -> bool:
-    """Can the file send a request or start the server? (It imports an HTTP client or a way to
-    start processes, names a wrapper, starts a string with one of the host's console scripts
-    (``"vllm serve ..."``, ``["vllm", ...]``: a file that only imports the host does not), or
-    runs ``python -m``: ``os.execvp(sys.executable, [sys.executable, "-m", ...])``.)"""
-    return bool(
-        IMPORTS.search(text)
-        or '"-m"' in text
-        or "'-m'" in text
-        or any(n in text for n in wrappers)
-        or (scripts is not None and scripts.search(text))
-    )
-
-
-def _script_strings(scripts: frozenset[str]) -> re.Pattern[str] | None:
-    """A string literal that starts with one of ``scripts`` as a word."""
-    if not scripts:
-        return None
-    names = "|".join(re.escape(s) for s in sorted(scripts))
-    return re.compile(rf"""[rbuf]*["'](?:{names})(?=["'\s])""")
-
-
-def promote_http_files(client: Client) -> None:
-    """Move the client's files that do not name the host but import an HTTP client (or start
-    processes) into the analysed ones: they are parsed and their lines kept for reports."""
-    for rel, text in list(client.unread.items()):
-        if IMPORTS.search(text):
-            del client.unread[rel]
-            client.texts[rel] = text
-            client.lines[rel] = text.splitlines()
 
 
 def http_uses(
@@ -67,13 +29,13 @@ def http_uses(
     callers' literal URLs are the requests (found in rounds, a wrapper of a wrapper too).
     """
     scripts = frozenset(console_scripts(api))
-    quoted = _script_strings(scripts)
+    quoted = script_strings(scripts)
     modules = list(client.modules.values())
     wrappers: dict[str, Wrapper] = {}
     collectors: list[HttpCollector] = []
     for _ in range(_ROUNDS):
         names = {q.rsplit(".", 1)[-1] for q in wrappers}
-        chosen = [m for m in modules if _may_talk(client.texts.get(m.file, ""), names, quoted)]
+        chosen = [m for m in modules if may_talk(client.texts.get(m.file, ""), names, quoted)]
         collectors = []
         found: dict[str, Wrapper] = {}
         for info in chosen:

@@ -12,17 +12,11 @@ function; and command strings given to ``shlex.split``, ``subprocess.*``, ``os.s
 from __future__ import annotations
 
 import ast
-import configparser
 import posixpath
 import shlex
-from typing import TYPE_CHECKING
 
-from driftcheck.compat import tomllib
 from driftcheck.gates import all_of
 from driftcheck.http.client_use import HttpUse
-
-if TYPE_CHECKING:
-    from driftcheck.host.api import HostAPI
 
 _PYTHONS = frozenset({"python", "python3", "sys.executable"})
 _SHELL_CALLS = frozenset(
@@ -39,38 +33,6 @@ _SHELL_CALLS = frozenset(
     }
 )
 _HOLE = "\0"
-
-
-def console_scripts(api: HostAPI) -> tuple[str, ...]:
-    """The console scripts the host's distribution declares (a snapshot fact)."""
-    return tuple(api.fact("console-scripts:1", lambda: list(_read_scripts(api))))  # type: ignore[arg-type]
-
-
-def _read_scripts(api: HostAPI) -> list[str]:
-    tree = api.tree
-    try:
-        files = tree.files()
-    except (OSError, AttributeError):
-        return []
-    names: list[str] = []
-    for rel in files:
-        if rel.count("/") == 1 and rel.endswith(
-            (".dist-info/entry_points.txt", ".egg-info/entry_points.txt")
-        ):
-            parser = configparser.ConfigParser(interpolation=None)
-            try:
-                parser.read_string(tree.read_text(rel))
-            except (configparser.Error, OSError, UnicodeDecodeError, ValueError):
-                continue
-            if parser.has_section("console_scripts"):
-                names += list(parser["console_scripts"])
-        elif rel == "pyproject.toml":
-            try:
-                data = tomllib.loads(tree.read_text(rel))
-            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, ValueError):
-                continue
-            names += list(data.get("project", {}).get("scripts", {}))
-    return sorted(set(names))
 
 
 class LaunchFinder:

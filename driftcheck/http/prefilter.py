@@ -1,0 +1,96 @@
+"""Which client files could talk to the host's server, decided from their text alone.
+
+The scan asks this before it loads any of the HTTP readers: a client none of whose files imports
+an HTTP client or a way to start processes, runs ``python -m`` or starts a string with one of the
+host's console scripts has no HTTP uses, and the scan imports nothing of ``driftcheck.http``
+beyond this module.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from driftcheck.compat import tomllib
+
+if TYPE_CHECKING:
+    from driftcheck.client.package import Client
+    from driftcheck.host.api import HostAPI
+
+#: A file that imports an HTTP client, the OpenAI SDK or a way to start a process: it may talk
+#: to the host's server without ever naming the host.
+IMPORTS = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(?:httpx|requests|aiohttp|openai|subprocess|shlex)\b", re.M
+)
+
+
+def may_talk(text: str, wrappers: set[str], scripts: re.Pattern[str] | None) -> bool:
+    """Can the file send a request or start the server? (It imports an HTTP client or a way to
+    start processes, names a wrapper, starts a string with one of the host's console scripts
+    (``"vllm serve ..."``, ``["vllm", ...]``: a file that only imports the host does not), or
+    runs ``python -m``: ``os.execvp(sys.executable, [sys.executable, "-m", ...])``.)"""
+    return bool(
+        IMPORTS.search(text)
+        or '"-m"' in text
+        or "'-m'" in text
+        or any(n in text for n in wrappers)
+        or (scripts is not None and scripts.search(text))
+    )
+
+
+def script_strings(scripts: frozenset[str]) -> re.Pattern[str] | None:
+    """A string literal that starts with one of ``scripts`` as a word."""
+    if not scripts:
+        return None
+    names = "|".join(re.escape(s) for s in sorted(scripts))
+    return re.compile(rf"""[rbuf]*["'](?:{names})(?=["'\s])""")
+
+
+def promote_http_files(client: Client) -> None:
+    """Move the client's files that do not name the host but import an HTTP client (or start
+    processes) into the analysed ones: they are parsed and their lines kept for reports."""
+    for rel, text in list(client.unread.items()):
+        if IMPORTS.search(text):
+            del client.unread[rel]
+            client.texts[rel] = text
+            client.lines[rel] = text.splitlines()
+
+
+def any_may_talk(client: Client, api: HostAPI) -> bool:
+    """Could any analysed file of the client talk to the host's server?"""
+    quoted = script_strings(frozenset(console_scripts(api)))
+    return any(may_talk(text, set(), quoted) for text in client.texts.values())
+
+
+def console_scripts(api: HostAPI) -> tuple[str, ...]:
+    """The console scripts the host's distribution declares (a snapshot fact)."""
+    return tuple(api.fact("console-scripts:1", lambda: list(_read_scripts(api))))  # type: ignore[arg-type]
+
+
+def _read_scripts(api: HostAPI) -> list[str]:
+    import configparser
+
+    tree = api.tree
+    try:
+        files = tree.files()
+    except (OSError, AttributeError):
+        return []
+    names: list[str] = []
+    for rel in files:
+        if rel.count("/") == 1 and rel.endswith(
+            (".dist-info/entry_points.txt", ".egg-info/entry_points.txt")
+        ):
+            parser = configparser.ConfigParser(interpolation=None)
+            try:
+                parser.read_string(tree.read_text(rel))
+            except (configparser.Error, OSError, UnicodeDecodeError, ValueError):
+                continue
+            if parser.has_section("console_scripts"):
+                names += list(parser["console_scripts"])
+        elif rel == "pyproject.toml":
+            try:
+                data = tomllib.loads(tree.read_text(rel))
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, ValueError):
+                continue
+            names += list(data.get("project", {}).get("scripts", {}))
+    return sorted(set(names))
