@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -12,21 +11,15 @@ from pathlib import Path
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side, site_of
-from driftcheck.client.bindings import apply_bindings
-from driftcheck.client.gate_reader import GateReader
-from driftcheck.client.gating import assignment_gates
-from driftcheck.client.index import ClientIndex
-from driftcheck.client.package import Client, load_client, parse_client
-from driftcheck.client.reach import function_gates, module_gates, unread_sites
-from driftcheck.client.types import TypeInferrer
-from driftcheck.client.uses import Use, UseCollector
+from driftcheck.client.package import Client, load_client
+from driftcheck.client.uses import Use
+from driftcheck.collect import collect_uses
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
-from driftcheck.gates import Gate, all_of
+from driftcheck.gates import Gate
 from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.host.served_model import ServedModel
-from driftcheck.http.prefilter import any_may_talk, promote_http_files
 from driftcheck.model_configs import served_for
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
@@ -93,111 +86,6 @@ class ScanResult:
                 else {}
             ),
         }
-
-
-def collect_uses(
-    client: Client,
-    types_api: HostAPI,
-    roots: set[str],
-    rules: RuleSet,
-    served: ServedModel | None = None,
-) -> list[Use]:
-    """The client's uses of the host, from the uses cache when the same client files were
-    analysed against the same host release, rules and served model before."""
-    from driftcheck.client.cache import load_uses, save_uses, uses_key
-
-    promote_http_files(client)
-    digest = rules.digest + (served.digest() if served is not None else "")
-    key = uses_key(client.key_texts(), types_api, roots, digest)
-    client.uses_key = key
-    cached = load_uses(key)
-    loaded = len(client.skipped)  # skipped while reading: not the analysis's to keep
-    if cached is not None:
-        uses, skipped, client.mixed, client.own_names = cached
-        client.skipped.extend(skipped)
-        return uses
-    parse_client(client)
-    uses = _collect_uses(client, types_api, roots, rules, served)
-    client.mixed, client.own_names = client.mixed_methods(), client.names()
-    client.index = None  # the syntax trees are not needed past this point: free them
-    client.modules.clear()
-    save_uses(key, uses, client.skipped[loaded:], client.mixed, client.own_names)
-    return uses
-
-
-def _collect_uses(
-    client: Client,
-    types_api: HostAPI,
-    roots: set[str],
-    rules: RuleSet,
-    served: ServedModel | None,
-) -> list[Use]:
-    """Index the client repo-wide, then collect every use of the host, file by file."""
-    index = ClientIndex()
-    client.index = index
-    for name, info in list(client.modules.items()):
-        try:
-            index.add_module(info)
-        except RecursionError:
-            client.skipped.append((info.file, "too deeply nested to analyse"))
-            del client.modules[name]
-    bindings = rules.bindings(types_api.name)
-    if served is not None:
-        bindings.attributes.update(served.attributes)
-    types = TypeInferrer(index, types_api, bindings)
-    apply_bindings(index, types)
-    dists = {types_api.name, types_api.name.removesuffix("-cpu")}
-    gates = GateReader(index, roots, dists)
-    for info in client.modules.values():
-        types.value_gates.update(assignment_gates(info, gates))
-    uses: list[Use] = []
-    sites: list = []
-    refs: list = []
-    for info in client.modules.values():
-        collector = UseCollector(info, index, types, roots, gates)
-        try:
-            uses.extend(collector.run())
-            sites.extend(collector.import_sites)
-            refs.extend(collector.function_refs)
-        except RecursionError:
-            client.skipped.append((info.file, "too deeply nested to analyse"))
-        except Exception as exc:  # one file driftcheck trips on never stops the scan
-            if os.environ.get("DRIFTCHECK_DEBUG", "") not in ("", "0"):
-                raise
-            where = f"{type(exc).__name__}: {exc}"[:200]
-            client.skipped.append((info.file, f"driftcheck could not analyse it ({where})"))
-    if any_may_talk(client, types_api):  # the HTTP readers load only for a client that talks
-        from driftcheck.http.client_collect import http_uses
-
-        uses.extend(http_uses(client, index, gates, roots, types_api))
-    unread = [
-        (client.tree.module_name(rel), rel.endswith("__init__.py"), text)
-        for rel, text in client.unread.items()
-    ]
-    imported = [*sites, *unread_sites(unread)]
-    reach = module_gates(imported, set(client.modules))
-    plain = {
-        name
-        for name, info in index.functions.items()
-        if info.class_name is None
-        and not info.node.decorator_list
-        and "." not in name[len(info.module.name) + 1 :]
-    }
-    called = function_gates(refs, {target for target, _, _ in imported}, plain)
-    for use in uses:
-        extra = [reach.get(client.tree.module_name(use.file)), _function_gate(called, use.scope)]
-        if any(g is not None for g in extra):
-            use.gate = all_of([g for g in (use.gate, *extra) if g is not None])
-    return uses
-
-
-def _function_gate(gates: dict[str, Gate], scope: str) -> Gate | None:
-    """The gate of the module-level function a scope lies in (None: none)."""
-    while scope:
-        if scope in gates:
-            return gates[scope]
-        scope = scope.rpartition(".")[0]
-    return None
 
 
 def run_checks(

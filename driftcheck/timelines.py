@@ -13,10 +13,11 @@ from dataclasses import dataclass, field, replace
 
 from packaging.version import Version
 
+from driftcheck.collect import collect_uses
 from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.findings import Finding, severity_rank
 from driftcheck.host.load import load_baseline, load_host, release_host, save_snapshots
-from driftcheck.pipeline import collect_uses, load_client, run_checks
+from driftcheck.pipeline import load_client, run_checks
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.fetch import fetch_release
 from driftcheck.sources.specs import PackageSpec, parse_spec
