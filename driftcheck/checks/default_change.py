@@ -65,6 +65,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             continue
         if _names_gone_host_code(ctx, old):
             continue
+        if _documented_alike(ctx.target, target, p.name, new, old):
+            continue  # the target's own docs give the old default the new one's meaning
         # A flag that now takes the other branch is a warning (an error where the target's
         # own code then asserts or raises on it); any other value change is information.
         # A None may stand for a value worked out elsewhere ("auto"): only True <-> False is a
@@ -285,3 +287,51 @@ def _refused_under(api: HostAPI, found: Found, param: str) -> str:
 
 def _names(test: ast.AST, param: str) -> bool:
     return any(_is(n, param) for n in ast.walk(test))
+
+
+def _documented_alike(api: HostAPI, found: Found, param: str, new: str, old: str) -> bool:
+    """Does the target document the parameter with one value as the other's alias (``Set to 0
+    (or -1) to consider all tokens``)? Then the old default still means what the new one does:
+    the host says so itself. (Only the parenthesised form: ``'fast' or 'slow'`` lists choices.)"""
+    if not _short_literal(new) or not _short_literal(old):
+        return False
+    a, b = (rf"(?<![\w.-])[`]*{re.escape(v)}[`]*(?![\w.])" for v in (new, old))
+    either = r"\s*\(\s*or\s+"
+    alike = re.compile(rf"{a}{either}{b}\s*\)|{b}{either}{a}\s*\)")
+    return any(alike.search(text) for text in _param_docs(api, found, param))
+
+
+def _short_literal(value: str) -> bool:
+    return (
+        len(value) <= 12 and re.fullmatch(r"-?\d+(?:\.\d+)?|'[\w-]*'|\"[\w-]*\"", value) is not None
+    )
+
+
+def _param_docs(api: HostAPI, found: Found, param: str) -> list[str]:
+    """What the host writes about one parameter: a dataclass field's docstring, and the
+    paragraph of the class's or function's docstring that starts with the parameter's name."""
+    node = api.class_node(found) if found.kind == "class" else api.def_node(found)
+    if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    out: list[str] = []
+    body = node.body
+    for stmt, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.target.id == param
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            out.append(after.value.value)
+    lines = (ast.get_docstring(node) or "").splitlines()
+    entry = re.compile(rf"\s*{re.escape(param)}\b[^:]*:")
+    field_line = re.compile(r"\s*\w+\b[^:]{0,40}:")
+    for i, line in enumerate(lines):
+        if entry.match(line):
+            end = next(
+                (j for j in range(i + 1, len(lines)) if field_line.match(lines[j])), len(lines)
+            )
+            out.append(" ".join(x.strip() for x in lines[i:end]))
+    return out
