@@ -270,8 +270,9 @@ def scan(
         if members:
             return scan_members(
                 client, members,
-                lambda path, ex, inc: _scan(
-                    path, against, baseline, host, progress, ex, disable, rules, model, inc
+                lambda path, ex, inc, own_base, own_off: _scan(
+                    path, against, baseline or own_base, host, progress, ex,
+                    [*disable, *own_off], rules, model, inc,
                 ),
                 exclude=exclude, include=include, say=progress or (lambda _m: None),
             )  # fmt: skip

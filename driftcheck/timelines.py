@@ -7,9 +7,10 @@ range is fetched (in parallel, into the cache) and checked against those uses.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from packaging.version import Version
 
@@ -18,11 +19,12 @@ from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.findings import Finding, severity_rank
 from driftcheck.host.load import load_baseline, load_host, release_host, save_snapshots
 from driftcheck.pipeline import load_client, run_checks
+from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.fetch import fetch_release
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.versions import releases_between
-from driftcheck.workspace import members_of
+from driftcheck.workspace import members_of, own_settings
 
 
 @dataclass
@@ -102,6 +104,9 @@ def timeline(
     progress: Callable[[str], None] | None = None,
     workers: int = 4,
     rules: RuleSet | None = None,
+    exclude: Iterable[str] = (),
+    include: Iterable[str] = (),
+    disable: Iterable[str] = (),
 ) -> TimelineResult:
     """Scan ``client`` against every final release of ``host`` from ``first`` to ``last``.
 
@@ -114,10 +119,19 @@ def timeline(
         progress: Callback receiving short progress messages.
         workers: Releases fetched in parallel.
         rules: The rules to use; default: the built-in rules.
+        exclude: Globs of client files not to read (as :func:`driftcheck.scan`).
+        include: Globs of client files to read beyond what its packaging says.
+        disable: Check, kind or rule ids not to report.
+
+    In a monorepo each package also reads its own ``exclude`` / ``include`` / ``disable`` /
+    ``baseline`` settings, as :func:`driftcheck.scan` does (:mod:`driftcheck.workspace`).
     """
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     rules = load_rules() if rules is None else rules
+    disabled = frozenset(disable)
+    check_ids(disabled, rules, where="disable")
+    exclude, include = list(exclude), list(include)
     try:
         Version(first)
         if last != "latest":
@@ -134,23 +148,17 @@ def timeline(
         first_api = load_host(PackageSpec(kind="release", name=host, version=versions[0]))
         # A monorepo: each package with its own pin, paths from the monorepo's top.
         members = members_of(client_spec)
-        specs = [
-            (m.relative_to(client_spec.path).as_posix() + "/", parse_spec(str(m))) for m in members
-        ]  # type: ignore[arg-type]
         parts = []
-        for prefix, spec_ in specs or [("", client_spec)]:
-            cl = load_client(spec_, first_api.roots)
-            base_api, base_version = load_baseline(cl.tree.metadata, host, baseline, say)
+        for prefix, spec_, (ex, inc, base, off) in _packages(
+            client_spec, members, exclude, include, baseline, disabled
+        ):
+            cl = load_client(spec_, first_api.roots, exclude=ex, include=inc)
+            base_api, base_version = load_baseline(cl.tree.metadata, host, base, say)
             types_api = base_api or first_api
-            parts.append(
-                (
-                    prefix,
-                    cl,
-                    base_api,
-                    base_version,
-                    collect_uses(cl, types_api, types_api.roots, rules),
-                )
-            )
+            check_ids(off, rules, where=f"{prefix or client}: 'disable'")
+            mine = rules.without(off)
+            uses = collect_uses(cl, types_api, types_api.roots, mine)
+            parts.append((prefix, cl, base_api, base_version, uses, mine, off))
         if members:
             bases = {p[3] for p in parts}
             name, version = client_spec.path.resolve().name, ""  # type: ignore[union-attr]
@@ -165,8 +173,9 @@ def timeline(
                 target = load_host(spec)
                 result.findings[v] = [
                     replace(f, file=prefix + f.file) if prefix else f
-                    for prefix, cl, base_api, _, uses in parts
-                    for f in run_checks(uses, target, base_api, cl, rules)
+                    for prefix, cl, base_api, _, uses, mine, off in parts
+                    for f in run_checks(uses, target, base_api, cl, mine)
+                    if not is_disabled(f, off)
                 ]
                 save_snapshots()
                 if target is not first_api and all(target is not p[2] for p in parts):
@@ -177,3 +186,26 @@ def timeline(
                 say(f"{host} {v}: {exc}")
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _packages(
+    client: PackageSpec,
+    members: list[Path],
+    exclude: list[str],
+    include: list[str],
+    baseline: str | None,
+    disabled: frozenset[str],
+) -> list[tuple[str, PackageSpec, tuple[list[str], list[str], str | None, frozenset[str]]]]:
+    """The clients a timeline reads: (path prefix, spec, (exclude, include, baseline, disabled
+    ids)); each package of a monorepo with its own settings added."""
+    if not members:
+        return [("", client, (exclude, include, baseline, disabled))]
+    out = []
+    for member in members:
+        rel = member.relative_to(client.path).as_posix()  # type: ignore[arg-type]
+        own, _unused = own_settings(member)
+        ex = [g[len(rel) + 1 :] for g in exclude if g.startswith(rel + "/")] + list(own.exclude)
+        inc = [g[len(rel) + 1 :] for g in include if g.startswith(rel + "/")] + list(own.include)
+        settings = (ex, inc, baseline or own.baseline, disabled | set(own.disable))
+        out.append((rel + "/", parse_spec(str(member)), settings))
+    return out

@@ -16,12 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from driftcheck.client.discovery import find_members
+from driftcheck.config import KEYS, Config, load_config, read_toml
 from driftcheck.errors import DriftcheckError
 from driftcheck.sources.specs import PackageSpec, parse_spec
 
-#: Scans one package: (its folder, its exclude globs, its include globs) -> a ScanResult.
-#: Passed in by the pipeline (this module is below it and does not import it).
-ScanOne = Callable[[str, list[str], list[str]], Any]
+#: Scans one package: (its folder, its exclude globs, its include globs, its own baseline or
+#: None, the ids it disables) -> a ScanResult. Passed in by the pipeline (this module is below
+#: it and does not import it).
+ScanOne = Callable[[str, list[str], list[str], str | None, list[str]], Any]
+#: ``[tool.driftcheck]`` keys a package of a monorepo may set for itself; the others (the
+#: target, the gate, the accepted-drift file, rule folders, the model, the probe) hold for the
+#: whole run and are set in the top ``pyproject.toml``.
+OWN_KEYS = ("exclude", "include", "baseline", "disable")
 
 
 def members_of(client: str | PackageSpec) -> list[Path]:
@@ -47,8 +53,10 @@ def scan_members(
 ) -> Any:
     """Scan each package of a monorepo and join the results (see the module's docstring).
 
-    A package that cannot be scanned (no Python files, an unknown pin) is listed as skipped
-    with the reason; the others are still scanned.
+    A package's own ``[tool.driftcheck]`` adds its ``exclude`` / ``include`` globs and
+    ``disable`` ids (relative to the package) to the run's, and its ``baseline`` is used where
+    none is given for all. A package that cannot be scanned (no Python files, an unknown pin,
+    invalid settings) is listed as skipped with the reason; the others are still scanned.
     """
     spec = parse_spec(client) if isinstance(client, str) else client
     assert spec.path is not None
@@ -61,14 +69,37 @@ def scan_members(
         inner_ex = [g[len(rel) + 1 :] for g in exclude if g.startswith(rel + "/")]
         inner_in = [g[len(rel) + 1 :] for g in include if g.startswith(rel + "/")]
         try:
-            got = scan_one(str(member), inner_ex, inner_in)
+            own, unused = own_settings(member)
+            got = scan_one(
+                str(member),
+                inner_ex + list(own.exclude),
+                inner_in + list(own.include),
+                own.baseline,
+                list(own.disable),
+            )
         except DriftcheckError as exc:
             skipped.append((rel, f"package not scanned: {exc}"))
             continue
         parts.append((rel, got))
+        skipped.extend(
+            (f"{rel}/pyproject.toml", f"[tool.driftcheck] {key!r} is not read in a package of "
+             "a monorepo: it holds for the whole run, set it in the top pyproject.toml")
+            for key in unused
+        )  # fmt: skip
     if not parts:
         raise DriftcheckError(f"{root}: none of its {len(members)} packages could be scanned")
     return join(root, parts, skipped)
+
+
+def own_settings(member: Path) -> tuple[Config, list[str]]:
+    """A package's own ``[tool.driftcheck]`` settings, and the keys it sets that only the top
+    configuration may set (:data:`OWN_KEYS`)."""
+    found = member / "pyproject.toml"
+    own = load_config(found) if found.is_file() else Config()
+    if own.path is None:
+        return own, []
+    table = read_toml(found).get("tool", {}).get("driftcheck", {})
+    return own, [k for k in table if k in KEYS and k not in OWN_KEYS]
 
 
 def join(root: Path, parts: list[tuple[str, Any]], skipped: list) -> Any:

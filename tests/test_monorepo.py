@@ -134,3 +134,75 @@ def test_timeline_runs_over_every_package(pins, monkeypatch: pytest.MonkeyPatch)
     }
     assert {(f.file, f.rule) for f in result.findings["2.0"]} == ALPHA_DRIFTS
     assert result.baseline is None and result.client_name == "monorepo"
+
+
+def _own_settings(repo: Path, package: str, table: str) -> None:
+    """Append a ``[tool.driftcheck]`` table to one package's pyproject.toml."""
+    path = repo / "packages" / package / "pyproject.toml"
+    path.write_text(path.read_text() + "\n[tool.driftcheck]\n" + table)
+
+
+@pytest.fixture
+def two_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeline's range: minihost 1.0 and 2.0 (fetched through ``pins``)."""
+    monkeypatch.setattr(
+        "driftcheck.timelines.releases_between", lambda host, first, last: ["1.0", "2.0"]
+    )
+    monkeypatch.setattr("driftcheck.timelines.fetch_release", lambda name, version, **_: None)
+
+
+def test_a_packages_own_settings_are_read_by_scan_and_timeline(pins, two_releases, tmp_path: Path):
+    repo = tmp_path / "mono"
+    shutil.copytree(MONO, repo)
+    # alpha's own settings: one file not read, one check off, and a key only the top may set.
+    _own_settings(
+        repo,
+        "alpha",
+        'exclude = ["src/alpha/moved.py"]\ndisable = ["call-signature"]\nfail-on = "error"\n',
+    )
+    result = scan(str(repo), str(HOST / "2.0"))
+    assert {(f.file, f.rule) for f in result.findings} == {
+        ("packages/alpha/src/alpha/use.py", "missing-symbol")
+    }
+    assert [p["discovery"]["files"] for p in result.packages] == [2, 3]
+    (where, why), *rest = result.skipped
+    assert where == "packages/alpha/pyproject.toml" and "'fail-on'" in why and not rest
+    # The run's own settings still hold beside the package's.
+    both = scan(str(repo), str(HOST / "2.0"), disable=["missing-symbol"])
+    assert both.findings == []
+    line = timeline(str(repo), "minihost", "1.0", "2.0")
+    assert {(f.file, f.rule) for f in line.findings["2.0"]} == {
+        ("packages/alpha/src/alpha/use.py", "missing-symbol")
+    }
+
+
+def test_a_package_with_invalid_settings_is_skipped_and_the_others_are_scanned(
+    pins, tmp_path: Path
+):
+    repo = tmp_path / "mono"
+    shutil.copytree(MONO, repo)
+    _own_settings(repo, "beta", 'exclud = ["src"]\n')
+    result = scan(str(repo), str(HOST / "2.0"))
+    assert [p["path"] for p in result.packages] == ["packages/alpha"]
+    assert {(f.file, f.rule) for f in result.findings} == ALPHA_DRIFTS
+    [(where, why)] = result.skipped
+    assert where == "packages/beta" and "unknown key 'exclud'" in why and "'exclude'" in why
+
+
+def test_timeline_reads_the_clients_settings_and_its_flags_win(pins, two_releases, tmp_path: Path):
+    alpha = tmp_path / "alpha"
+    shutil.copytree(MONO / "packages" / "alpha", alpha)
+    path = alpha / "pyproject.toml"
+    path.write_text(path.read_text() + '\n[tool.driftcheck]\nexclude = ["src/alpha/use.py"]\n')
+    args = ("timeline", str(alpha), "--host", "minihost", "--from", "1.0", "--format", "json")
+    out = run_cli(*args)
+    assert out.exit_code == 0, out.stderr
+    found = {(d["file"], d["rule"]) for d in json.loads(out.stdout)["drifts"]}
+    assert found == {("src/alpha/moved.py", "moved-symbol")}
+    # --exclude replaces the configured globs, --disable drops a check.
+    out = run_cli(*args, "--exclude", "src/alpha/moved.py", "--disable", "call-signature")
+    found = {(d["file"], d["rule"]) for d in json.loads(out.stdout)["drifts"]}
+    assert found == {("src/alpha/use.py", "missing-symbol")}
+    bad = run_cli(*args, "--disable", "no-such-check")
+    assert bad.exit_code != 0 and bad.exception is None
+    assert "no-such-check" in bad.stderr and "Traceback" not in bad.stderr
