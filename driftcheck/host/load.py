@@ -51,9 +51,13 @@ def save_snapshots() -> None:
         save = getattr(api.tree, "save", None)
         if save is not None:
             try:
-                if len(api.modules) != api.restored:
+                # The visited modules are written only when this run visited new ones: a run
+                # that looked none up (its results were cached, or it read only facts) has an
+                # empty dict that must not replace the pickle of an earlier run's modules.
+                grew = len(api.modules) != api.restored
+                if grew:
                     api.tree.dirty = True  # type: ignore[attr-defined]
-                save(api.modules if api.tree.dirty else None)  # type: ignore[attr-defined]
+                save(api.modules if grew else None)  # type: ignore[attr-defined]
                 api.restored = len(api.modules)
             except OSError:
                 pass  # a snapshot is an optimisation; failing to save it is not an error
