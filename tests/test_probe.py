@@ -265,7 +265,7 @@ def test_cpu_requirements_rewrites_unserved_pins():
     torch, reqs, notes = cpu_requirements(requires, env)
     assert torch == "2.10.0"
     assert reqs == ["regex", "torchvision", "fastapi[standard]>=0.115.0"]
-    assert any("torch==2.10.0+cpu is not served" in n for n in notes)
+    assert any("pins torch==2.10.0+cpu: installing torch==2.10.0 " in n for n in notes)
     assert any("triton==3.2.0" in n for n in notes)
 
 

