@@ -174,7 +174,7 @@ def _agree(surface, data: dict, misses: dict, not_built: dict) -> None:
     for key in sorted(set(runtime) & set(static)):
         expected = _runtime_fields(runtime[key])
         model = surface.model(static[key].request)
-        got = None if model is None else {f.wire_name: f.required for f in model.fields.values()}
+        got = None if model is None else {k: f.required for k, f in model.accepted().items()}
         if expected != got:
             wrong.append(f"{key}: static {got} != runtime {expected}")
     assert not wrong, "request models differ:\n" + "\n".join(wrong)

@@ -388,3 +388,72 @@ def test_a_router_passed_to_a_function_that_registers_on_it(tmp_path: Path) -> N
     dev = surface.route("POST", "/dev")
     assert dev is not None and dev.condition == "envs.R_DEV" and dev.env == ("R_DEV",)
     assert [s.keys for s in dev.responses] == [("ok",)]
+
+
+_BY_NAME = """
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+router = APIRouter()
+
+
+class Base(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class Inherits(Base):
+    top_k: int = Field(-1, alias="k")
+
+
+class Overrides(Base):
+    model_config = {"populate_by_name": False}
+    top_k: int = Field(-1, alias="k")
+
+
+class Legacy(BaseModel):
+    class Config:
+        allow_population_by_field_name = True
+
+    top_k: int = Field(-1, alias="k")
+
+
+class Plain(BaseModel):
+    top_k: int = Field(-1, alias="k")
+
+
+@router.post("/inherits")
+async def inherits(req: Inherits): ...
+
+
+@router.post("/overrides")
+async def overrides(req: Overrides): ...
+
+
+@router.post("/legacy")
+async def legacy(req: Legacy): ...
+
+
+@router.post("/plain")
+async def plain(req: Plain): ...
+"""
+
+
+def test_a_model_that_takes_names_too_accepts_both_keys(tmp_path: Path) -> None:
+    pkg = tmp_path / "p"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from fastapi import FastAPI\nfrom p.api import router\n\napp = FastAPI()\n"
+        "app.include_router(router)\n"
+    )
+    (pkg / "api.py").write_text(_BY_NAME)
+    surface = _surface(tmp_path, "p")
+    keys = {
+        path: set(surface.model(surface.route("POST", path).request).accepted())
+        for path in ("/inherits", "/overrides", "/legacy", "/plain")
+    }
+    assert keys == {
+        "/inherits": {"k", "top_k"},
+        "/overrides": {"k"},
+        "/legacy": {"k", "top_k"},
+        "/plain": {"k"},
+    }

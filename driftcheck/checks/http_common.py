@@ -122,8 +122,9 @@ def target_side(ctx: CheckContext) -> Side:
 
 def sent_field(model: BodyModel, key: str) -> ModelField | None:
     """The field a request key fills: its wire name (the alias, where it has one; pydantic
-    takes a field with an alias by that alias only, unless the model says otherwise)."""
-    return next((f for f in model.fields.values() if f.wire_name == key), None)
+    takes a field with an alias by that alias only, unless the model also takes names:
+    :attr:`BodyModel.by_name`)."""
+    return model.accepted().get(key)
 
 
 def request_model(surface: HttpSurface, route: Route) -> BodyModel | None:

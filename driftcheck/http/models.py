@@ -95,6 +95,7 @@ class ModelReader:
         self.models[cls.qualname] = placeholder  # a model that names itself stops here
         fields: dict[str, ModelField] = {}
         extra: str | None = None
+        by_name: bool | None = None
         bases: list[str] = []
         for base in node.bases:
             found = self.code.resolve_class(cls.module, base)
@@ -102,18 +103,28 @@ class ModelReader:
                 inherited = self.read(found)
                 fields.update(inherited.fields)
                 extra = inherited.extra if inherited.extra is not None else extra
+                by_name = by_name or inherited.by_name
                 bases.append(found.qualname)
             elif (name := dotted_name(base)) is not None:
                 bases.append(name)
-        own_extra = _extra(node)
+        own_extra = _extra_value(_config(node, "extra"))
         extra = own_extra if own_extra is not None else extra
+        own_by_name = [_config(node, key) for key in _BY_NAME]
+        if any(v is not None for v in own_by_name):
+            by_name = any(isinstance(v, ast.Constant) and v.value is True for v in own_by_name)
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 f = self._field(cls, stmt)
                 if f is not None:
                     fields[f.name] = f
         model = BodyModel(
-            cls.qualname, placeholder.file, placeholder.line, fields, extra, tuple(bases)
+            cls.qualname,
+            placeholder.file,
+            placeholder.line,
+            fields,
+            extra,
+            tuple(bases),
+            by_name=bool(by_name),
         )
         self.models[cls.qualname] = model
         return model
@@ -138,6 +149,7 @@ class ModelReader:
             extra,
             (),
             tuple(m.qualname for m in members),
+            by_name=any(m.by_name for m in members),
         )
         self.models[alias.qualname] = model
         return model
@@ -255,31 +267,35 @@ def _default_text(call: ast.Call) -> str | None:
     return None
 
 
-def _extra(node: ast.ClassDef) -> str | None:
-    """The ``extra`` a class body sets itself, or None."""
+#: The settings under which a model takes a field with an alias by its name too.
+_BY_NAME = ("populate_by_name", "validate_by_name", "allow_population_by_field_name")
+
+
+def _config(node: ast.ClassDef, key: str) -> ast.AST | None:
+    """The value a class body sets a model setting to itself (``model_config =
+    ConfigDict(key=...)`` or a dict literal, pydantic 1's ``class Config: key = ...``, or a
+    class keyword ``class M(BaseModel, key=...)``), or None."""
     for stmt in node.body:
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and stmt.targets else None
         if isinstance(stmt, ast.AnnAssign):
             target = stmt.target
         if isinstance(target, ast.Name) and target.id == "model_config":
             value = stmt.value  # type: ignore[union-attr]
-            if isinstance(value, ast.Call):
-                found = _extra_value(keyword(value, "extra"))
-                if found:
-                    return found
+            if isinstance(value, ast.Call) and (found := keyword(value, key)) is not None:
+                return found
             if isinstance(value, ast.Dict):
                 for k, v in zip(value.keys, value.values, strict=False):
-                    if literal_str(k) == "extra":
-                        return _extra_value(v)
+                    if literal_str(k) == key:
+                        return v
         if isinstance(stmt, ast.ClassDef) and stmt.name == "Config":
             for inner in stmt.body:
                 if isinstance(inner, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == "extra" for t in inner.targets
+                    isinstance(t, ast.Name) and t.id == key for t in inner.targets
                 ):
-                    return _extra_value(inner.value)
-    for kw in node.keywords:  # class M(BaseModel, extra="forbid")
-        if kw.arg == "extra":
-            return _extra_value(kw.value)
+                    return inner.value
+    for kw in node.keywords:
+        if kw.arg == key:
+            return kw.value
     return None
 
 

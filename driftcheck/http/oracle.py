@@ -184,12 +184,17 @@ def _models(hint: typing.Any) -> list[type]:
 
 
 def _fields(model: type) -> dict[str, bool]:
-    """Wire name -> required, for every field of a pydantic model."""
+    """Key -> required, for every key a pydantic model's fields are filled by: the wire name
+    (the alias), and the field's own name where the model's settings take it too."""
     out: dict[str, bool] = {}
+    config = getattr(model, "model_config", {}) or {}
+    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
     for name, info in getattr(model, "model_fields", {}).items():
         alias = getattr(info, "alias", None) or getattr(info, "validation_alias", None)
         wire = alias if isinstance(alias, str) else name
         out[wire] = bool(info.is_required())
+        if by_name:
+            out.setdefault(name, bool(info.is_required()))
     return out
 
 

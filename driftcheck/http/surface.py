@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 #: Bumped when what the reader extracts changes shape (keys the snapshot fact).
-FORMAT = 2
+FORMAT = 3
 
 
 def http_surface(api: HostAPI) -> HttpSurface:

@@ -69,6 +69,19 @@ class BodyModel:
     #: For a type alias of a union of models (``X: TypeAlias = A | B``): the members. Its
     #: ``fields`` are every member's (required only where all members require them).
     alternatives: tuple[str, ...] = ()
+    #: The model takes a field with an alias by its name too (pydantic 2's
+    #: ``populate_by_name`` / ``validate_by_name``, pydantic 1's
+    #: ``allow_population_by_field_name``).
+    by_name: bool = False
+
+    def accepted(self) -> dict[str, ModelField]:
+        """The keys a request body may fill each field by: its wire name, and its own name
+        where the model takes it too (:attr:`by_name`)."""
+        out = {f.wire_name: f for f in self.fields.values()}
+        if self.by_name:
+            for f in self.fields.values():
+                out.setdefault(f.name, f)
+        return out
 
     def field_named(self, key: str) -> ModelField | None:
         """The field a wire key names (its alias or its name)."""
@@ -86,6 +99,7 @@ class BodyModel:
             "extra": self.extra,
             "bases": list(self.bases),
             "alternatives": list(self.alternatives),
+            "by_name": self.by_name,
         }
 
     @classmethod
@@ -98,6 +112,7 @@ class BodyModel:
             extra=d.get("extra"),
             bases=tuple(d.get("bases", ())),
             alternatives=tuple(d.get("alternatives", ())),
+            by_name=bool(d.get("by_name", False)),
         )
 
 
