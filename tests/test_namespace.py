@@ -89,6 +89,16 @@ def test_served_names_carry_the_hosts_words(v2):
     assert gone.message == "`nshost.legacy` was removed in nshost 2.0. Use `nshost.helper` instead."
 
 
+def test_a_submodule_the_package_raises_for_is_imported_by_the_import_system(v2):
+    """``from nshost.oldcompat.py3k import asstr`` imports the subpackage whatever the package's
+    ``__getattr__`` says; ``nshost.oldcompat`` read off the package meets the raise."""
+    path = "nshost.oldcompat.py3k.asstr"
+    assert _status(v2.resolve(path, imported=4)) == "found"
+    assert _status(v2.resolve(path, imported=2)) == "found"  # ``from nshost import oldcompat``
+    assert _status(v2.resolve(path)) == REMOVED
+    assert _status(v2.resolve(path, imported=1)) == REMOVED
+
+
 def test_a_stub_gives_the_signature(v1):
     found = v1.resolve("nshost.fast.tune")
     assert isinstance(found, Found)

@@ -56,7 +56,7 @@ class CheckContext:
                 if isinstance(bcls, Found) and self.baseline.defined_in_host_mro(bcls, use.member):
                     return api.defined_in_host_mro(cls, use.member)
             return got
-        return api.resolve(use.symbol)
+        return api.resolve(use.symbol, imported=imported_parts(use))
 
     def evidence(self, api: HostAPI, found: Lookup, note: str = "") -> Evidence | None:
         """Evidence for a found host object (or a name its ``__getattr__`` serves) in one
@@ -75,6 +75,19 @@ class CheckContext:
             return False
         self.reported.add((file, key))
         return True
+
+
+#: Uses whose symbol the client binds by an import statement, then reads ``reads`` attributes.
+_IMPORTED_KINDS = ("import", "call", "attribute", "subclass")
+
+
+def imported_parts(use: Use) -> int:
+    """How many leading parts of ``use.symbol`` the import system brings in (``from
+    numpy.compat.py3k import asstr`` then ``asstr(x)``: all four; ``np.compat.py3k.asstr(x)``:
+    ``numpy`` alone), 0 where not known (members, a client class's inherited ``__init__``)."""
+    if use.kind not in _IMPORTED_KINDS or use.receiver or use.via:
+        return 0
+    return max(0, len(use.symbol.split(".")) - use.reads)
 
 
 def missing_module(api: HostAPI, symbol: str) -> str | None:

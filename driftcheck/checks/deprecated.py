@@ -70,18 +70,22 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
 
 
 def _imported_module(use: Use, ctx: CheckContext) -> list[Finding]:
-    """An import of a module (or from it) that now warns when it is imported."""
+    """An import of a module (or from it) that now warns when it is imported: the module or
+    one of the packages above it, which the import system imports first (``from
+    numpy.compat.py3k import asstr`` runs ``numpy/compat/__init__.py``)."""
     parts = use.symbol.split(".")
     for i in range(len(parts), 1, -1):
         module = ".".join(parts[:i])
         if ctx.target.module(module) is None:
             continue
         notes = module_notes(ctx.target, module)
-        if not notes or not ctx.once(use.file, f"module-deprecated:{module}"):
-            return []
+        if not notes:
+            continue
         if ctx.baseline is not None:
             if ctx.baseline.module(module) is None or module_notes(ctx.baseline, module):
                 return []
+        if not ctx.once(use.file, f"module-deprecated:{module}"):
+            return []
         return [
             finding(
                 use,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from driftcheck.checks.context import (
     CheckContext,
     finding,
+    imported_parts,
     missing_module,
     prefixes,
     rename_fix,
@@ -31,9 +32,9 @@ def _gone(found: Lookup) -> bool:
     return found is None or isinstance(found, Served) and found.status == REMOVED
 
 
-def _first_missing_prefix(api: HostAPI, symbol: str) -> tuple[str, Lookup]:
+def _first_missing_prefix(api: HostAPI, symbol: str, imported: int = 0) -> tuple[str, Lookup]:
     for p in prefixes(symbol):
-        got = api.resolve(p)
+        got = api.resolve(p, imported=min(imported, p.count(".") + 1))
         if _gone(got):
             return p, got
     return symbol, None
@@ -61,13 +62,14 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a host symbol that resolved at baseline and does not exist on the target."""
     if use.kind not in KINDS or use.receiver:
         return []
-    target_found = ctx.target.resolve(use.symbol)
+    imported = imported_parts(use)
+    target_found = ctx.target.resolve(use.symbol, imported=imported)
     gone_module = missing_module(ctx.target, use.symbol) if use.kind == "import" else None
     if not _gone(target_found) and gone_module is None:
         return []
     if use.kind == "import" and gone_module is None and ctx.target.module(use.symbol) is not None:
         return []  # ``from pkg import sub``: the import system imports the submodule
-    base_found = ctx.baseline.resolve(use.symbol) if ctx.baseline else None
+    base_found = ctx.baseline.resolve(use.symbol, imported=imported) if ctx.baseline else None
     if ctx.baseline is not None and not _existed(base_found):
         # Undecidable at baseline, but the target's own table says it was removed: it was there.
         said_removed = isinstance(target_found, Served) and base_found is UNKNOWN
@@ -78,7 +80,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if gone_module:
         gone, served = gone_module, None
     else:
-        gone, served = _first_missing_prefix(ctx.target, use.symbol)
+        gone, served = _first_missing_prefix(ctx.target, use.symbol, imported)
     # Through an import, the name breaks once, where it is imported; read off the module
     # (``np.product(x)``), it breaks on every line that reads it.
     per_line = use.symbol == gone and _read_off_a_module(use, gone.rsplit(".", 1)[-1])

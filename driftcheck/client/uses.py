@@ -112,7 +112,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         for base in node.bases:
             for name in self.module.qualified(base):
                 if self._host(name):
-                    self._add("subclass", base, name)
+                    self._add("subclass", base, name, reads=_reads(_unsubscripted(base)))
         host_bases = self.types.host_bases(info.qualname)
         if host_bases:
             for mname, method in info.methods.items():
@@ -326,6 +326,11 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             text = value.value
             if _dotted(text) or (first and text.isidentifier()):
                 self._add("string-ref", value, callee, member=text)
+
+
+def _unsubscripted(node: ast.expr) -> ast.expr:
+    """``Base[T]`` -> ``Base``."""
+    return node.value if isinstance(node, ast.Subscript) else node
 
 
 def _reads(node: ast.AST) -> int:

@@ -145,17 +145,25 @@ class HostAPI(Signatures, ModuleNames):
         return len(self.texts)
 
     # -- lookups ---------------------------------------------------------------------------
-    def resolve(self, path: str, _seen: frozenset[str] = frozenset()) -> Lookup:
+    def resolve(self, path: str, _seen: frozenset[str] = frozenset(), imported: int = 0) -> Lookup:
         """Resolve a dotted path through modules, re-exports and class bases (memoised: a
-        release does not change)."""
-        if _seen:
-            return self._resolve(path, _seen)
-        memo = self.__dict__.setdefault("_resolved", {})
-        if path not in memo:
-            memo[path] = self._resolve(path, _seen)
-        return memo[path]
+        release does not change).
 
-    def _resolve(self, path: str, _seen: frozenset[str]) -> Lookup:
+        ``imported``: how many leading parts the import system brings in (``from
+        numpy.compat.py3k import asstr``: all of them); a submodule among them is imported
+        whatever its package's ``__getattr__`` says, only the parts read after them as
+        attributes (``np.compat.py3k``) meet it.
+        """
+        imported = imported if imported > 1 else 0
+        if _seen:
+            return self._resolve(path, _seen, imported)
+        memo = self.__dict__.setdefault("_resolved", {})
+        key = (path, imported) if imported else path
+        if key not in memo:
+            memo[key] = self._resolve(path, _seen, imported)
+        return memo[key]
+
+    def _resolve(self, path: str, _seen: frozenset[str], imported: int = 0) -> Lookup:
         if not path or not self.owns(path) or path in _seen:
             return UNKNOWN if path in _seen else None
         seen = _seen | {path}
@@ -167,7 +175,8 @@ class HostAPI(Signatures, ModuleNames):
                 break
         else:
             return None
-        for k in range(1, i):  # ``np.compat``: a package's __getattr__ may stand in the way
+        # ``np.compat``: a package's __getattr__ may stand in the way of an attribute read
+        for k in range(max(1, imported), i):
             parent = self.modules.get(".".join(parts[:k]))
             if parent is not None and "__getattr__" in parent.members:
                 bound = parent.members.get(parts[k])
