@@ -94,7 +94,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     before = warned_before(ctx.baseline, base_gone)
     if isinstance(served, Served):
         evidence.append(ctx.evidence(ctx.target, served, note="raises"))
-    home = find_new_home(ctx.target, gone, baseline=ctx.baseline, message=said or before)
+    home = find_new_home(
+        ctx.target, gone, baseline=ctx.baseline, message=said or before, private_ok=not said
+    )
     versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
     host = f"{ctx.target.name} {ctx.target.version}"
     if isinstance(home, NewHome):

@@ -1,4 +1,4 @@
-"""The flags behind a route condition's local name (an adapter over the host's HTTP surface).
+"""The flags behind a route condition's local name (read from the host's source, over its surface).
 
 The surface ties a route's condition to flags where the condition reads them (``args.x``,
 ``getattr(args, "x", False)``); a condition that is a local name (``enabled``, assigned from the
