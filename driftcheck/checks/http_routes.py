@@ -8,7 +8,7 @@ passes none of the flags, the finding is at that command line and the fix adds t
 without a launch command in the scanned code, it says the server must be started with it (a
 warning: the server is started elsewhere). A route the target registers under the baseline's
 condition and one more that is a local name is followed to the flags that local reads
-(:mod:`driftcheck.checks.http_conditions`); one that names no flag (or a new environment
+(:mod:`driftcheck.http.condition_flags`); one that names no flag (or a new environment
 variable) is a warning that quotes the condition.
 """
 
