@@ -179,6 +179,9 @@ def test_fixes_follow_the_hosts_evidence(forward: ScanResult):
     placed = by_line[("params.py", 11)].fix  # min_length took min_items's place: signature only
     assert placed.safety == "unsafe" and ("new", "min_length") in placed.params
     assert by_line[("names.py", 19)].fix.safety == "manual"  # "It has no replacement."
+    table = by_line[("names.py", 23)]  # removed; a same-named table left in nshost._tables
+    assert table.rule == "missing-symbol" and table.fix.safety == "manual"
+    assert "nshost._tables.legacy_table shares the name" in table.message
 
 
 def test_scanning_against_the_baseline_itself_is_clean():

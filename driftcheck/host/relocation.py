@@ -95,9 +95,18 @@ def named_in(api: HostAPI, message: str, gone: str) -> tuple[str, Found] | None:
 
 
 def find_new_home(
-    api: HostAPI, gone: str, baseline: HostAPI | None = None, message: str = ""
+    api: HostAPI,
+    gone: str,
+    baseline: HostAPI | None = None,
+    message: str = "",
+    private_ok: bool = True,
 ) -> NewHome | Lookalike | None:
-    """The target's new home for ``gone`` on the host's evidence (see the module doc)."""
+    """The target's new home for ``gone`` on the host's evidence (see the module doc).
+
+    ``private_ok=False`` (the target's own words say it was removed, naming no replacement):
+    a same-named definition left in a ``_private`` module is what the host keeps for itself
+    (NumPy 2.0's ``numpy._core._type_aliases.sctypes`` after "`np.sctypes` was removed"), a
+    :class:`Lookalike`, not a new home."""
     if "." not in gone:
         return None
     old_module, name = gone.rsplit(".", 1)
@@ -121,13 +130,17 @@ def find_new_home(
         n = 0
         while n < min(len(a), len(b)) and a[n] == b[n]:
             n += 1
-        private = any(part.startswith("_") for part in a)
-        return (private, -n, module)
+        return (_private(module), -n, module)
 
     lookalike: Lookalike | None = None
     for module in sorted(candidates, key=order):
         found = api.resolve(f"{module}.{name}")
         if not isinstance(found, Found) or found.path == gone:
+            continue
+        if not private_ok and _private(module):
+            lookalike = lookalike or Lookalike(
+                found, "in a private module, and the host's message says it was removed"
+            )
             continue
         if not isinstance(before, Found):
             if baseline is None:
@@ -140,6 +153,10 @@ def find_new_home(
             return NewHome(found, "changed")  # the same function moved, its parameters changed
         lookalike = lookalike or Lookalike(found, why)
     return lookalike
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split("."))
 
 
 def _unlike(baseline: HostAPI, before: Found, api: HostAPI, after: Found) -> str | None:
