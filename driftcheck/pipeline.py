@@ -281,6 +281,11 @@ def scan(
         )
 
 
+#: The kinds of :class:`driftcheck.http.client_use.HttpUse` (named here so the pipeline need
+#: not import the HTTP modules).
+HTTP_KINDS = frozenset({"http-request", "http-read", "launch"})
+
+
 @contextmanager
 def fewer_gc_passes() -> Iterator[None]:
     """A scan builds large, long-lived graphs (syntax trees, the host model) and frees little
@@ -370,5 +375,9 @@ def _scan(
             "host_files_baseline": base_api.loaded_files() if base_api else 0,
             "undecided_names": len(getattr(target, "undecided", [])),
             "undecided": list(getattr(target, "undecided", []))[:50],
+            # The client's requests to, reads from and launches of the host's server: the HTTP
+            # checks compare two releases, so without a baseline none is checked.
+            "http_uses": sum(1 for u in uses if u.kind in HTTP_KINDS),
+            "http_unchecked": 0 if base_api else sum(1 for u in uses if u.kind in HTTP_KINDS),
         },
     )

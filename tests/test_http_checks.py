@@ -124,9 +124,21 @@ def test_a_use_gated_to_the_other_release_is_not_checked():
     assert not [f for f in backward.findings if f.file == "webclient/rest.py" and f.line in gated]
 
 
-def test_no_baseline_no_http_findings():
+def test_no_baseline_no_http_findings_and_the_report_says_what_was_not_checked(
+    webhost: ScanResult,
+):
     result = scan(str(CLIENT), str(HOSTS["webhost"] / "2.0"), host="webhost")
     assert not [f for f in result.findings if f.rule in HTTP_RULES]
+    n = result.stats["http_unchecked"]
+    assert n == result.stats["http_uses"] == webhost.stats["http_uses"] > 0
+    buf = io.StringIO()
+    FORMATS["text"](result, buf)
+    assert f"not checked {n} use(s) of webhost's server" in " ".join(buf.getvalue().split())
+    # With a baseline every use is checked and the line is not printed.
+    assert webhost.stats["http_unchecked"] == 0
+    buf = io.StringIO()
+    FORMATS["text"](webhost, buf)
+    assert "not checked" not in buf.getvalue()
 
 
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
