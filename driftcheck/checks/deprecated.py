@@ -37,15 +37,19 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return _served(use, ctx, target)
     if use.kind == "import":
         return _imported_module(use, ctx)
-    if not isinstance(target, Found) or target.kind not in ("function", "class"):
+    read = _property(target) and use.kind == "attribute"  # ``Model.__fields__``: its getter runs
+    if not isinstance(target, Found) or target.kind not in ("function", "class") and not read:
         return []
     base = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
     if ctx.baseline is not None and not isinstance(base, Found):
         return []
     body = runs(ctx.target, target)  # what a call runs: the function, or the class's __init__
     base_body = runs(ctx.baseline, base) if ctx.baseline is not None else None  # type: ignore[arg-type]
+    if read:
+        body = target
+        base_body = base if _property(base) else None  # type: ignore[assignment]
     out: list[Finding] = []
-    kinds = ("call", "attribute") if target.kind == "function" else ("call", "subclass")
+    kinds = ("call", "attribute") if target.kind == "function" or read else ("call", "subclass")
     if use.kind in kinds:
         notes = _whole(ctx.target, target, body)
         if notes and not (ctx.baseline is not None and _whole(ctx.baseline, base, base_body)):  # type: ignore[arg-type]
@@ -67,6 +71,11 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if use.kind == "call" and use.shape is not None and body is not None:
         out.extend(_parameters(use, ctx, body, base_body, target, base))
     return out
+
+
+def _property(found: object) -> bool:
+    """A host property: reading it runs its getter, whose warnings are the read's."""
+    return isinstance(found, Found) and "property" in getattr(found.obj, "labels", ())
 
 
 def _imported_module(use: Use, ctx: CheckContext) -> list[Finding]:
