@@ -4,8 +4,10 @@
 statements after an ``if`` whose arm always leaves (``return``, ``raise``, ``continue``,
 ``break``) run under the other arm's condition; a ``try`` whose handlers catch ``ImportError``
 (or ``AttributeError``, ``Exception``) runs its body only where what the body imports (or reads)
-exists, and its handlers only where it does not; a name imported behind such a ``try`` is only
-there where its import works; ``if TYPE_CHECKING:`` never runs.
+exists, and its handlers only where it does not (``ModuleNotFoundError`` alone: where the modules
+it imports from exist, since a name missing from a module that is there raises ``ImportError``);
+a name imported behind such a ``try`` is only there where its import works; ``if
+TYPE_CHECKING:`` never runs.
 """
 
 from __future__ import annotations
@@ -171,10 +173,13 @@ class GatedWalker(Walker):
         start = len(self.uses)
         self._walk_all(node.body, node)
         body = self.uses[start:]
+        # ``except ModuleNotFoundError`` alone catches a missing module, not a name missing from
+        # a module that is there (``from m import x`` then raises ImportError)
+        modules = _imported_modules(node.body) if not caught & {"ImportError", *_ANY} else {}
         needed: list[str] = []
         for use in body:
             if use.kind == "import" and caught & (_IMPORT_ERRORS | _ANY):
-                needed.append(use.symbol)
+                needed.append(modules.get(use.symbol, use.symbol))
             elif use.kind in ("attribute", "call") and caught & ({"AttributeError"} | _ANY):
                 needed.append(use.symbol)
         body_gate = all_of([Gate("has", name=s) for s in dict.fromkeys(needed)])
@@ -226,6 +231,18 @@ class GatedWalker(Walker):
                 if name in _IMPORT_ERRORS | _ANY | {"AttributeError"}:
                     out.add(name)
         return out
+
+
+def _imported_modules(body: list[ast.stmt]) -> dict[str, str]:
+    """Dotted name each ``from m import x`` in ``body`` imports -> ``m``, the module whose
+    absence raises ``ModuleNotFoundError`` (a missing ``x`` raises a plain ``ImportError``)."""
+    out: dict[str, str] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                for alias in node.names:
+                    out.setdefault(f"{node.module}.{alias.name}", node.module)
+    return out
 
 
 def _bound_names(body: list[ast.stmt], roots: set[str]) -> dict[str, str]:
