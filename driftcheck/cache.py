@@ -166,7 +166,9 @@ def code_digest() -> str:
 
         h = hashlib.sha256(f"{sys.version_info[0]}.{sys.version_info[1]}".encode())
         root = Path(__file__).resolve().parent
-        for path in sorted(root.rglob("*.py")):
+        # The sources, and the data files beside them that shape the analysis (the OpenAI
+        # SDK's table): a change to either is new code.
+        for path in sorted([*root.rglob("*.py"), *root.rglob("*.toml")]):
             h.update(str(path.relative_to(root)).encode())
             h.update(path.read_bytes())
         _CODE_DIGEST = h.hexdigest()[:16]
