@@ -2,7 +2,8 @@
 
 The key covers the client files' contents, the host release used for receiver inference (name,
 version and snapshot identity), the rules (binding rules shape inference) and driftcheck's own
-version, so any change to one of them is a miss. Entries are pickles in the user's own cache
+version and code (:func:`driftcheck.cache.code_digest`: its sources and data files), so any
+change to one of them is a miss. Entries are pickles in the user's own cache
 folder; an unreadable entry is a miss.
 """
 
