@@ -251,6 +251,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             close_span=(end_line, end, end_line, end + 1),
             spread=spread,
             spread_complete=complete,
+            keyword_literals=tuple(_literal(k.value) for k in named),
         )
         result = _result_usage(node, self.parents)
         indexed = result == "subscripted" or (
@@ -411,3 +412,10 @@ def _client_params(node: ast.AST) -> list[tuple[str, str, bool]]:
     if a.kwarg is not None:
         out.append((a.kwarg.arg, "var_keyword", True))
     return out
+
+
+def _literal(node: ast.expr) -> str | None:
+    """A constant's source text (``False``, ``-1``, ``'C'``), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _literal(node.operand) and ast.unparse(node)
+    return ast.unparse(node) if isinstance(node, ast.Constant) else None

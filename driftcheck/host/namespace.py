@@ -206,7 +206,13 @@ def stub_lookup(api: HostAPI, owner: Found, name: str, seen: frozenset[str]) -> 
         return None
     if name not in stub.members:
         if stub.overloads.get(name):  # only ``@overload`` signatures: present, no one signature
-            return Served(PRESENT, f"{owner.path}.{name}", file=api.stub_file(owner.path) or "")
+            first = stub.overloads[name][0]
+            return Served(
+                PRESENT,
+                f"{owner.path}.{name}",
+                file=api.stub_file(owner.path) or "",
+                line=getattr(first, "lineno", 0) or 0,
+            )
         return None
     member = stub.members[name]
     if isinstance(member, griffe.Alias):

@@ -108,6 +108,16 @@ class CallShape:
     #: whether they are all the keys those dicts can hold.
     spread: tuple[KeyOp, ...] = field(default=(), compare=False)
     spread_complete: bool = False
+    #: Each keyword's value as written where it is a literal (``False``, ``0``, ``'C'``),
+    #: else None: what a rule's ``keyword_value`` condition reads.
+    keyword_literals: tuple[str | None, ...] = field(default=(), compare=False)
+
+    def literal(self, keyword: str) -> str | None:
+        """The literal passed as ``keyword`` (its source text), None when it is not passed
+        or not a literal."""
+        if keyword not in self.keywords or len(self.keyword_literals) != len(self.keywords):
+            return None
+        return self.keyword_literals[self.keywords.index(keyword)]
 
     def on(self, side: Side) -> CallShape:
         """The shape on one host release: the ``**d`` keys that are there on that side become
@@ -133,10 +143,14 @@ class CallShape:
         spans = self.keyword_spans
         if len(spans) == len(self.keywords):
             spans = spans + tuple(keys[k] or self.close_span or (0, 0, 0, 0) for k in extra)
+        literals = self.keyword_literals
+        if len(literals) == len(self.keywords):
+            literals = literals + (None,) * len(extra)  # a ``**d`` key's value is not read
         return replace(
             self,
             keywords=self.keywords + tuple(extra),
             keyword_spans=spans,
+            keyword_literals=literals,
             double_star=not complete,
             spread=(),
         )

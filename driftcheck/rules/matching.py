@@ -10,6 +10,7 @@ from driftcheck.checks.context import CheckContext, side, site_of
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.values import PRESENT, Served
 from driftcheck.rules.model import Rule
 
 
@@ -31,14 +32,19 @@ def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
         return None
     for api in apis:
         got = api.resolve(use.symbol)
-        if isinstance(got, Found) and got.path == _canonical(api, symbol):
-            return got
+        if _present(got) and got.path == _canonical(api, symbol):  # type: ignore[union-attr]
+            return got  # type: ignore[return-value]
     return None
+
+
+def _present(got: object) -> bool:
+    """A host object, or a compiled one the host's stubs declare (``numpy.array``)."""
+    return isinstance(got, Found) or isinstance(got, Served) and got.status == PRESENT
 
 
 def _canonical(api: HostAPI, symbol: str) -> str:
     got = api.resolve(symbol)
-    return got.path if isinstance(got, Found) else symbol
+    return got.path if _present(got) else symbol  # type: ignore[union-attr]
 
 
 def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, list[Evidence]]:
@@ -51,6 +57,10 @@ def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, lis
             return False, []
     for kw in _as_list(cond.get("keyword_absent")):
         if kw in keywords or (shape and shape.double_star):
+            return False, []
+    for kw, literals in (cond.get("keyword_value") or {}).items():
+        # The keyword passed as one of these literals, as written (``copy=False``).
+        if shape is None or shape.literal(kw) not in _as_list(literals):
             return False, []
     if cond.get("result_used") and use.result in (None, "discarded"):
         return False, []
@@ -162,13 +172,13 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
             if not ok:
                 continue
             evidence = list(extra)
-            tgt = ctx.lookup(ctx.target, use)
-            if isinstance(tgt, Found):
-                evidence.append(Evidence(ctx.target.version, tgt.file, tgt.line))
+            tgt = ctx.evidence(ctx.target, ctx.lookup(ctx.target, use))
+            if tgt is not None:
+                evidence.append(replace(tgt, note=""))
             if ctx.baseline is not None:
-                base = ctx.lookup(ctx.baseline, use)
-                if isinstance(base, Found):
-                    evidence.insert(0, Evidence(ctx.baseline.version, base.file, base.line))
+                base = ctx.evidence(ctx.baseline, ctx.lookup(ctx.baseline, use))
+                if base is not None:
+                    evidence.insert(0, replace(base, note=""))
             span = _span(rule, use)
             fix = rule.fix
             if fix is not None and fix.codemod == "follow-up-call" and fix.safety == "safe":
@@ -216,10 +226,14 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
 
 
 def _span(rule: Rule, use: Use) -> tuple[int, int, int, int]:
-    """Where a rule's finding points: at the keyword its ``keyword_present`` condition names,
-    else at the use."""
+    """Where a rule's finding points: at the keyword its ``keyword_present`` or
+    ``keyword_value`` condition names, else at the use."""
     shape = use.shape
-    for kw in _as_list(rule.conditions.get("keyword_present")):
+    named = [
+        *_as_list(rule.conditions.get("keyword_present")),
+        *rule.conditions.get("keyword_value", {}),
+    ]
+    for kw in named:
         if shape and kw in shape.keywords and len(shape.keyword_spans) == len(shape.keywords):
             return shape.keyword_spans[shape.keywords.index(kw)]
     return use.line, use.column, use.end_line, use.end_column

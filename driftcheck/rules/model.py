@@ -1,7 +1,8 @@
 """Rule files: host knowledge as data, one TOML file per rule (``rules/<host>/<rule-id>.toml``).
 
 A *drift rule* matches client uses of a host symbol (subclasses included) on target versions in
-its range, under conditions (``keyword_present``, ``keyword_absent``, ``result_used``,
+its range, under conditions (``keyword_present``, ``keyword_absent``, ``keyword_value``,
+``result_used``,
 ``not_followed_by``, ``default_changed``), and reports a finding with a message, references,
 severity and a fix. A *binding rule* (``kind = "binding"``) tells receiver inference what plain
 code does not show: a keyword whose dotted-path value names a client class the host mixes into one
@@ -29,6 +30,7 @@ FIX_SAFETY = ("safe", "unsafe", "manual")
 CONDITIONS = (
     "keyword_present",
     "keyword_absent",
+    "keyword_value",
     "result_used",
     "result_indexed",
     "not_followed_by",
@@ -130,6 +132,15 @@ def load_rule(path: Path) -> Rule:
     bad = set(conditions) - set(CONDITIONS)
     if bad:
         raise RuleError(f"{path}: unknown condition(s) {', '.join(sorted(bad))}")
+    values = conditions.get("keyword_value", {})
+    if not isinstance(values, dict) or not all(
+        isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(x, str) for x in v))
+        for v in values.values()
+    ):
+        raise RuleError(
+            f"{path}: keyword_value must be a table of keyword = literal (or a list of them), "
+            'e.g. keyword_value = { copy = ["False", "0"] }'
+        )
     match = data.get("match", {})
     if kind != "binding":
         if not isinstance(match.get("symbol"), str):
