@@ -5,7 +5,8 @@ None:``, ``if "const" in kwargs:``, a local popped from ``**kwargs``) deprecates
 parameter*: only calls that pass it are affected. A ``raise`` under such a test whose message
 names the parameter and says it is gone ("`regex` is removed. use `pattern` instead") means
 the parameter no longer works. The replacement is the other parameter the message names, or
-the one the guarded block assigns from it (``min_length = min_items``).
+the one the guarded block assigns from it (``min_length = min_items``). Under a test of its type
+(``isinstance(data, X)``) a warning or raise is about values of that type: no note.
 
 A warning under no parameter test deprecates the whole function (:func:`function_notes`).
 """
@@ -277,6 +278,9 @@ class _Reader:
             if not any(self.stateful(g) for g in guards):
                 self.unguarded.append((message, call.lineno))
             return
+        params = [p for p in params if p not in self.type_tested(guards)]
+        if not params:
+            return  # it warns about values of one type (``isinstance(data, X)``): no note
         named = [p for p in params if _names(message, p)]
         for param in named or params:
             # ``if supported_tasks is None: warn(...)``: it warns when the caller leaves it out
@@ -284,6 +288,19 @@ class _Reader:
             self.notes.append(
                 ParamNote(param, status, message, call.lineno, self.replacement(message, param))
             )
+
+    def type_tested(self, guards: tuple[ast.expr, ...]) -> set[str]:
+        """What the tests check the type of (``isinstance(x, T)``, ``type(x) is T``)."""
+        return {
+            self.aliases.get(n.args[0].id, n.args[0].id)
+            for test in guards
+            for n in ast.walk(test)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("isinstance", "issubclass", "type")
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+        }
 
     def stateful(self, test: ast.expr) -> bool:
         """Whether a test looks at ``self``/``cls`` or at a local of the function."""
@@ -308,8 +325,11 @@ class _Reader:
         message = literal(exc.args[0])
         if not message or not _GONE.search(message):
             return
+        typed = self.type_tested(guards)
         for param in self.tested(guards):
-            if _names(message, param):
+            # A raise under ``isinstance(data, X)`` rejects values of one type, not the
+            # parameter (pandas 2's ``DataFrame(data=...)`` for MaskedRecords).
+            if _names(message, param) and param not in typed:
                 self.notes.append(
                     ParamNote(
                         param, "removed", message, stmt.lineno, self.replacement(message, param)
