@@ -75,9 +75,12 @@ class TypeInferrer:
                 return found
         return None
 
-    def _bases(self, client_class: str, *, mixed: bool) -> Iterator[tuple[str, ClassInfo | None]]:
+    def _bases(
+        self, client_class: str, *, mixed: bool, ordered: bool = False
+    ) -> Iterator[tuple[str, ClassInfo | None]]:
         """A client class and its bases, breadth first, each once: (name, its client class or
-        None for a class outside the client); ``mixed``: with the host classes it is mixed into."""
+        None for a class outside the client); ``mixed``: with the host classes it is mixed into
+        (``ordered``: of a mix-in, only those it comes before: :meth:`implied_bases`)."""
         todo, seen = [client_class], set()
         while todo:
             name = todo.pop(0)
@@ -87,15 +90,69 @@ class TypeInferrer:
             info = self.index.classes.get(name)
             yield name, info
             if info is not None:
-                todo.extend(info.bases + (info.extra_bases if mixed else []))
+                implied = self.implied_bases(name, ordered=ordered) if mixed else []
+                todo.extend(info.bases + (info.extra_bases + implied if mixed else []))
 
-    def host_bases(self, client_class: str) -> list[str]:
-        """Host classes a client class derives from, directly or through client classes."""
+    def host_bases(self, client_class: str, *, overriding: bool = False) -> list[str]:
+        """Host classes a client class derives from, directly or through client classes (and
+        for a mix-in, the host classes of every class it is mixed into: :meth:`implied_bases`;
+        ``overriding``: only those whose members the mix-in's own come before)."""
         return [
             name
-            for name, info in self._bases(client_class, mixed=True)
+            for name, info in self._bases(client_class, mixed=True, ordered=overriding)
             if info is None and self.host.owns(name)
         ]
+
+    def implied_bases(self, client_class: str, *, ordered: bool = False) -> list[str]:
+        """For a client mix-in with no host base of its own: the host classes that every
+        client class deriving from it also derives from (``class M(Mixin, Engine)``), so
+        ``self`` in the mix-in's methods is one of them; [] where one class it is mixed into
+        has none. ``ordered``: only the bases it comes before (``class M(Engine, Mixin)``:
+        Engine's members win over the mix-in's, which override nothing of it)."""
+        memo = self.__dict__.setdefault("_implied", {})
+        key = (client_class, ordered)
+        if key in memo:
+            return memo[key]
+        memo[key] = []  # a class that reaches itself again stops here
+        subs = self._subclasses().get(client_class, [])
+        info = self.index.classes.get(client_class)
+        if not subs or info is None or info.extra_bases or self._own_host_bases(info):
+            return []
+        common: set[str] | None = None
+        for sub in subs:
+            at = sub.bases.index(client_class)
+            others = sub.bases[at + 1 :] if ordered else sub.bases[:at] + sub.bases[at + 1 :]
+            found: set[str] = set()
+            for base in others:
+                if base in self.index.classes:
+                    found.update(self.host_bases(base, overriding=ordered))
+                elif self.host.owns(base):
+                    found.add(base)
+            found.update(self.implied_bases(sub.qualname, ordered=ordered))
+            common = found if common is None else common & found
+            if not common:
+                return []
+        memo[key] = sorted(common or ())
+        return memo[key]
+
+    def _own_host_bases(self, info: ClassInfo) -> bool:
+        """The class derives from a host class itself (``object``, ``ABC`` and other classes
+        outside the host do not count)."""
+        return any(
+            base not in self.index.classes and self.host.owns(base)
+            for base, _ in self._bases(info.qualname, mixed=False)
+        )
+
+    def _subclasses(self) -> dict[str, list[ClassInfo]]:
+        """Client class -> the client classes that name it as a direct base."""
+        cache = self.__dict__.get("_subs")
+        if cache is None:
+            cache = {}
+            for info in self.index.classes.values():
+                for base in dict.fromkeys(info.bases):
+                    cache.setdefault(base, []).append(info)
+            self.__dict__["_subs"] = cache
+        return cache
 
     # -- internals -------------------------------------------------------------------------
     def _infer(

@@ -113,7 +113,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             for name in self.module.qualified(base):
                 if self._host(name):
                     self._add("subclass", base, name, reads=_reads(_unsubscripted(base)))
-        host_bases = self.types.host_bases(info.qualname)
+        host_bases = self.types.host_bases(info.qualname, overriding=True)
         if host_bases:
             for mname, method in info.methods.items():
                 if mname.startswith("__") and mname != "__init__":
