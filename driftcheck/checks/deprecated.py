@@ -205,18 +205,36 @@ def _parameters(
                 continue
             own = {n.param for n in notes}  # a keyword with a note of its own: that one says it
             passed = next((k for k in shape.keywords if k not in named and k not in own), "")
-        if passed not in shape.keywords or note.param in seen:
+        index = None if passed in shape.keywords else _by_position(note.param, shape, sig)
+        if (passed not in shape.keywords and index is None) or note.param in seen:
             continue
         if (note.param, note.status) in before or (note.param, "removed") in before:
             continue
         seen.add(note.param)
-        i = shape.keywords.index(passed)
-        at = shape.keyword_spans[i] if i < len(shape.keyword_spans) else None
+        if index is not None:  # ``make_aware(value, tz, is_dst)``: passed by position
+            spans, i = shape.positional_spans, index
+        else:
+            spans, i = shape.keyword_spans, shape.keywords.index(passed)
+        at = spans[i] if i < len(spans) else None
         old = (sig.param(note.param) if sig else None) or (
             old_sig.param(note.param) if old_sig else None
         )
-        out.append(_param_finding(use, ctx, target, note, sig, shape.keywords, at, passed, old))
+        out.append(
+            _param_finding(use, ctx, target, note, sig, shape.keywords, at, passed, old, index)
+        )
     return out
+
+
+def _by_position(param: str, shape: CallShape, sig: Signature | None) -> int | None:
+    """The index of the positional argument that lands on ``param``, if one does."""
+    if sig is None:
+        return None
+    positional = [
+        p.name for p in sig.params if p.kind in ("positional_only", "positional_or_keyword")
+    ]
+    if param in positional and positional.index(param) < shape.positional:
+        return positional.index(param)
+    return None
 
 
 def _leaves_out(param: str, shape: CallShape, sig: Signature | None) -> bool:
@@ -258,14 +276,17 @@ def _param_finding(
     at: tuple[int, int, int, int] | None,
     keyword: str,
     old: Param | None = None,
+    index: int | None = None,
 ) -> Finding:
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     removed = note.status == "removed"
     verb = "no longer accepts" if removed else "deprecates"
+    how = f"{keyword}=" if index is None else f"{keyword} (passed as argument {index + 1})"
     fix = Fix("manual", note.message[:200])
     new = note.replacement
     target_param = sig.param(new) if new and sig is not None else None
-    if new and target_param is not None and new not in passed and note.param != EXTRA:
+    renamable = index is None and note.param != EXTRA  # a positional keeps its slot
+    if new and target_param is not None and new not in passed and renamable:
         same = old is not None and same_type(old, target_param)
         fix = Fix(
             "safe" if same else "unsafe",
@@ -280,7 +301,7 @@ def _param_finding(
         "call-signature" if removed else "deprecated",
         symbol=f"{target.path}({keyword}=)",
         message=(
-            f"{name}(...) {verb} {keyword}= in {ctx.target.name} {ctx.target.version}: "
+            f"{name}(...) {verb} {how} in {ctx.target.name} {ctx.target.version}: "
             f"{note.message[:240]}"
         ),
         evidence=(Evidence(ctx.target.version, target.file, note.line, note.status),),

@@ -6,7 +6,9 @@ parameter*: only calls that pass it are affected. A ``raise`` under such a test 
 names the parameter and says it is gone ("`regex` is removed. use `pattern` instead") means
 the parameter no longer works. The replacement is the other parameter the message names, or
 the one the guarded block assigns from it (``min_length = min_items``). Under a test of its type
-(``isinstance(data, X)``) a warning or raise is about values of that type: no note.
+(``isinstance(data, X)``, ``hasattr(field, "m")``) a warning or raise is about values of that
+type, and a warning about a parameter without a default (every call passes it) is about its
+value: no note.
 
 A warning under no parameter test deprecates the whole function (:func:`function_notes`).
 """
@@ -126,6 +128,9 @@ class _Reader:
         defaults: dict[str, ast.expr] | None = None,
     ) -> None:
         self.defaults = defaults or {}
+        # Parameters every call passes (no default): a warning under a test of one is about
+        # its value (``if a.shape[-1] == 2``), not about passing it. Unknown without defaults.
+        self.required = params - self.defaults.keys() if defaults is not None else set()
         self.text = text
         self.strings: dict[str, str] = {}
         self.derived: dict[str, list[str]] = {}
@@ -279,8 +284,11 @@ class _Reader:
                 self.unguarded.append((message, call.lineno))
             return
         params = [p for p in params if p not in self.type_tested(guards)]
+        params = [p for p in params if p not in self.required]
         if not params:
-            return  # it warns about values of one type (``isinstance(data, X)``): no note
+            # It warns about values of one type (``isinstance(data, X)``, ``hasattr(field,
+            # "m")``) or of a parameter every call passes: no note.
+            return
         named = [p for p in params if _names(message, p)]
         for param in named or params:
             # ``if supported_tasks is None: warn(...)``: it warns when the caller leaves it out
@@ -290,14 +298,15 @@ class _Reader:
             )
 
     def type_tested(self, guards: tuple[ast.expr, ...]) -> set[str]:
-        """What the tests check the type of (``isinstance(x, T)``, ``type(x) is T``)."""
+        """What the tests check the type of (``isinstance(x, T)``, ``type(x) is T``,
+        ``hasattr(x, "m")``, ``callable(x)``)."""
         return {
             self.aliases.get(n.args[0].id, n.args[0].id)
             for test in guards
             for n in ast.walk(test)
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Name)
-            and n.func.id in ("isinstance", "issubclass", "type")
+            and n.func.id in ("isinstance", "issubclass", "type", "hasattr", "callable")
             and n.args
             and isinstance(n.args[0], ast.Name)
         }
