@@ -1,13 +1,19 @@
 """Override and monkeypatch signatures: a client function that stands in for a host method
 (a subclass override, or a function bound over it with ``types.MethodType``) must still accept
-what the host passes it on the target."""
+what the host passes it on the target.
+
+A host method's ``**kwargs`` that only goes on to the same method of the next class in its MRO
+(``super().__init__(**kwargs)``), one that takes no ``**`` of its own, brings no keyword the
+host may pass: not reported (Django 4.x's ``RelatedField.__init__`` over ``Field.__init__``)."""
 
 from __future__ import annotations
+
+import ast
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
-from driftcheck.host.api import Found
+from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.signature import Param, Signature
 
 
@@ -66,6 +72,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if sig_t is None:
         return []
     problems = _problems(use.params, sig_t)
+    if any(code == "var-keyword" for code, _ in problems) and _passed_up(ctx.target, target):
+        problems = {(code, text) for code, text in problems if code != "var-keyword"}
     evidence = [Evidence(ctx.target.version, sig_t.file, sig_t.line)]
     if ctx.baseline is not None:
         base = ctx.lookup(ctx.baseline, use)
@@ -96,3 +104,38 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             else Fix("manual", "accept the host's new arguments"),
         )
     ]
+
+
+def _passed_up(api: HostAPI, found: Found) -> bool:
+    """Whether the method's ``**kwargs`` is used only as ``super().<same>(**kwargs)`` and that
+    method (the next class in the MRO that defines it) takes no ``**`` of its own."""
+    node = api.def_node(found)
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.args.kwarg is None:
+        return False
+    var = node.args.kwarg.arg
+    uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == var]
+    ups = [
+        call
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == node.name
+        and isinstance(call.func.value, ast.Call)
+        and ast.unparse(call.func.value.func) == "super"
+        and any(
+            k.arg is None and isinstance(k.value, ast.Name) and k.value.id == var
+            for k in call.keywords
+        )
+    ]
+    if len(uses) != 1 or len(ups) != 1:
+        return False
+    owner = api.resolve(found.path.rsplit(".", 1)[0])
+    if not isinstance(owner, Found) or owner.kind != "class":
+        return False
+    chain, _ = api.mro(owner)
+    for klass in chain[1:]:
+        if node.name in getattr(klass.obj, "members", {}):
+            nxt = api.resolve(f"{klass.path}.{node.name}")
+            sig = api.signature(nxt) if isinstance(nxt, Found) else None
+            return sig is not None and not sig.accepts_var_keyword
+    return False
