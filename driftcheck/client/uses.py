@@ -23,9 +23,18 @@ from driftcheck.client.index import (
 )
 from driftcheck.client.kwargs import KwargsFlow
 from driftcheck.client.members import MemberUses
-from driftcheck.client.names import FUNCTIONS, place
+from driftcheck.client.names import place
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.use import Use
+from driftcheck.client.use_syntax import (
+    client_params,
+    dotted,
+    literal,
+    on_false,
+    reads,
+    result_usage,
+    unsubscripted,
+)
 from driftcheck.gates import all_of
 from driftcheck.host.signature import CallShape
 
@@ -112,7 +121,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         for base in node.bases:
             for name in self.module.qualified(base):
                 if self._host(name):
-                    self._add("subclass", base, name, reads=_reads(_unsubscripted(base)))
+                    self._add("subclass", base, name, reads=reads(unsubscripted(base)))
         host_bases = self.types.host_bases(info.qualname, overriding=True)
         if host_bases:
             for mname, method in info.methods.items():
@@ -129,7 +138,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         width=len(mname),
                         receiver=base_path,
                         member=mname,
-                        params=_client_params(method.node),
+                        params=client_params(method.node),
                     )
 
     def _host_defines(self, cls_path: str, member: str) -> bool:
@@ -173,7 +182,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                             width=len(node.name),
                             receiver=cls.path,
                             member=name,
-                            params=_client_params(node),
+                            params=client_params(node),
                             via=f"bound with types.MethodType to {cls.path.rsplit('.', 1)[-1]}",
                         )
 
@@ -222,7 +231,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                 return  # only the outermost attribute of a module chain is recorded
             for name in self.module.qualified(node):
                 if self._host(name):
-                    self._add("attribute", node, name, reads=_reads(node))
+                    self._add("attribute", node, name, reads=reads(node))
                     return
             return
         if isinstance(node.ctx, ast.Store):
@@ -251,9 +260,9 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             close_span=(end_line, end, end_line, end + 1),
             spread=spread,
             spread_complete=complete,
-            keyword_literals=tuple(_literal(k.value) for k in named),
+            keyword_literals=tuple(literal(k.value) for k in named),
         )
-        result = _result_usage(node, self.parents)
+        result = result_usage(node, self.parents)
         indexed = result == "subscripted" or (
             result == "assigned" and self._assigned_name_indexed(node)
         )
@@ -269,9 +278,9 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                     shape=shape,
                     result=result,
                     result_indexed=indexed,
-                    reads=_reads(node.func),
+                    reads=reads(node.func),
                     arg_classes=self._arg_classes(positional),
-                    on_false=_on_false(node, self.parents) if result == "truth-tested" else None,
+                    on_false=on_false(node, self.parents) if result == "truth-tested" else None,
                 )
                 self._string_args(node, name)
                 return
@@ -325,97 +334,5 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             if not isinstance(value, ast.Constant) or not isinstance(value.value, str):
                 continue
             text = value.value
-            if _dotted(text) or (first and text.isidentifier()):
+            if dotted(text) or (first and text.isidentifier()):
                 self._add("string-ref", value, callee, member=text)
-
-
-def _unsubscripted(node: ast.expr) -> ast.expr:
-    """``Base[T]`` -> ``Base``."""
-    return node.value if isinstance(node, ast.Subscript) else node
-
-
-def _reads(node: ast.AST) -> int:
-    """How many attributes are read off the chain's root name."""
-    n = 0
-    while isinstance(node, ast.Attribute):
-        n, node = n + 1, node.value
-    return n
-
-
-def _dotted(text: str) -> bool:
-    parts = text.split(".")
-    return len(parts) > 1 and all(p.isidentifier() for p in parts)
-
-
-def _result_usage(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
-    parent = parents.get(node)
-    if isinstance(parent, ast.Expr):
-        return "discarded"
-    if isinstance(parent, ast.Await):
-        return _result_usage(parent, parents)
-    if isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr):
-        return "assigned"
-    if isinstance(parent, ast.Return):
-        return "returned"
-    if isinstance(parent, ast.Subscript) and parent.value is node:
-        return "subscripted"
-    if isinstance(parent, ast.Attribute) and parent.value is node:
-        return "attribute"
-    if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.BoolOp | ast.UnaryOp):
-        return "truth-tested"
-    if isinstance(parent, ast.keyword | ast.Starred) or (
-        isinstance(parent, ast.Call) and parent.func is not node
-    ):
-        return "passed"
-    if isinstance(parent, ast.For | ast.AsyncFor | ast.comprehension):
-        if parent.iter is node:
-            return "iterated"
-        if isinstance(parent, ast.comprehension) and node in parent.ifs:
-            return "truth-tested"
-    return "used"
-
-
-def _on_false(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
-    """What the client does when a tested call returns False: ``raise ValueError`` or
-    ``return`` when the branch an ``if`` takes then starts with it (None: anything else)."""
-    parent, negated = parents.get(node), False
-    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
-        node, parent, negated = parent, parents.get(parent), True
-    if not (isinstance(parent, ast.If) and parent.test is node):
-        return None
-    branch = parent.body if negated else parent.orelse
-    first = branch[0] if branch else None
-    if isinstance(first, ast.Raise):
-        exc = first.exc.func if isinstance(first.exc, ast.Call) else first.exc
-        return f"raise {ast.unparse(exc)}" if exc is not None else "raise"
-    if isinstance(first, ast.Return):
-        return "return"
-    return None
-
-
-def _client_params(node: ast.AST) -> list[tuple[str, str, bool]]:
-    """(name, kind, has_default) of a client function's parameters."""
-    assert isinstance(node, FUNCTIONS)
-    a = node.args
-    positional = [*a.posonlyargs, *a.args]
-    first_default = len(positional) - len(a.defaults)
-    out: list[tuple[str, str, bool]] = []
-    for i, x in enumerate(positional):
-        kind = "positional_only" if i < len(a.posonlyargs) else "positional_or_keyword"
-        out.append((x.arg, kind, i >= first_default))
-    if a.vararg is not None:
-        out.append((a.vararg.arg, "var_positional", True))
-    out += [
-        (x.arg, "keyword_only", d is not None)
-        for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
-    ]
-    if a.kwarg is not None:
-        out.append((a.kwarg.arg, "var_keyword", True))
-    return out
-
-
-def _literal(node: ast.expr) -> str | None:
-    """A constant's source text (``False``, ``-1``, ``'C'``), else None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _literal(node.operand) and ast.unparse(node)
-    return ast.unparse(node) if isinstance(node, ast.Constant) else None
