@@ -8,13 +8,13 @@ from pathlib import Path
 import griffe
 import pytest
 
+from driftcheck.host.annotations import return_change
 from driftcheck.host.signature import (
     BindProblem,
     CallShape,
     Signature,
     bind,
     dataclass_fields,
-    return_change,
     signature_of_function,
 )
 

@@ -11,8 +11,9 @@ from driftcheck.checks.history import keyword_warned_before, quoted
 from driftcheck.checks.positional import rebound
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.annotations import same_type
 from driftcheck.host.api import Found
-from driftcheck.host.signature import Signature, bind, same_type
+from driftcheck.host.signature import Signature, bind
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:

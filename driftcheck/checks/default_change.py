@@ -24,8 +24,9 @@ from collections.abc import Callable
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.annotations import accepts_none
 from driftcheck.host.api import Found, HostAPI
-from driftcheck.host.signature import Param, Signature, accepts_none
+from driftcheck.host.signature import Param, Signature
 
 _VAR = ("var_positional", "var_keyword")
 

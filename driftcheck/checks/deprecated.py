@@ -14,6 +14,7 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.annotations import same_type
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.declared import class_notes, module_notes
 from driftcheck.host.param_notes import (
@@ -25,7 +26,7 @@ from driftcheck.host.param_notes import (
 )
 from driftcheck.host.relocation import named_in
 from driftcheck.host.served import DEPRECATED, Served
-from driftcheck.host.signature import CallShape, Param, Signature, same_type
+from driftcheck.host.signature import CallShape, Param, Signature
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:

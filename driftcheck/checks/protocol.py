@@ -13,10 +13,10 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding, is_literal
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.annotations import accepts_none, return_change
 from driftcheck.host.api import Found
 from driftcheck.host.callers import call_sites
 from driftcheck.host.facts import Guard, all_guards, follow_up, new_members
-from driftcheck.host.signature import accepts_none, return_change
 
 
 def _followed(use: Use, method: str, uses: list[Use]) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
+from driftcheck.host.annotations import return_change
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.facts import always_returns_none
-from driftcheck.host.signature import return_change
 
 MESSAGES = {
     "became-none": "now returns None",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from driftcheck.host.signature import Param, Signature, normalise_annotation
+from driftcheck.host.annotations import normalise_annotation
+from driftcheck.host.signature import Param, Signature
 
 POSITIONAL = ("positional_only", "positional_or_keyword")
 
