@@ -4,11 +4,14 @@ what the host passes it on the target.
 
 A host method's ``**kwargs`` that only goes on to the same method of the next class in its MRO
 (``super().__init__(**kwargs)``), one that takes no ``**`` of its own, brings no keyword the
-host may pass: not reported (Django 4.x's ``RelatedField.__init__`` over ``Field.__init__``)."""
+host may pass: not reported (Django 4.x's ``RelatedField.__init__`` over ``Field.__init__``).
+A parameter the host probes a callable for before passing it (``supports_kw(cls, "x")``,
+:mod:`driftcheck.host.sig_probes`) is not one the override must take."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.use import Use
@@ -29,10 +32,12 @@ def _problems(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple
         p for p in host.params if p.kind in ("positional_only", "positional_or_keyword")
     ]
     if len(host_positional) > len(slots) and not has_args:
+        extra = ", ".join(p.name for p in host_positional[len(slots) :])
         out.add(
             (
                 "positional",
-                f"the host may pass {len(host_positional)} positional arguments, it takes {len(slots)}",
+                f"the host may pass {len(host_positional)} positional arguments, it takes "
+                f"{len(slots)} (no {extra})",
             )
         )
     for p in host.params:
@@ -74,6 +79,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     problems = _problems(use.params, sig_t)
     if any(code == "var-keyword" for code, _ in problems) and _passed_up(ctx.target, target):
         problems = {(code, text) for code, text in problems if code != "var-keyword"}
+    if problems and (asked := _probed(ctx.target, use.params, sig_t)):
+        # The host asks the callable for these parameters before it passes them: an override
+        # without them is called the old way.
+        problems = _problems(
+            use.params, replace(sig_t, params=[p for p in sig_t.params if p.name not in asked])
+        )
     evidence = [Evidence(ctx.target.version, sig_t.file, sig_t.line)]
     if ctx.baseline is not None:
         base = ctx.lookup(ctx.baseline, use)
@@ -104,6 +115,18 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             else Fix("manual", "accept the host's new arguments"),
         )
     ]
+
+
+def _probed(api: HostAPI, client: list[tuple[str, str, bool]], host: Signature) -> set[str]:
+    """The host's parameters the client function lacks that the host probes a callable for
+    before passing them (:mod:`driftcheck.host.sig_probes`)."""
+    own = {n for n, _, _ in client}
+    lacking = {p.name for p in host.params if p.name not in own}
+    if not lacking or lacking == {p.name for p in host.params}:
+        return set()
+    from driftcheck.host.sig_probes import probed_parameters
+
+    return lacking & set(probed_parameters(api))
 
 
 def _passed_up(api: HostAPI, found: Found) -> bool:

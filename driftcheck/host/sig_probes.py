@@ -1,0 +1,104 @@
+"""Parameters the host probes for before it passes them: a compatibility shim is evidence.
+
+A host that adds a parameter to a method clients override often keeps old overrides working by
+asking first: ``if not supports_kw(connector_cls, "kv_cache_config"): ...`` (a helper of its
+own that reads ``inspect.signature``), or ``"x" in inspect.signature(f).parameters`` written
+out. An override without that parameter is then called the old way, so its absence is no drift.
+
+One pass over the host's files as text, once per release (a snapshot fact): the functions whose
+body reads a signature (``inspect.signature``, ``getfullargspec``) are the probes, and every
+string literal passed to one of them, or tested ``in`` a signature's parameters, names a probed
+parameter.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from driftcheck.host.api import HostAPI
+
+FORMAT = 1
+_READS_SIGNATURE = re.compile(r"\b(?:signature|getfullargspec|getargspec)\(")
+_IN_SIGNATURE = re.compile(
+    r"""["'](\w+)["']\s+(?:not\s+)?in\s+(?:inspect\.)?signature\([^()]*\)\.parameters"""
+)
+
+
+def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
+    """Parameter name -> (file, line) of one host call that probes a callable for it."""
+
+    def compute() -> dict[str, list]:
+        tree = getattr(api.tree, "real", api.tree)
+        texts: dict[str, str] = {}
+        probes: set[str] = set()
+        for rel in api.tree.python_files():
+            if not api.owns(api.tree.module_name(rel)):
+                continue
+            try:
+                text = tree.read_text(rel)
+            except Exception:  # noqa: BLE001 - an unreadable file probes nothing
+                continue
+            texts[rel] = text
+            if _READS_SIGNATURE.search(text):
+                probes.update(_probe_functions(text))
+        out: dict[str, list] = {}
+        calls = (
+            re.compile(
+                r"\b(?:" + "|".join(re.escape(p) for p in sorted(probes)) + r")\("
+                r"\s*[^(),]+(?:\([^()]*\))?\s*,\s*[\"'](\w+)[\"']"
+            )
+            if probes
+            else None
+        )
+        for rel, text in texts.items():
+            for pattern in filter(None, (calls, _IN_SIGNATURE)):
+                for m in pattern.finditer(text):
+                    line = text.count("\n", 0, m.start()) + 1
+                    out.setdefault(m.group(1), [rel, line])
+        return out
+
+    raw = api.fact(f"probed-parameters:{FORMAT}", compute)
+    return {k: (v[0], int(v[1])) for k, v in raw.items()}  # type: ignore[union-attr]
+
+
+def _probe_functions(text: str) -> set[str]:
+    """Functions of a module that read a callable's signature and look the name they are given
+    second up in it (``params.get(kw_name)``, ``kw_name in params``, ``params[kw_name]``)."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return set()
+    out = set()
+    for node in ast.walk(module):
+        if not isinstance(node, ast.FunctionDef) or len(node.args.args) < 2:
+            continue
+        reads = any(
+            isinstance(call, ast.Call)
+            and (getattr(call.func, "attr", None) or getattr(call.func, "id", None))
+            in ("signature", "getfullargspec", "getargspec")
+            for call in ast.walk(node)
+        )
+        if reads and _looks_up(node, node.args.args[1].arg):
+            out.add(node.name)
+    return out
+
+
+def _looks_up(func: ast.FunctionDef, name: str) -> bool:
+    """Whether ``name`` is looked up in something in the function's body."""
+    for n in ast.walk(func):
+        if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == name:
+            if any(isinstance(op, ast.In | ast.NotIn) for op in n.ops):
+                return True
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == name:
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "get"
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and n.args[0].id == name
+        ):
+            return True
+    return False
