@@ -140,6 +140,25 @@ class HostAPI(Signatures, ModuleNames):
             cache[key] = keeper(key, compute) if keeper else compute()
         return cache[key]
 
+    def source_texts(self) -> dict[str, str]:
+        """Every Python file of the host's own packages as text (relative path -> text), read
+        from the release itself once per process and shared by the passes over all files
+        (raise-guards, definitions, the host's call sites, signature probes); the snapshot
+        keeps only the modules a scan visited. An unreadable file is left out."""
+        cached = self.__dict__.get("_source_texts")
+        if cached is None:
+            tree = getattr(self.tree, "real", self.tree)
+            cached = {}
+            for rel in self.tree.python_files():
+                if not self.owns(self.tree.module_name(rel)):
+                    continue
+                try:
+                    cached[rel] = tree.read_text(rel)
+                except Exception:  # noqa: BLE001 - an unreadable member narrows the passes only
+                    continue
+            self.__dict__["_source_texts"] = cached
+        return cached
+
     def loaded_files(self) -> int:
         """How many host files were visited so far."""
         return len(self.texts)

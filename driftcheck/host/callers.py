@@ -85,14 +85,8 @@ def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
     are parsed (a large module is not parsed for one call in it). The files are read from the
     release itself, not kept in its snapshot."""
     found = re.compile(r"\.(" + "|".join(re.escape(m) for m in members) + r")\(")
-    tree = api.tree
-    read = getattr(tree, "real", tree).read_text
     out: dict[str, list[CallSite]] = {m: [] for m in members}
-    for rel in tree.python_files():
-        try:
-            text = read(rel)
-        except Exception:  # noqa: BLE001 - an unreadable file has no call sites to offer
-            continue
+    for rel, text in api.source_texts().items():
         hits = {m.group(1) for m in found.finditer(text)}
         if not hits:
             continue

@@ -63,15 +63,8 @@ def all_guards(api: HostAPI) -> list[Guard]:
     """
 
     def compute() -> list[list]:
-        tree = getattr(api.tree, "real", api.tree)
         found: list[Guard] = []
-        for rel in api.tree.python_files():
-            if not api.owns(api.tree.module_name(rel)):
-                continue
-            try:
-                text = tree.read_text(rel)
-            except Exception:  # an unreadable member narrows the search only
-                continue
+        for rel, text in api.source_texts().items():
             if "raise" in text and "()" in text:
                 found.extend(guards_by_text(text, rel))
         return [[g.file, g.line, g.message, list(g.methods), g.cls, g.function] for g in found]

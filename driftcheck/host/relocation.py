@@ -58,15 +58,8 @@ def definitions(api: HostAPI) -> dict[str, list[str]]:
 
     def compute() -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        tree = getattr(api.tree, "real", api.tree)
-        for rel in api.tree.python_files():
+        for rel, text in api.source_texts().items():
             module = api.tree.module_name(rel)
-            if not api.owns(module):
-                continue
-            try:
-                text = tree.read_text(rel)
-            except Exception:  # an unreadable member only narrows the search
-                continue
             for m in _DEF_RE.finditer(text):
                 out.setdefault(m.group(1) or m.group(2), []).append(module)
         return out

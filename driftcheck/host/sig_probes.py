@@ -19,7 +19,6 @@ import re
 from driftcheck.host.api import HostAPI
 
 FORMAT = 1
-_READS_SIGNATURE = re.compile(r"\b(?:signature|getfullargspec|getargspec)\(")
 _IN_SIGNATURE = re.compile(
     r"""["'](\w+)["']\s+(?:not\s+)?in\s+(?:inspect\.)?signature\([^()]*\)\.parameters"""
 )
@@ -29,20 +28,13 @@ def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
     """Parameter name -> (file, line) of one host call that probes a callable for it."""
 
     def compute() -> dict[str, list]:
-        tree = getattr(api.tree, "real", api.tree)
-        texts: dict[str, str] = {}
+        texts = api.source_texts()
+        reading: set[str] = set()  # files that read a signature (plain substring tests: fast)
         probes: set[str] = set()
-        for rel in api.tree.python_files():
-            if not api.owns(api.tree.module_name(rel)):
-                continue
-            try:
-                text = tree.read_text(rel)
-            except Exception:  # noqa: BLE001 - an unreadable file probes nothing
-                continue
-            texts[rel] = text
-            if _READS_SIGNATURE.search(text):
+        for rel, text in texts.items():
+            if "signature(" in text or "getargspec(" in text:
+                reading.add(rel)
                 probes.update(_probe_functions(text))
-        out: dict[str, list] = {}
         calls = (
             re.compile(
                 r"\b(?:" + "|".join(re.escape(p) for p in sorted(probes)) + r")\("
@@ -51,8 +43,12 @@ def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
             if probes
             else None
         )
+        out: dict[str, list] = {}
         for rel, text in texts.items():
-            for pattern in filter(None, (calls, _IN_SIGNATURE)):
+            patterns = [_IN_SIGNATURE] if rel in reading and ".parameters" in text else []
+            if calls is not None and any(f"{p}(" in text for p in probes):
+                patterns.append(calls)
+            for pattern in patterns:
                 for m in pattern.finditer(text):
                     line = text.count("\n", 0, m.start()) + 1
                     out.setdefault(m.group(1), [rel, line])
