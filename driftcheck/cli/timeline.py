@@ -79,7 +79,9 @@ def timeline_cmd(
 
     cfg = config_for(client, config_path)
     rules = load_rules(*cfg.rules)
-    if not disable:
+    if disable:
+        check_ids(disable, rules, where="--disable")
+    else:
         check_ids(cfg.disable, rules, where=f"{cfg.path}: 'disable'")
     progress = None if quiet or not sys.stderr.isatty() else (lambda m: click.echo(m, err=True))
     result = timeline(
