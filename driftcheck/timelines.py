@@ -24,7 +24,7 @@ from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.fetch import fetch_release
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.versions import releases_between
-from driftcheck.workspace import members_of, own_settings
+from driftcheck.workspace import members_of, package_settings
 
 
 @dataclass
@@ -201,11 +201,10 @@ def _packages(
     if not members:
         return [("", client, (exclude, include, baseline, disabled))]
     out = []
+    root = client.path
+    assert root is not None
     for member in members:
-        rel = member.relative_to(client.path).as_posix()  # type: ignore[arg-type]
-        own, _unused = own_settings(member)
-        ex = [g[len(rel) + 1 :] for g in exclude if g.startswith(rel + "/")] + list(own.exclude)
-        inc = [g[len(rel) + 1 :] for g in include if g.startswith(rel + "/")] + list(own.include)
-        settings = (ex, inc, baseline or own.baseline, disabled | set(own.disable))
-        out.append((rel + "/", parse_spec(str(member)), settings))
+        own, _unused = package_settings(root, member, exclude, include)
+        settings = (own.exclude, own.include, baseline or own.baseline, disabled | set(own.disable))
+        out.append((member.relative_to(root).as_posix() + "/", parse_spec(str(member)), settings))
     return out

@@ -11,7 +11,7 @@ package's identity, baseline, files read and findings.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +66,9 @@ def scan_members(
     for member in members:
         rel = member.relative_to(root).as_posix()
         say(f"package {rel}")
-        inner_ex = [g[len(rel) + 1 :] for g in exclude if g.startswith(rel + "/")]
-        inner_in = [g[len(rel) + 1 :] for g in include if g.startswith(rel + "/")]
         try:
-            own, unused = own_settings(member)
-            got = scan_one(
-                str(member),
-                inner_ex + list(own.exclude),
-                inner_in + list(own.include),
-                own.baseline,
-                list(own.disable),
-            )
+            mine, unused = package_settings(root, member, exclude, include)
+            got = scan_one(str(member), mine.exclude, mine.include, mine.baseline, mine.disable)
         except DriftcheckError as exc:
             skipped.append((rel, f"package not scanned: {exc}"))
             continue
@@ -89,6 +81,41 @@ def scan_members(
     if not parts:
         raise DriftcheckError(f"{root}: none of its {len(members)} packages could be scanned")
     return join(root, parts, skipped)
+
+
+@dataclass(frozen=True)
+class PackageSettings:
+    """What one package of a monorepo is read with: the run's globs below it (made relative
+    to it) and its own, its own baseline and the ids it disables."""
+
+    exclude: list[str]
+    include: list[str]
+    baseline: str | None
+    disable: list[str]
+
+
+def package_settings(
+    root: Path, member: Path, exclude: Iterable[str], include: Iterable[str]
+) -> tuple[PackageSettings, list[str]]:
+    """One package's settings (:class:`PackageSettings`), and the keys its own
+    ``[tool.driftcheck]`` sets that only the top configuration may set.
+
+    Raises:
+        UsageError: The package's settings are invalid.
+    """
+    rel = member.relative_to(root).as_posix()
+    own, unused = own_settings(member)
+
+    def below(globs: Iterable[str]) -> list[str]:
+        return [g[len(rel) + 1 :] for g in globs if g.startswith(rel + "/")]
+
+    settings = PackageSettings(
+        below(exclude) + list(own.exclude),
+        below(include) + list(own.include),
+        own.baseline,
+        list(own.disable),
+    )
+    return settings, unused
 
 
 def own_settings(member: Path) -> tuple[Config, list[str]]:

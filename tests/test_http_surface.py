@@ -266,17 +266,23 @@ def test_condition_forms(tmp_path: Path, body, condition, flags, env) -> None:
     assert (route.condition, route.flags, route.env) == (condition, flags, env)
 
 
+def _package(root: Path, name: str, files: dict[str, str]) -> HttpSurface:
+    """The HTTP surface of a host package written to ``root/name`` from ``files``."""
+    (root / name).mkdir()
+    for rel, text in files.items():
+        (root / name / rel).write_text(text)
+    return _surface(root, name)
+
+
 def test_a_mount_serves_paths_below_it(tmp_path: Path) -> None:
-    pkg = tmp_path / "m"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(
+    init = (
         "from fastapi import FastAPI\nfrom starlette.routing import Mount\n\n\n"
         "def build_app(args):\n    app = FastAPI()\n"
         "    metrics = Mount('/metrics', object())\n    app.routes.append(metrics)\n"
         "    app.mount('/static', object())\n\n    @app.get('/ok')\n    async def ok():\n"
         "        return None\n\n    return app\n"
     )
-    surface = _surface(tmp_path, "m")
+    surface = _package(tmp_path, "m", {"__init__.py": init})
     assert surface.route("GET", "/metrics/x").method == "MOUNT"
     assert surface.route("GET", "/static").path == "/static"
     assert surface.route("GET", "/staticx") is None
@@ -439,14 +445,11 @@ async def plain(req: Plain): ...
 
 
 def test_a_model_that_takes_names_too_accepts_both_keys(tmp_path: Path) -> None:
-    pkg = tmp_path / "p"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(
+    init = (
         "from fastapi import FastAPI\nfrom p.api import router\n\napp = FastAPI()\n"
         "app.include_router(router)\n"
     )
-    (pkg / "api.py").write_text(_BY_NAME)
-    surface = _surface(tmp_path, "p")
+    surface = _package(tmp_path, "p", {"__init__.py": init, "api.py": _BY_NAME})
     keys = {
         path: set(surface.model(surface.route("POST", path).request).accepted())
         for path in ("/inherits", "/overrides", "/legacy", "/plain")

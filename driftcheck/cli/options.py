@@ -30,26 +30,9 @@ def status(quiet: bool) -> Iterator[Callable[[str], None] | None]:
         yield lambda message: status.update(escape(message))
 
 
-def scan_options(func: Callable) -> Callable:
-    """The options ``scan`` and ``fix`` share: the target, the baseline, what to read and
-    report, the settings file and the user's rules."""
-    options = [
-        click.option(
-            "--against",
-            "against",
-            metavar="SPEC",
-            help="Target host: NAME==VERSION, a range or NAME@latest (newest matching release), "
-            "NAME (installed) or a path. Default: the installed host.",
-        ),
-        click.option(
-            "--host", "host", metavar="NAME", help="Host name when --against does not give one."
-        ),
-        click.option(
-            "--baseline",
-            metavar="VERSION",
-            help="Host version the client was written against, or 'none' (no baseline: only "
-            "what cannot work on the target). Default: the client's own pin.",
-        ),
+def _client_options() -> list[Callable]:
+    """How the client is read and reported: ``scan``, ``fix`` and ``timeline`` share them."""
+    return [
         click.option(
             "--disable",
             multiple=True,
@@ -79,6 +62,37 @@ def scan_options(func: Callable) -> Callable:
             help="Settings file: a pyproject.toml ([tool.driftcheck]) or a TOML file of the same "
             "keys. Default: the directory client's pyproject.toml.",
         ),
+    ]
+
+
+def client_options(func: Callable) -> Callable:
+    """``--disable``, ``--exclude``, ``--include`` and ``--config`` (``timeline``)."""
+    for option in reversed(_client_options()):
+        func = option(func)
+    return func
+
+
+def scan_options(func: Callable) -> Callable:
+    """The options ``scan`` and ``fix`` share: the target, the baseline, what to read and
+    report, the settings file and the user's rules."""
+    options = [
+        click.option(
+            "--against",
+            "against",
+            metavar="SPEC",
+            help="Target host: NAME==VERSION, a range or NAME@latest (newest matching release), "
+            "NAME (installed) or a path. Default: the installed host.",
+        ),
+        click.option(
+            "--host", "host", metavar="NAME", help="Host name when --against does not give one."
+        ),
+        click.option(
+            "--baseline",
+            metavar="VERSION",
+            help="Host version the client was written against, or 'none' (no baseline: only "
+            "what cannot work on the target). Default: the client's own pin.",
+        ),
+        *_client_options(),
         click.option(
             "--rules",
             "rule_dirs",

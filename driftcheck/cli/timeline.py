@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from driftcheck.cli.options import id_list
+from driftcheck.cli.options import client_options, run_settings
 
 
 @click.command("timeline")
@@ -30,26 +30,7 @@ from driftcheck.cli.options import id_list
 @click.option(
     "--svg", "svg", type=click.Path(dir_okay=False), help="Also save the table as an SVG picture."
 )
-@click.option(
-    "--disable",
-    multiple=True,
-    callback=id_list,
-    metavar="ID",
-    help="Check, kind or rule id not to report (repeat, or comma-separate).",
-)
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Client files not to read (repeat).")
-@click.option(
-    "--include",
-    multiple=True,
-    metavar="GLOB",
-    help="Client files to read beyond what its packaging declares (repeat).",
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Settings file (default: the directory client's pyproject.toml [tool.driftcheck]).",
-)
+@client_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
 def timeline_cmd(
     client: str,
@@ -71,30 +52,34 @@ def timeline_cmd(
     over ``[tool.driftcheck]``, whose ``rules`` and ``baseline`` are used too."""
     import json
 
-    from driftcheck.config import config_for
-    from driftcheck.registry import check_ids
     from driftcheck.report.timeline import render_timeline
-    from driftcheck.rules import load_rules
     from driftcheck.timelines import timeline
 
-    cfg = config_for(client, config_path)
-    rules = load_rules(*cfg.rules)
-    if disable:
-        check_ids(disable, rules, where="--disable")
-    else:
-        check_ids(cfg.disable, rules, where=f"{cfg.path}: 'disable'")
+    settings = run_settings(
+        {
+            "client": client,
+            "config_path": config_path,
+            "against": None,
+            "host": host,
+            "baseline": baseline,
+            "disable": disable,
+            "exclude": exclude,
+            "include": include,
+            "rule_dirs": (),
+        }
+    )
     progress = None if quiet or not sys.stderr.isatty() else (lambda m: click.echo(m, err=True))
     result = timeline(
         client,
         host,
         first,
         last,
-        baseline=baseline if baseline is not None else cfg.baseline,
+        baseline=settings["baseline"],
         progress=progress,
-        rules=rules,
-        exclude=list(exclude or cfg.exclude),
-        include=list(include or cfg.include),
-        disable=list(disable or cfg.disable),
+        rules=settings["rules"],
+        exclude=settings["exclude"],
+        include=settings["include"],
+        disable=settings["disable"],
     )
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
