@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, missing, run_cli
 
 from driftcheck.probes import runner
 from driftcheck.probes.managed_envs import cpu_requirements
@@ -205,7 +205,7 @@ def test_patch_that_does_not_apply_names_the_patch(tmp_path):
 
 def test_patch_with_git_apply_when_patch_is_missing(tmp_path, monkeypatch):
     if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+        missing("git is not installed")
     copy = tmp_path / "copy"
     copy_tree(_client(tmp_path), copy)
     p = tmp_path / "001.patch"
@@ -589,14 +589,6 @@ def _probe_json(*args: str) -> tuple[int, dict, str]:
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
-def _fixes_available() -> bool:
-    try:
-        from driftcheck.fixes.run import make_patches  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @pytest.mark.probe
 @pytest.mark.slow
 @pytest.mark.network
@@ -649,8 +641,6 @@ def test_probe_speculators_030_on_vllm_0160_unpatched_fails_with_the_first_real_
 def test_probe_speculators_030_on_vllm_0160_with_fix_passes():
     """driftcheck's own patches (driftcheck fix), no hand-written patch: the patched run passes
     every check; both runs are reported side by side."""
-    if not _fixes_available():
-        pytest.skip("driftcheck.fixes.run.make_patches does not exist yet")
     code, data, _ = _probe_json("speculators==0.3.0", "--host", "vllm==0.16.0", "--fix")
     unpatched, patched = data["runs"]
     assert unpatched["label"] == "unpatched" and not unpatched["ok"]
@@ -667,8 +657,6 @@ def test_probe_speculators_030_on_vllm_0160_with_fix_passes():
 def test_probe_without_the_sample_tokens_fix_fails_on_the_second_generate(tmp_path):
     """Every fix except the execute_model/sample_tokens one: the second generate() fails with
     vLLM's own state error (the seed incident)."""
-    if not _fixes_available():
-        pytest.skip("driftcheck.fixes.patches does not exist yet")
     from driftcheck.fixes.patches import plan
     from driftcheck.pipeline import scan
 
@@ -762,3 +750,63 @@ def test_cpu_requirements_pin_torch_built_extensions_to_the_torch_release():
     assert torch_pin == "2.11.0"
     assert reqs == ["torchaudio==2.11.0", "torchvision"]
     assert any("pinned torchaudio==2.11.0" in n for n in notes)
+
+
+# -- nothing skips under .ci/run ------------------------------------------------------------------
+
+_SKIPS = {"skip", "importorskip", "skipif", "xfail"}
+
+
+def _raw_skips(path: Path) -> list[str]:
+    """Calls of ``pytest.skip``/``importorskip``/``xfail`` and ``pytest.mark.skip``/``skipif``/
+    ``xfail`` marks written in a test file (``conftest.missing`` is the one way to skip)."""
+    import ast
+
+    def dotted(node: ast.AST) -> str:
+        if isinstance(node, ast.Attribute):
+            return f"{dotted(node.value)}.{node.attr}"
+        return node.id if isinstance(node, ast.Name) else ""
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        marks = [node.func] if isinstance(node, ast.Call) else []
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            marks += [d for d in node.decorator_list if isinstance(d, ast.Attribute)]
+        for mark in marks:
+            name = dotted(mark)
+            if name.startswith("pytest.") and name.rsplit(".", 1)[-1] in _SKIPS:
+                found.append(f"{path.name}:{mark.lineno}: {name}")
+    return found
+
+
+def test_no_probe_test_can_skip_under_ci():
+    """A probe test that lacks a piece (git, a managed environment) fails under .ci/run or waits
+    for it; only ``conftest.missing`` skips, and only outside CI."""
+    tests = Path(__file__).resolve().parent
+    raw = [hit for path in sorted(tests.glob("test_probe*.py")) for hit in _raw_skips(path)]
+    assert raw == []
+    assert "export DRIFTCHECK_CI=1" in (tests.parent / ".ci" / "run").read_text()
+
+
+def test_a_missing_piece_skips_outside_ci_and_fails_under_it(monkeypatch, tmp_path):
+    from conftest import CI_VARIABLE, missing
+
+    monkeypatch.delenv(CI_VARIABLE, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="git is not installed"):
+        missing("git is not installed")
+    monkeypatch.setenv(CI_VARIABLE, "1")
+    with pytest.raises(pytest.fail.Exception, match="git is not installed"):
+        missing("git is not installed")
+    # A skip written straight into a test file is found (the near miss: the helper is not).
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "import pytest\nfrom conftest import missing\n\n"
+        "@pytest.mark.skipif(True, reason='x')\ndef test_a():\n    missing('y')\n\n"
+        "@pytest.mark.xfail\ndef test_b():\n    pytest.importorskip('z')\n"
+        "    assert pytest.skip.Exception\n"
+    )
+    assert sorted(_raw_skips(sample)) == [
+        "test_sample.py:10: pytest.importorskip",
+        "test_sample.py:4: pytest.mark.skipif",
+        "test_sample.py:8: pytest.mark.xfail",
+    ]

@@ -28,7 +28,6 @@ from driftcheck.sources.trees import DirectoryTree
 REPO = Path(__file__).resolve().parent.parent
 REAL_KIMI = json.loads((REPO / "fixtures" / "models" / "kimi-k2.5" / "config.json").read_text())
 KIMICLIENT = REPO / "fixtures" / "clients" / "kimiclient"
-CPU_HEAD_SIZES = {32, 64, 80, 96, 112, 128, 160, 192, 224, 256}  # vLLM 0.16 CPU_ATTN
 
 
 # -- the table of built-in models -----------------------------------------------------------------
@@ -42,7 +41,7 @@ def test_builtin_models_table():
         rec = recipe(name)
         assert rec.NAME == name
         assert builtin_models.model_dir(rec).name == f"{name}-{rec.recipe_key()}"
-        assert rec.describe() and isinstance(rec.plan_config(), dict)
+        assert rec.describe() and isinstance(rec.plan_config(), dict) and rec.cpu_head_dims()
         assert isinstance(rec.TRUST_REMOTE_CODE, bool) and isinstance(rec.REFERENCE, str)
 
 
@@ -84,13 +83,75 @@ def test_tiny_kimi_config_has_the_real_shape():
     assert text["n_routed_experts"] % text["n_group"] == 0
     assert text["n_routed_experts"] // text["n_group"] >= 2
     # MLA weights (low-rank q and kv), run unabsorbed on the CPU: the backend gets
-    # qk_nope + qk_rope as its head size, and v is padded up to it.
+    # qk_nope + qk_rope as its head size (tiny_kimi.cpu_head_dims), and v is padded up to it.
+    # On the GPU the MLA backends take kv_lora_rank + qk_rope_head_dim = 576 only.
     assert text["q_lora_rank"] and text["kv_lora_rank"]
     head = text["qk_nope_head_dim"] + text["qk_rope_head_dim"]
-    assert head in CPU_HEAD_SIZES and text["v_head_dim"] <= head
-    assert text["qk_nope_head_dim"] == 2 * text["qk_rope_head_dim"]  # the real proportion
+    assert tiny_kimi.cpu_head_dims() == [head] and text["v_head_dim"] <= head
+    assert text["kv_lora_rank"] + text["qk_rope_head_dim"] == 576
+    assert text["qk_rope_head_dim"] == REAL_KIMI["text_config"]["qk_rope_head_dim"]
+    assert text["v_head_dim"] == text["qk_nope_head_dim"]  # as in the real model
     assert vision["hidden_size"] % vision["num_attention_heads"] == 0
     assert (vision["hidden_size"] // vision["num_attention_heads"]) % 4 == 0  # 2D rope
+
+
+# Written here, in the shape of vLLM's v1/attention/backends/cpu_attn.py (not copied from it).
+_CPU_ATTN_WITH_ISA = """
+class Backend:
+    @classmethod
+    def get_supported_head_sizes(cls) -> list[int]:
+        return [32, 64, 80, 96, 112, 128, 192]
+
+
+def _get_attn_isa(dtype, block_size, head_size=None):
+    if head_size is not None and head_size % 32 != 0 and head_size % 16 == 0:
+        return "vec16"
+    if amx() and dtype in (bf16,) and block_size % 32 == 0:
+        return "amx"
+    return "vec"
+"""
+_CPU_ATTN_PAGED = """
+class _PagedAttention:
+    @staticmethod
+    def validate_head_size(head_size):
+        SUPPORT_HS = [32, 64, 80, 112, 128]
+        return head_size in SUPPORT_HS, SUPPORT_HS
+"""
+
+
+def test_dims_every_cpu_isa_takes_come_from_the_hosts_isa_choice():
+    """Where vLLM picks a kernel ISA, only the sizes it sends to vec16 before asking the CPU
+    are safe everywhere (others may take the AMX path a build lacks); without an ISA choice,
+    every supported size is."""
+    from driftcheck.probes.builtin_models import dims_every_cpu_isa_takes
+
+    assert dims_every_cpu_isa_takes(_CPU_ATTN_WITH_ISA) == {80, 112}
+    assert dims_every_cpu_isa_takes(_CPU_ATTN_PAGED) == {32, 64, 80, 112, 128}
+    # Near misses: an ISA choice whose first branch is not the vec16 one, or asks more than
+    # the head size, says nothing is known to be safe.
+    other = _CPU_ATTN_WITH_ISA.replace('return "vec16"', 'return "vec"', 1)
+    assert dims_every_cpu_isa_takes(other) == set()
+    asks_cpu = _CPU_ATTN_WITH_ISA.replace("head_size is not None and", "amx() and", 1)
+    assert dims_every_cpu_isa_takes(asks_cpu) == set()
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.parametrize("release", ["0.11.0", "0.16.0", "0.20.0"])
+def test_builtin_models_head_dims_run_on_every_cpu_isa(release):
+    """Every built-in model's CPU attention head sizes are ones each release's CPU attention
+    runs on every CPU (read from the release's source), so no run depends on the CPU model."""
+    from driftcheck.probes.builtin_models import dims_every_cpu_isa_takes
+    from driftcheck.sources.specs import parse_spec
+    from driftcheck.sources.trees import open_tree
+
+    tree = open_tree(parse_spec(f"vllm=={release}"))
+    rel = next(f for f in tree.files() if f.endswith("v1/attention/backends/cpu_attn.py"))
+    safe = dims_every_cpu_isa_takes(tree.read_text(rel))
+    assert safe, rel
+    for name in builtin_models.BUILTIN_MODELS:
+        dims = recipe(name).cpu_head_dims()
+        assert dims and set(dims) <= safe, (name, dims, sorted(safe))
 
 
 def test_tiny_kimi_vision_checkpoint_names():

@@ -276,19 +276,20 @@ def test_states_key_follows_the_copy_not_its_place(tmp_path):
     assert tensor_parallel.states_key(a, ENV, spec) != tensor_parallel.states_key(a, ENV, other)
 
 
-def _managed_python() -> Path | None:
-    from driftcheck.cache import cache_root
+def _managed_python() -> Path:
+    """The vLLM 0.16.0 managed environment's interpreter: built if missing, and waited for
+    through its cache lock while another process (``.ci/run``'s background job) builds it."""
+    from driftcheck.probes.managed_envs import managed_env
 
-    python = cache_root() / "envs" / "vllm-0.16.0" / "bin" / "python"
-    return python if python.exists() else None
+    return managed_env("0.16.0").python
 
 
+@pytest.mark.probe
 @pytest.mark.slow
+@pytest.mark.network
 def test_compare_states_in_the_target_interpreter(tmp_path):
     """The comparison itself (torch, no vLLM) in a managed environment's interpreter."""
     python = _managed_python()
-    if python is None:
-        pytest.skip("no managed vLLM 0.16.0 environment in the cache")
     here = Path(driver_env.__file__).resolve().parent
     make = f"""
 import sys, torch

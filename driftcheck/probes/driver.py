@@ -98,21 +98,66 @@ def _client_frame(exc: BaseException) -> str | None:
     return found
 
 
-def _install_shims(res: _Result) -> None:
+def _install_shims(res: _Result, spec: dict) -> None:
+    """The CPU platform's shims. Whether this is a CPU run is the harness's word (``cpu`` in the
+    spec), never ``torch.cuda``: asking CUDA anything here would initialise it in this process
+    before the host's executor forks its workers, and a forked worker cannot use CUDA then
+    ("Cannot re-initialize CUDA in forked subprocess")."""
+    if not spec.get("cpu"):
+        return
     import torch
 
-    if not torch.cuda.is_available():
-        gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or 4)
-        size = int(gib * (1 << 30))
+    gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or 4)
+    size = int(gib * (1 << 30))
 
-        def mem_get_info(device: object = None) -> tuple[int, int]:
-            return size, size
+    def mem_get_info(device: object = None) -> tuple[int, int]:
+        return size, size
 
-        torch.cuda.mem_get_info = mem_get_info
-        res.data["shims"].append(
-            f"torch.cuda.mem_get_info() answers ({size}, {size}) bytes "
-            f"(VLLM_CPU_KVCACHE_SPACE={gib:g} GiB): there is no GPU to ask"
-        )
+    torch.cuda.mem_get_info = mem_get_info
+    res.data["shims"].append(
+        f"torch.cuda.mem_get_info() answers ({size}, {size}) bytes "
+        f"(VLLM_CPU_KVCACHE_SPACE={gib:g} GiB): there is no GPU to ask"
+    )
+
+
+# The CPU features vLLM's CPU build chooses its kernels by (its attention takes the AMX path for
+# bfloat16 where the CPU has AMX tiles, else AVX-512 or AVX2 vector code; NEON on Arm), best
+# first: (name in the report, the /proc/cpuinfo flags that make it).
+CPU_ISAS = (
+    ("AMX-BF16", ("amx_bf16", "amx_tile")),
+    ("AVX-512", ("avx512f",)),
+    ("AVX2", ("avx2",)),
+    ("NEON", ("asimd",)),
+)
+CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512f", "avx512_bf16", "avx512_fp16", "avx2", "asimd")
+
+
+def cpu_isa(cpuinfo: str, machine: str) -> dict:
+    """The machine's CPU ISA as vLLM's CPU kernels tell them apart, from ``/proc/cpuinfo``'s
+    ``flags`` (x86) or ``Features`` (Arm) line: the best ISA and the flags that decide it."""
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            flags.update(value.split())
+            break
+    isa = next((name for name, need in CPU_ISAS if all(f in flags for f in need)), None)
+    return {
+        "machine": machine,
+        "isa": isa or "none of " + ", ".join(name for name, _ in CPU_ISAS),
+        "flags": [f for f in CPU_FLAGS if f in flags],
+    }
+
+
+def _cpu() -> dict:
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    return cpu_isa(text, platform.machine())
 
 
 def _versions() -> dict:
@@ -235,7 +280,8 @@ def run(spec: dict) -> int:
     res.save()
     try:
         res.data["versions"] = _versions()
-        _install_shims(res)
+        res.data["cpu_isa"] = _cpu()
+        _install_shims(res, spec)
     except Exception as exc:  # torch itself does not import
         res.stage("import", False, 0.0, error=_error(exc))
         return 1

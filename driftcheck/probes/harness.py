@@ -44,6 +44,7 @@ from driftcheck.probes.driver_env import (
 from driftcheck.probes.env_cache import in_use, limit_bytes
 from driftcheck.probes.env_selection import select_env
 from driftcheck.probes.envs import ProbeEnv
+from driftcheck.probes.gpu_memory import GpuMemorySampler
 from driftcheck.probes.options import ProbeOptions, host_spec
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, interpret
 from driftcheck.probes.patches import (
@@ -254,6 +255,7 @@ def _run_variant(
         "entry": workload.entry,
         "model": resolved.path,
         "tensor_parallel_size": options.tensor_parallel_size,
+        "cpu": env.cpu_build,  # the driver's CPU shims: decided here, so it never asks CUDA
         "layer_ids": options.layer_ids,
         "max_model_len": options.max_model_len,
         "trust_remote_code": options.trust_remote_code or resolved.trust_remote_code,
@@ -281,15 +283,16 @@ def _run_variant(
         progress=say,
     )
     cmd = driver_command(env.python, work)
-    res = runner.run(
-        cmd,
-        env=run_env,
-        cwd=work,
-        timeout=options.run_timeout,
-        log_dir=log_dir,
-        name="driver",
-        on_line=lambda ln: say(f"  {ln}") if ln.startswith("[driftcheck-probe]") else None,
-    )
+    with GpuMemorySampler(log_dir / "driver-gpu-memory.csv", enabled=not env.cpu_build) as gpu:
+        res = runner.run(
+            cmd,
+            env=run_env,
+            cwd=work,
+            timeout=options.run_timeout,
+            log_dir=log_dir,
+            name="driver",
+            on_line=lambda ln: say(f"  {ln}") if ln.startswith("[driftcheck-probe]") else None,
+        )
     data: dict = {}
     try:
         data = json.loads(result_path.read_text())
@@ -297,6 +300,7 @@ def _run_variant(
         pass
     outcome = interpret(label, data, res)
     outcome.patches = applied
+    outcome.peak_gpu_memory_mib = gpu.peaks()
     outcome.shims = run_shims + list(data.get("shims", []))
     outcome.log_dir = str(log_dir)
     outcome.states_file = str(states_path) if states_path.is_file() else None

