@@ -10,6 +10,7 @@ import io
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,47 @@ def test_a_read_only_cached_release_is_served_without_its_lock(cache, downloads,
         for dirpath, _dirs, _files in os.walk(cache):
             os.chmod(dirpath, 0o755)
     assert downloads == [("tinyhost", "1.0")]
+
+
+# -- an unreachable index ------------------------------------------------------------------------
+
+
+def _listing(cache: Path, age_s: float) -> None:
+    (cache / "index").mkdir(parents=True, exist_ok=True)
+    listing = {"time": time.time() - age_s, "versions": ["2.0", "1.0"]}
+    (cache / "index" / "tinyhost.json").write_text(json.dumps(listing))
+
+
+def test_offline_latest_says_how_old_the_cached_release_list_is(cache, downloads, tmp_path):
+    from conftest import OFFLINE_PIP_ENV
+
+    _listing(cache, age_s=3 * 86400 + 60)
+    args = ["scan", str(_client(tmp_path)), "--against", "tinyhost@latest", "--baseline", "1.0"]
+    env = {**OFFLINE_PIP_ENV, "DRIFTCHECK_NO_RANGED": "1"}
+    text = run_cli(*args, env=env)
+    assert text.exit_code == 1, text.stderr
+    head = text.stdout.splitlines()[:2]
+    assert head[0].startswith("myclient 0.1 against tinyhost 2.0 (baseline 1.0)")
+    assert head[1] == (
+        "release list of tinyhost from the cache, 3 days old (index unreachable): newer "
+        "releases than 2.0 may exist"
+    )
+    data = json.loads(run_cli(*args, "--format", "json", env=env).stdout)
+    listed = data["host"]["release_list"]
+    assert (listed["source"], listed["why"]) == ("cache", "index unreachable")
+    assert 3 * 86400 + 60 <= listed["age_s"] < 3 * 86400 + 600
+
+
+@pytest.mark.parametrize("against", ["tinyhost@latest", "tinyhost==2.0"])
+def test_a_fresh_listing_or_an_exact_version_says_nothing(cache, downloads, tmp_path, against):
+    from conftest import OFFLINE_PIP_ENV
+
+    _listing(cache, age_s=60 if against.endswith("@latest") else 3 * 86400)
+    args = ["scan", str(_client(tmp_path)), "--against", against, "--baseline", "1.0"]
+    env = {**OFFLINE_PIP_ENV, "DRIFTCHECK_NO_RANGED": "1"}
+    text = run_cli(*args, env=env)
+    assert text.exit_code == 1, text.stderr
+    assert "release list" not in text.stdout
+    assert (
+        "release_list" not in json.loads(run_cli(*args, "--format", "json", env=env).stdout)["host"]
+    )
