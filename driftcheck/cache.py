@@ -47,7 +47,7 @@ _MARKER_TEXT = (
 _OURS = "created by driftcheck"
 #: A process using an entry marks it with a file named after its pid in this folder.
 IN_USE = ".in-use"
-_CHECKED: set[Path] = set()
+_CHECKED: set[str] = set()
 
 
 def cache_root() -> Path:
@@ -60,8 +60,9 @@ def cache_root() -> Path:
     root = Path(os.environ.get("DRIFTCHECK_CACHE_DIR") or user_cache_dir("driftcheck"))
     root = root.expanduser()
     _mkdir(root)
-    if root not in _CHECKED:
-        _CHECKED.add(root)
+    key = str(root)
+    if key not in _CHECKED:
+        _CHECKED.add(key)
         if not (root / MARKER).exists() and not _strangers(root):
             with contextlib.suppress(OSError):  # a read-only cache stays usable unmarked
                 (root / MARKER).write_text(_MARKER_TEXT)
