@@ -1,23 +1,58 @@
-"""The user cache: fetched archives and host API snapshots, with cross-process locks."""
+"""The user cache: fetched archives, host API snapshots, environments, with cross-process locks.
+
+The cache folder is driftcheck's own: a ``CACHEDIR.TAG`` (the cache-directory tagging standard,
+so backup tools skip it) that names driftcheck marks it when driftcheck creates it. A folder
+made before the marker existed is adopted when it is empty or holds only driftcheck's kinds;
+any other folder (a project, ``~/.cache``, ``/``) is never marked, and ``cache list`` and
+``cache clear`` refuse it. Inside a marked folder they touch only the kinds of :data:`KINDS`.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 from packaging.utils import canonicalize_name
 from platformdirs import user_cache_dir
 
-from driftcheck.errors import SourceError
+from driftcheck.errors import SourceError, UsageError
+
+#: What the cache holds, top-level folder → (depth of its entries, what they are).
+KINDS: dict[str, tuple[int, str]] = {
+    "archives": (2, "release archives (archives/<name>/<version>)"),
+    "snapshots": (1, "host API snapshots, one folder per host"),
+    "uses": (1, "client analyses"),
+    "findings": (1, "check runs"),
+    "index": (1, "release lists of the package index"),
+    "envs": (1, "probe and witness environments"),
+    "models": (1, "the probe's built-in tiny models"),
+    "probe-logs": (1, "the probe's logs"),
+    "probe-states": (1, "the probe's saved states (tensor parallel)"),
+    "witness": (1, "witness results"),
+}
+MARKER = "CACHEDIR.TAG"
+_MARKER_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by driftcheck.\n"
+    "# `driftcheck cache clear` removes only driftcheck's own entries beside it.\n"
+)
+_OURS = "created by driftcheck"
+#: A process using an entry marks it with a file named after its pid in this folder.
+IN_USE = ".in-use"
+_CHECKED: set[str] = set()
 
 
 def cache_root() -> Path:
-    """The cache folder: ``$DRIFTCHECK_CACHE_DIR`` or the platform's user cache.
+    """The cache folder: ``$DRIFTCHECK_CACHE_DIR`` or the platform's user cache (created and
+    marked as driftcheck's when new, adopted when it holds only driftcheck's kinds).
 
     Raises:
         SourceError: When the folder cannot be created.
@@ -25,6 +60,58 @@ def cache_root() -> Path:
     root = Path(os.environ.get("DRIFTCHECK_CACHE_DIR") or user_cache_dir("driftcheck"))
     root = root.expanduser()
     _mkdir(root)
+    key = str(root)
+    if key not in _CHECKED:
+        _CHECKED.add(key)
+        if not (root / MARKER).exists() and not _strangers(root):
+            with contextlib.suppress(OSError):  # a read-only cache stays usable unmarked
+                (root / MARKER).write_text(_MARKER_TEXT)
+    return root
+
+
+def is_marked(root: Path) -> bool:
+    """True when ``root`` carries driftcheck's marker."""
+    try:
+        return _OURS in (root / MARKER).read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def is_ours(root: Path) -> bool:
+    """True when ``root`` is driftcheck's: marked, or (a read-only cache made before markers,
+    which cannot be marked) unmarked and holding only driftcheck's kinds."""
+    return is_marked(root) or (not (root / MARKER).exists() and not _strangers(root))
+
+
+def _strangers(root: Path) -> list[str]:
+    """Top-level entries of ``root`` that are not driftcheck's (nor its marker)."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    ours = is_marked(root)
+    return [
+        n for n in names if not (n == MARKER and ours) and not (n in KINDS and (root / n).is_dir())
+    ]
+
+
+def own_root() -> Path:
+    """The cache folder, only when it is driftcheck's (for commands that list or remove).
+
+    Raises:
+        UsageError: A folder driftcheck did not make (a project, ``~/.cache``, ``/``).
+    """
+    root = cache_root()
+    if not is_ours(root):
+        strangers = _strangers(root)
+        shown = ", ".join(strangers[:3]) + (
+            f" and {len(strangers) - 3} more" if strangers[3:] else ""
+        )
+        raise UsageError(
+            f"{root} is not a driftcheck cache folder (no marker {MARKER} of driftcheck's, and it "
+            f"holds {shown or 'a foreign marker'}): nothing listed or removed; point "
+            "DRIFTCHECK_CACHE_DIR at a folder of driftcheck's own"
+        )
     return root
 
 
@@ -39,11 +126,21 @@ def _mkdir(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            raise disk_full(folder) from None
         reason = getattr(exc, "strerror", None) or str(exc)
         raise SourceError(
             f"cannot create the cache folder {folder}: {reason} "
             "(set DRIFTCHECK_CACHE_DIR to a writable folder)"
         ) from None
+
+
+def disk_full(where: Path | str) -> SourceError:
+    """The one line for a full disk (ENOSPC), said at once: nothing retries into it."""
+    return SourceError(
+        f"no space left on {where} (free some space, or set DRIFTCHECK_CACHE_DIR to a folder "
+        "on another disk)"
+    )
 
 
 @contextmanager
@@ -55,6 +152,8 @@ def locked(folder: Path, timeout: float = 900) -> Iterator[None]:
     except Timeout:
         raise SourceError(f"cache entry {folder} is locked by another process") from None
     except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise disk_full(folder.parent) from None
         raise SourceError(
             f"cannot lock the cache entry {folder}: {exc.strerror or exc} "
             "(set DRIFTCHECK_CACHE_DIR to a writable folder)"
@@ -63,18 +162,6 @@ def locked(folder: Path, timeout: float = 900) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-def clear_cache() -> int:
-    """Remove every cache entry; returns the number of bytes freed."""
-    root = cache_root()
-    freed = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    for child in root.iterdir():
-        if child.is_dir():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-    return freed
 
 
 @dataclass(frozen=True)
@@ -90,20 +177,22 @@ class CacheEntry:
     """Bytes on disk."""
 
 
-#: Kinds whose entries sit two levels down (``archives/<name>/<version>``); others, one level.
-_TWO_LEVELS = {"archives"}
+def cache_entries(kinds: list[str] | None = None) -> list[CacheEntry]:
+    """Every entry of driftcheck's kinds (``archives/vllm/0.16.0``, ``snapshots/vllm``, …), or
+    of the given ones; lock files are not entries, nor is anything else in the folder.
 
-
-def cache_entries() -> list[CacheEntry]:
-    """Every entry of the cache, by kind (``archives/vllm/0.16.0``, ``snapshots/vllm``, …);
-    lock files are not entries."""
+    Raises:
+        UsageError: The folder is not driftcheck's.
+    """
+    root = own_root()
     out: list[CacheEntry] = []
-    root = cache_root()
-    for kind_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        depth = 2 if kind_dir.name in _TWO_LEVELS else 1
-        for path in _entries(kind_dir, depth):
+    for kind in sorted(kinds or KINDS):
+        kind_dir = root / kind
+        if not kind_dir.is_dir():
+            continue
+        for path in _entries(kind_dir, KINDS[kind][0]):
             name = path.relative_to(kind_dir).as_posix()
-            out.append(CacheEntry(kind_dir.name, name, path, _size(path)))
+            out.append(CacheEntry(kind, name, path, _size(path)))
     return out
 
 
@@ -124,7 +213,10 @@ def _entries(folder: Path, depth: int) -> list[Path]:
 
 def _size(path: Path) -> int:
     if not path.is_dir() or path.is_symlink():
-        return path.lstat().st_size
+        try:
+            return path.lstat().st_size
+        except OSError:
+            return 0
     total = 0
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
@@ -135,25 +227,115 @@ def _size(path: Path) -> int:
     return total
 
 
-def clear_kinds(kinds: list[str]) -> int:
-    """Remove the entries of some kinds only (``archives``, ``envs``, …); bytes freed.
+def entry_in_use(path: Path) -> str | None:
+    """Why ``path`` is in use (a live process marked it, or holds its lock), or None."""
+    marks = path / IN_USE
+    for mark in sorted(marks.iterdir()) if marks.is_dir() else []:
+        try:
+            os.kill(int(mark.name), 0)
+        except (ValueError, ProcessLookupError):
+            continue
+        except PermissionError:
+            pass  # alive, someone else's
+        return f"in use by process {mark.name}"
+    inner = sorted(path.glob("*.lock")) if path.is_dir() and not path.is_symlink() else []
+    for lock_path in [Path(str(path) + ".lock"), *inner]:
+        if lock_path.exists() and _held(lock_path):
+            return "in use: a driftcheck process holds its lock"
+    return None
+
+
+def _held(lock_path: Path) -> bool:
+    lock = FileLock(str(lock_path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    except OSError:
+        return False
+    lock.release()
+    return False
+
+
+@dataclass
+class Cleared:
+    """What ``cache clear`` did: the bytes really freed, and the entries left with why."""
+
+    freed: int = 0
+    left: list[tuple[str, str]] = field(default_factory=list)
+
+
+def clear_cache(kinds: list[str] | None = None) -> Cleared:
+    """Remove every entry of driftcheck's kinds, or of the given ones; an entry in use (its
+    lock held, a live probe's mark) stays, as does one the file system refuses to remove.
 
     Raises:
-        UsageError: A kind the cache does not have.
+        UsageError: The folder is not driftcheck's, or a kind the cache does not have.
     """
-    from driftcheck.errors import UsageError
+    root = own_root()
+    if kinds:
+        known = sorted(k for k in KINDS if (root / k).is_dir())
+        for kind in kinds:
+            if kind not in known:
+                have = ", ".join(known) or "nothing cached"
+                raise UsageError(f"no cache kind {kind!r} (the cache has: {have})")
+    done = Cleared()
+    for entry in cache_entries(list(kinds) if kinds else None):
+        label = f"{entry.kind}/{entry.name}"
+        busy = entry_in_use(entry.path)
+        if busy:
+            done.left.append((label, busy))
+            continue
+        problem = _remove(entry.path)
+        gone = entry.size - (_size(entry.path) if os.path.lexists(entry.path) else 0)
+        done.freed += max(gone, 0)
+        if problem:
+            done.left.append((label, problem))
+    for kind in kinds or list(KINDS):
+        if (root / kind).is_dir():
+            _tidy(root / kind)
+    return done
 
-    root = cache_root()
-    known = sorted(p.name for p in root.iterdir() if p.is_dir())
-    for kind in kinds:
-        if kind not in known:
-            have = ", ".join(known) or "nothing cached"
-            raise UsageError(f"no cache kind {kind!r} (the cache has: {have})")
-    freed = 0
-    for kind in kinds:
-        freed += _size(root / kind)
-        shutil.rmtree(root / kind, ignore_errors=True)
-    return freed
+
+def _remove(path: Path) -> str | None:
+    """Remove a file or folder; the first reason it could not be, or None."""
+    problems: list[str] = []
+
+    def failed(_func: object, _path: str, exc: object) -> None:
+        err = exc[1] if isinstance(exc, tuple) else exc  # onerror passes exc_info
+        problems.append(getattr(err, "strerror", None) or str(err))
+
+    try:
+        if path.is_dir() and not path.is_symlink():
+            if sys.version_info >= (3, 12):
+                shutil.rmtree(path, onexc=failed)
+            else:
+                shutil.rmtree(path, onerror=failed)
+        else:
+            path.unlink()
+    except OSError as exc:
+        problems.append(exc.strerror or str(exc))
+    return problems[0] if problems else None
+
+
+def _tidy(folder: Path) -> None:
+    """Remove what removed entries leave in a kind's folder: their free lock files and empty
+    folders (never a lock someone holds: a fetch in progress starts with an empty folder)."""
+    for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
+        here = Path(dirpath)
+        for name in filenames:
+            lock = here / name
+            entry = Path(str(lock)[: -len(".lock")])
+            if name.endswith(".lock") and not os.path.lexists(entry) and not _held(lock):
+                with contextlib.suppress(OSError):
+                    lock.unlink()
+        for name in dirnames:
+            sub = here / name
+            if not os.path.lexists(str(sub) + ".lock") or not _held(Path(str(sub) + ".lock")):
+                with contextlib.suppress(OSError):
+                    sub.rmdir()  # only when empty
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def code_digest() -> str:
@@ -162,7 +344,6 @@ def code_digest() -> str:
     global _CODE_DIGEST
     if _CODE_DIGEST is None:
         import hashlib
-        import sys
 
         h = hashlib.sha256(f"{sys.version_info[0]}.{sys.version_info[1]}".encode())
         root = Path(__file__).resolve().parent

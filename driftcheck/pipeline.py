@@ -24,7 +24,7 @@ from driftcheck.model_configs import served_for
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.specs import PackageSpec, parse_spec
-from driftcheck.sources.versions import exact_spec
+from driftcheck.sources.versions import exact_spec, is_version_spec, stale_listing
 
 Progress = Callable[[str], None]
 
@@ -65,12 +65,20 @@ class ScanResult:
     discovery: dict = field(default_factory=dict)
     #: A monorepo: each package's own result (findings' paths from the monorepo's top).
     packages: list[dict] = field(default_factory=list)
+    #: When ``--against`` named a range or ``@latest`` and the index could not be reached: the
+    #: cached release list it was resolved on (``source``, ``age_s``, ``why``).
+    release_list: dict | None = None
 
     def to_dict(self) -> dict:
         """The JSON contract."""
         return {
             "client": {"name": self.client_name, "version": self.client_version},
-            "host": {"name": self.host_name, "baseline": self.baseline, "target": self.target},
+            "host": {
+                "name": self.host_name,
+                "baseline": self.baseline,
+                "target": self.target,
+                **({"release_list": self.release_list} if self.release_list else {}),
+            },
             "findings": [f.to_dict() for f in self.findings],
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "stats": {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()},
@@ -323,6 +331,8 @@ def _scan(
         target_spec = exact_spec(against or "installed", default_name=host)
     else:
         client_spec, target_spec, _ = resolve_specs(client, against, baseline, host)
+    # A range or @latest resolved on a cached list the index could not renew: say its age.
+    listed = stale_listing(target_spec.name) if against and is_version_spec(against) else None
     say(f"loading host {target_spec}")
     target = load_host(target_spec)
     host_name = target_spec.name or target.name
@@ -366,6 +376,7 @@ def _scan(
         target_api=target,
         baseline_api=base_api,
         served=served,
+        release_list=listed,
         stats={
             "load_seconds": t1 - t0,
             "uses_seconds": t2 - t1,

@@ -5,6 +5,7 @@ The group and its error handling live here; each command has its own module.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import NoReturn
@@ -64,6 +65,8 @@ class _Group(click.Group):
             # Writing the report, reading a file: an environment problem, not a bug.
             if _debug():
                 raise
+            if exc.errno == errno.ENOSPC:
+                _fail(f"no space left on {exc.filename or 'the disk'}", 2)
             where = f" ({exc.filename})" if exc.filename else ""
             _fail(f"{exc.strerror or exc}{where}", 2)
         except Exception as exc:  # a bug in driftcheck: its own exit code, never 1 (findings)

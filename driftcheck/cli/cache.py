@@ -13,9 +13,16 @@ def cache_group() -> None:
 @cache_group.command("path")
 def cache_path() -> None:
     """Print the cache folder ($DRIFTCHECK_CACHE_DIR or the platform's user cache)."""
-    from driftcheck.cache import cache_root
+    from driftcheck.cache import cache_root, is_ours
 
-    click.echo(str(cache_root()))
+    root = cache_root()
+    click.echo(str(root))
+    if not is_ours(root):
+        click.echo(
+            f"driftcheck: warning: {root} is not a driftcheck cache folder (it holds files "
+            "driftcheck did not make): cache list and cache clear refuse it",
+            err=True,
+        )
 
 
 @cache_group.command("list")
@@ -46,14 +53,21 @@ def cache_list(show_all: bool) -> None:
 @cache_group.command("clear")
 @click.argument("kinds", nargs=-1, metavar="[KIND]...")
 def cache_clear(kinds: tuple[str, ...]) -> None:
-    """Remove everything cached, or only the given kinds (archives, envs, …).
+    """Remove driftcheck's entries, or only the given kinds (archives, envs, …).
 
-    Everything in it can be fetched or built again.
+    Everything in it can be fetched or built again. Only a folder driftcheck made is cleared,
+    and only its own kinds in it; an entry in use (a running probe's environment, a fetch) stays.
     """
-    from driftcheck.cache import clear_cache, clear_kinds
+    from driftcheck.cache import clear_cache
+    from driftcheck.errors import SourceError
 
-    freed = clear_kinds(list(kinds)) if kinds else clear_cache()
-    click.echo(f"freed {_size_text(freed)}")
+    done = clear_cache(list(kinds))
+    click.echo(f"freed {_size_text(done.freed)}")
+    if done.left:
+        n = len(done.left)
+        shown = ", ".join(f"{label} ({why})" for label, why in done.left[:3])
+        more = f" and {n - 3} more" if n > 3 else ""
+        raise SourceError(f"could not remove {n} entr{'y' if n == 1 else 'ies'}: {shown}{more}")
 
 
 def _size_text(n: int) -> str:

@@ -59,8 +59,8 @@ def save_snapshots() -> None:
                     api.tree.dirty = True  # type: ignore[attr-defined]
                 save(api.modules if grew else None)  # type: ignore[attr-defined]
                 api.restored = len(api.modules)
-            except OSError:
-                pass  # a snapshot is an optimisation; failing to save it is not an error
+            except (OSError, SourceError):
+                pass  # an optimisation: a read-only or full cache is not an error
 
 
 def release_host(spec: PackageSpec) -> None:

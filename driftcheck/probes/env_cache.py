@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from driftcheck.cache import cache_root
+from driftcheck.cache import IN_USE, cache_root, entry_in_use
 
 DEFAULT_LIMIT_GB = 40.0
 #: Room kept free for an environment about to be built (they take 6-8 GB).
@@ -29,7 +29,6 @@ NEW_ENV_BYTES = 8 * 10**9
 #: Files smaller than this are not worth a link (most of an environment's bytes are large files).
 SHARE_MIN_BYTES = 256 * 1024
 _LAST_USED = ".last-used"
-_IN_USE = ".in-use"
 
 Progress = Callable[[str], None]
 
@@ -104,7 +103,7 @@ def in_use(root: Path | None) -> Iterator[None]:
     if root is None:
         yield
         return
-    marker = root / _IN_USE / str(os.getpid())
+    marker = root / IN_USE / str(os.getpid())
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text("")
@@ -121,25 +120,7 @@ def in_use(root: Path | None) -> Iterator[None]:
 
 def busy(root: Path) -> bool:
     """True when a live process marked the environment in use, or its build lock is held."""
-    for mark in (root / _IN_USE).glob("*") if (root / _IN_USE).is_dir() else []:
-        try:
-            os.kill(int(mark.name), 0)
-            return True
-        except (ValueError, ProcessLookupError):
-            continue
-        except PermissionError:
-            return True
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(str(root) + ".lock")
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return True
-    except OSError:
-        return False
-    lock.release()
-    return False
+    return entry_in_use(root) is not None
 
 
 def disk_usage(roots: list[Path]) -> tuple[list[CachedEnv], int]:

@@ -35,6 +35,8 @@ def render(
         f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] against "
         f"[bold]{escape(result.host_name)} {escape(result.target)}[/] (baseline {escape(base)})"
     )
+    if result.release_list:
+        console.print(f"[yellow]{escape(release_list_line(result))}[/]")
     if result.served is not None:
         console.print(escape(served_line(result.served)))
     if result.discovery:
@@ -70,6 +72,18 @@ def render(
     console.print(summary(result))
     if result.verification is not None:
         console.print(verification_line(result.verification))
+
+
+def release_list_line(result: ScanResult) -> str:
+    """Where the release list that resolved ``--against`` came from, when not the index."""
+    from driftcheck.sources.versions import age_text
+
+    listed = result.release_list or {}
+    return (
+        f"release list of {result.host_name} from the {listed.get('source')}, "
+        f"{age_text(listed.get('age_s', 0))} old ({listed.get('why')}): newer releases than "
+        f"{result.target} may exist"
+    )
 
 
 def _sections(result: ScanResult) -> list[tuple[str | None, list[Finding]]]:

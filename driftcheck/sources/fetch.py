@@ -9,6 +9,7 @@ source trees and never touches the network or the cache.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from driftcheck.cache import archive_dir, locked
+from driftcheck.cache import archive_dir, disk_full, locked
 from driftcheck.errors import DriftcheckError, FetchError, SourceError
 from driftcheck.sources.archives import ARCHIVE_ERRORS, safe_relpath, why
 from driftcheck.sources.metadata import version_key
@@ -47,6 +48,20 @@ _OFFLINE_MARKERS = (
     "ProxyError",
 )
 _TLS_MARKERS = ("SSLError", "CERTIFICATE_VERIFY_FAILED", "SSLCertVerificationError")
+#: pip's words for ENOSPC, with the file it was writing when it says which.
+_NO_SPACE = re.compile(r"No space left on device(?::\s*'([^']+)')?")
+
+
+def pip_disk_full(output: str, where: Path) -> SourceError | None:
+    """The full-disk error when pip's output says ENOSPC (at the nearest folder of the file it
+    names that still exists, else ``where``), or None."""
+    m = _NO_SPACE.search(output)
+    if m is None:
+        return None
+    named = Path(m.group(1)) if m.group(1) else where
+    while not named.is_dir() and named != named.parent:
+        named = named.parent
+    return disk_full(named)
 
 
 def cached_sha256(name: str, version: str) -> str | None:
@@ -74,6 +89,11 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
     folder: Path | None = None
     try:
         folder = archive_dir(name, version)
+        # A hit is read without the lock (entries are written whole, by rename): a read-only
+        # cache (a CI cache mounted read-only) serves what it holds.
+        cached = _valid_cached(folder)
+        if cached is not None:
+            return cached
         with locked(folder):
             cached = _valid_cached(folder)
             if cached is not None:
@@ -107,6 +127,8 @@ def fetch_release(name: str, version: str, *, quiet: bool = True) -> Path:
         raise
     except OSError as exc:
         where = exc.filename or folder or "the cache folder"
+        if exc.errno == errno.ENOSPC:
+            raise disk_full(folder or where) from None
         raise SourceError(
             f"cannot use the cache at {where}: {why(exc)} (set DRIFTCHECK_CACHE_DIR to "
             "a writable folder)"
@@ -224,6 +246,9 @@ def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
         if proc.returncode == 0:
             return
         out = proc.stderr + proc.stdout
+        full = pip_disk_full(out, dest.parent)
+        if full is not None:
+            raise full
         if _offline(out):
             raise FetchError(
                 f"cannot reach the package index to fetch {name}=={version} "

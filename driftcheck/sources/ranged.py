@@ -5,16 +5,18 @@ pip answers where a release's wheel lives without downloading it
 answers range requests (HTTP 206), the zip's central directory and then only the Python sources
 and ``.dist-info`` members are read, in a few coalesced ranges fetched in parallel, and written
 into a small "slim" zip in the cache. Anything unexpected returns None and the caller falls back
-to a whole ``pip download``.
+to a whole ``pip download``; a full disk does not (it is said at once).
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -55,6 +57,11 @@ def locate(name: str, version: str) -> WheelLocation | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
+        from driftcheck.sources.fetch import pip_disk_full
+
+        full = pip_disk_full(proc.stderr + proc.stdout, Path(tempfile.gettempdir()))
+        if full is not None:
+            raise full  # a whole download would fill the same disk
         return None
     try:
         report = json.loads(proc.stdout)
@@ -199,7 +206,8 @@ def fetch_slim(name: str, version: str, folder: Path) -> tuple[Path, dict] | Non
                     else:
                         out.writestr(info.filename, zf.read(info))  # zipfile checks each CRC
             os.replace(tmp, target)
-    except (OSError, zipfile.BadZipFile, ValueError, EOFError, urllib.error.URLError):
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError, urllib.error.URLError) as exc:
+        _unless_disk_full(exc, folder)
         return None
     return target, {
         "mode": "ranged",
@@ -209,6 +217,15 @@ def fetch_slim(name: str, version: str, folder: Path) -> tuple[Path, dict] | Non
         "bytes_transferred": reader.transferred,
         "members": len(members),
     }
+
+
+def _unless_disk_full(exc: BaseException, folder: Path) -> None:
+    """Raise the full-disk error for ENOSPC: falling back to a whole download would only fill
+    the same disk (every other failure falls back)."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        from driftcheck.cache import disk_full
+
+        raise disk_full(folder) from None
 
 
 def _whole(where: WheelLocation, folder: Path, size: int) -> tuple[Path, dict] | None:
@@ -227,8 +244,9 @@ def _whole(where: WheelLocation, folder: Path, size: int) -> tuple[Path, dict] |
             tmp.unlink(missing_ok=True)
             return None
         os.replace(tmp, target)
-    except (OSError, urllib.error.URLError):
+    except (OSError, urllib.error.URLError) as exc:
         tmp.unlink(missing_ok=True)
+        _unless_disk_full(exc, folder)
         return None
     return target, {
         "mode": "whole",

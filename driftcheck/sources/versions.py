@@ -2,7 +2,8 @@
 
 ``vllm@latest`` and ``vllm>=0.16`` resolve to the newest matching final release, as listed by
 ``python -m pip index versions`` (so the user's index configuration applies). Listings are cached
-for an hour; offline, a cached listing of any age is used.
+for an hour; offline, a cached listing of any age is used, and :func:`stale_listing` says how
+old it is (the report shows it: "latest" may no longer be the newest).
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def _parse_listing(text: str) -> list[str]:
 def available_versions(name: str, *, missing_ok: bool = False) -> list[str]:
     """Final releases of ``name`` on the index, newest first (``missing_ok``: an unknown
     package is an empty list, remembered like a listing)."""
-    path = cache_root() / "index" / f"{canonicalize_name(name)}.json"
+    key = canonicalize_name(name)
+    path = cache_root() / "index" / f"{key}.json"
+    _STALE.pop(key, None)
     cached = None
     if path.exists():
         try:
@@ -80,6 +83,7 @@ def available_versions(name: str, *, missing_ok: bool = False) -> list[str]:
     versions = _parse_listing(proc.stdout)
     if not versions:
         if cached:
+            _STALE[key] = float(cached.get("time", 0))
             return cached["versions"]
         if "No matching distribution" in proc.stderr + proc.stdout:
             if missing_ok:
@@ -98,6 +102,27 @@ def available_versions(name: str, *, missing_ok: bool = False) -> list[str]:
     finals.sort(key=Version, reverse=True)
     _remember(path, finals)
     return finals
+
+
+#: Listings the index could not renew, used from the cache: name → when they were listed.
+_STALE: dict[str, float] = {}
+
+
+def stale_listing(name: str) -> dict | None:
+    """How old the release list of ``name`` is, when the last one read came from the cache
+    because the index could not be reached (else None)."""
+    listed = _STALE.get(canonicalize_name(name))
+    if listed is None:
+        return None
+    return {"source": "cache", "age_s": round(time.time() - listed), "why": "index unreachable"}
+
+
+def age_text(seconds: float) -> str:
+    """An age for people: ``40 s``, ``12 min``, ``5 h``, ``3 days``."""
+    for unit, size, above in (("days", 86400, 2 * 86400), ("h", 3600, 7200), ("min", 60, 120)):
+        if seconds >= above:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
 
 
 def _remember(path: Path, versions: list[str]) -> None:
