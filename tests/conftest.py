@@ -8,14 +8,17 @@ own ``tmp_path`` with ``monkeypatch``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
@@ -43,6 +46,23 @@ def missing(reason: str) -> None:
     if os.environ.get(CI_VARIABLE) == "1":
         pytest.fail(f"{reason} (under .ci/run nothing skips)", pytrace=False)
     pytest.skip(reason)
+
+
+def need_module(name: str) -> ModuleType:
+    """Import a module a test needs; missing, it is :func:`missing`."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        missing(f"{name} cannot be imported ({exc}); pip install -e '.[test]'")
+        raise  # unreachable: missing() always raises
+
+
+def need_tool(name: str) -> str:
+    """The path of a command a test runs; not on PATH, it is :func:`missing`."""
+    found = shutil.which(name)
+    if found is None:
+        missing(f"{name} is not installed")
+    return str(found)
 
 
 @pytest.fixture(scope="session", autouse=True)

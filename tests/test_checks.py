@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import build_wheel, read_markers
+from conftest import build_wheel, need_module, read_markers
 
 from driftcheck.findings import Finding
 from driftcheck.pipeline import ScanResult, scan
@@ -148,7 +148,7 @@ def _run_cases(host: Path, tmp_path: Path) -> dict[str, str]:
 
 def test_fixture_cases_really_break_on_2_0_only(tmp_path: Path):
     """Ground truth: each drift case works on 1.0 and raises on 2.0; each near miss behaves alike."""
-    pytest.importorskip("typing_extensions")  # minihost's config module imports it
+    need_module("typing_extensions")  # minihost's config module imports it
     v1, v2 = _run_cases(HOST_V1, tmp_path), _run_cases(HOST_V2, tmp_path)
     assert set(MARKERS) <= set(v1) == set(v2)
     broken = {case: row[-1] for case, row in ALREADY_BROKEN.items()}

@@ -88,11 +88,20 @@ def test_unreadable_files_are_skipped(cli, tiny_project):
     assert "not a regular file" in skipped["myclient/fifo.py"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_file_without_read_permission_is_skipped(cli, tiny_project):
+def test_file_without_read_permission_is_skipped(cli, tiny_project, monkeypatch):
     secret = tiny_project.client / "myclient" / "secret.py"
     secret.write_text("import tinyhost\n")
     secret.chmod(0)
+    if os.geteuid() == 0:
+        # root reads files whatever their mode: refuse the read as the kernel would for a user.
+        read_bytes = Path.read_bytes
+
+        def refused(self: Path) -> bytes:
+            if self == secret:
+                raise PermissionError(13, "Permission denied", str(self))
+            return read_bytes(self)
+
+        monkeypatch.setattr(Path, "read_bytes", refused)
     try:
         result = cli(*tiny_project.scan_args("--format", "json"))
     finally:

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, assert_one_error_line, build_wheel, run_cli
+from conftest import CliResult, assert_one_error_line, build_wheel, need_tool, run_cli
 from test_fixes import FIXTURES, RULES_WITH_FIXES_ARGS
 
 HOST = FIXTURES / "hosts" / "minihost"
@@ -106,8 +106,7 @@ def test_apply_rewrites_the_safe_fixes_and_a_second_run_changes_nothing(client: 
 
 def test_apply_gives_the_same_files_as_the_patches(client: Path, tmp_path: Path):
     """--apply and `git apply` of the written patches end in the same bytes."""
-    if shutil.which("git") is None:
-        pytest.skip("git not installed")
+    need_tool("git")
     other = tmp_path / "other"
     shutil.copytree(client, other)
     out = tmp_path / "patches"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from conftest import need_tool
 
 from driftcheck.findings import Finding, Fix
 from driftcheck.fixes.base import Decline
@@ -1166,12 +1167,9 @@ def test_plan_sorts_findings_into_fixed_manual_and_skipped_unsafe():
 
 # -- unified diffs apply with git apply and patch -p1 ------------------------------------------
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-needs_patch = pytest.mark.skipif(shutil.which("patch") is None, reason="patch not installed")
-
 APPLY_TOOLS = [
-    pytest.param(["git", "apply", "--check"], ["git", "apply"], marks=needs_git, id="git-apply"),
-    pytest.param(["patch", "-p1", "--dry-run"], ["patch", "-p1"], marks=needs_patch, id="patch-p1"),
+    pytest.param(["git", "apply", "--check"], ["git", "apply"], id="git-apply"),
+    pytest.param(["patch", "-p1", "--dry-run"], ["patch", "-p1"], id="patch-p1"),
 ]
 
 DIFF_INPUTS = params(
@@ -1201,6 +1199,7 @@ def _run(cmd: list[str], cwd: Path, patch: bytes) -> subprocess.CompletedProcess
 @pytest.mark.parametrize(("check", "apply"), APPLY_TOOLS)
 @pytest.mark.parametrize(("old", "findings"), DIFF_INPUTS)
 def test_unified_diff_applies(tmp_path: Path, check, apply, old: str, findings):
+    need_tool(check[0])
     new, applied, declined = fix_code(old, findings)
     assert new != old and declined == []
     rel = "pkg/sub/mod.py"
@@ -1366,11 +1365,11 @@ def test_patch_snapshot(fixture_plans, client: str, rel: str):
     [ff] = [ff for ff in fixture_plans[client].pending if ff.file == rel]
     path = _snapshot_path(client, rel)
     if os.environ.get("DRIFTCHECK_UPDATE_SNAPSHOTS") == "1":
-        if rel in KNOWN_WRONG and path.exists():
-            pytest.skip(f"{path.name} holds the hand-reviewed correct patch; not overwritten")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(ff.patch())
-        pytest.skip(f"wrote {path.name}")
+        # Writing mode: a hand-reviewed correct patch of a known-wrong fix is never overwritten.
+        if not (rel in KNOWN_WRONG and path.exists()):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(ff.patch())
+        return
     assert path.exists(), f"no snapshot {path}; run with DRIFTCHECK_UPDATE_SNAPSHOTS=1"
     assert ff.patch() == path.read_text()
 
@@ -1378,8 +1377,7 @@ def test_patch_snapshot(fixture_plans, client: str, rel: str):
 @pytest.mark.parametrize("client", sorted(SNAPSHOT_CLIENTS))
 def test_snapshots_apply_to_the_fixture_client(tmp_path: Path, client: str):
     """The reviewed snapshots are real patches: they apply to a copy of the client."""
-    if shutil.which("git") is None:
-        pytest.skip("git not installed")
+    need_tool("git")
     copy = tmp_path / client
     shutil.copytree(FIXTURES / "clients" / client, copy)
     for name in SNAPSHOT_CLIENTS[client][1]:

