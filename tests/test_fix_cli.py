@@ -307,6 +307,62 @@ def test_a_file_that_is_not_utf8_is_never_corrupted(client: Path):
     assert data == original or (b"# caf\xe9\n" in data and b"describe()" in data)
 
 
+BOM = b"\xef\xbb\xbf"
+MOVED_IMPORT = "from minihost.core import relocated_helper\n\nrelocated_helper(1)\n"
+
+
+def _scan_json(client: Path) -> dict:
+    result = run_cli(
+        "scan", str(client), "--against", str(HOST / "2.0"), "--baseline", str(HOST / "1.0"),
+        *RULES_WITH_FIXES_ARGS, "--format", "json", "--quiet",
+    )  # fmt: skip
+    assert result.exception is None and result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_file_with_a_utf8_bom_is_scanned_with_the_same_positions(client: Path):
+    """Python runs a file that starts with a UTF-8 BOM: it is read, not skipped as a syntax
+    error, and its findings sit where they sit without the BOM (the BOM is no column)."""
+    (client / "miniclient" / "plain.py").write_text(MOVED_IMPORT)
+    (client / "miniclient" / "bom.py").write_bytes(BOM + MOVED_IMPORT.encode())
+    data = _scan_json(client)
+    assert not [s for s in data["skipped"] if "bom.py" in json.dumps(s)], data["skipped"]
+    where = {
+        f["file"].rsplit("/", 1)[-1]: (f["line"], f["column"], f["end_line"], f["end_column"])
+        for f in data["findings"]
+        if f["rule"] == "moved-symbol" and f["file"].endswith(("bom.py", "plain.py"))
+    }
+    assert set(where) == {"bom.py", "plain.py"} and where["bom.py"] == where["plain.py"]
+    assert where["bom.py"][:2] == (1, 27)  # `relocated_helper` on line 1, after the BOM
+
+
+def test_a_fix_keeps_the_bom_and_its_patch_applies(client: Path, tmp_path: Path):
+    """``--apply`` rewrites a BOM file with its BOM first; the ``--out`` patch of it applies to
+    the file as it is on disk. Near-miss: a file without a BOM gets none."""
+    (client / "miniclient" / "plain.py").write_text(MOVED_IMPORT)
+    (client / "miniclient" / "bom.py").write_bytes(BOM + MOVED_IMPORT.encode())
+    other = tmp_path / "other"
+    shutil.copytree(client, other)
+    out = tmp_path / "patches"
+    fix(client, "--out", str(out))
+    if shutil.which("git"):
+        done = subprocess.run(
+            ["git", "apply", str(out / "miniclient__bom.py.patch")],
+            cwd=other,
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    result = fix(client, "--apply")
+    assert "rewrote miniclient/bom.py" in result.stdout, result.stdout + result.stderr
+    fixed = (client / "miniclient" / "bom.py").read_bytes()
+    assert fixed.startswith(BOM) and b"from minihost.utils import relocated_helper" in fixed
+    assert fixed[len(BOM) :] == (client / "miniclient" / "plain.py").read_bytes()
+    assert not (client / "miniclient" / "plain.py").read_bytes().startswith(BOM)
+    if shutil.which("git"):
+        assert (other / "miniclient" / "bom.py").read_bytes() == fixed
+
+
 def test_apply_on_a_release_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     files = {
         p.relative_to(CLIENT).as_posix(): p.read_text()

@@ -44,9 +44,9 @@ class FileFix:
     def patch(self) -> str:
         """Unified diff with ``a/`` and ``b/`` prefixes, ``git apply``- and ``patch -p1``-ready
         (a notebook's: of its JSON, after a readable diff of each changed cell)."""
-        if self.raw is None:
-            return unified_diff(self.file, self.old, self.new)
         old, new = self.on_disk()
+        if self.raw is None or not self.file.endswith(".ipynb"):
+            return unified_diff(self.file, old, new)
         return notebook_patch(self.file, self.raw, self.new, unified_diff(self.file, old, new))
 
 
