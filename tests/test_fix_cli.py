@@ -307,6 +307,58 @@ def test_a_file_that_is_not_utf8_is_never_corrupted(client: Path):
     assert data == original or (b"# caf\xe9\n" in data and b"describe()" in data)
 
 
+def test_apply_writes_through_a_symlink_to_its_target(client: Path):
+    """A symlinked module is fixed in its target, atomically; the link stays a link. The
+    near-miss: the ordinary files beside it are rewritten as before."""
+    link = client / "miniclient" / "runner.py"
+    target = client / "vendor" / "runner_impl.py"
+    target.parent.mkdir()
+    shutil.move(link, target)
+    link.symlink_to(Path("..") / "vendor" / "runner_impl.py")
+    result = fix(client, "--apply")
+    assert "rewrote miniclient/runner.py" in result.stdout, result.stdout + result.stderr
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert "self.engine.describe()" in target.read_text()
+    for rel in SAFE_FILES:
+        assert f"rewrote {rel}" in result.stdout
+        assert rel == "miniclient/runner.py" or not (client / rel).is_symlink()
+    assert leftovers(client) == [] and leftovers(target.parent) == []
+
+
+def test_a_symlink_out_of_the_client_is_refused(client: Path, tmp_path: Path):
+    link = client / "miniclient" / "runner.py"
+    outside = tmp_path / "outside" / "runner.py"
+    outside.parent.mkdir()
+    shutil.move(link, outside)
+    link.symlink_to(outside)
+    before = outside.read_bytes()
+    result = fix(client, "--apply")
+    assert result.exit_code == 1
+    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("refused")]
+    assert (
+        line == f"refused miniclient/runner.py: a link to {outside.resolve()}, outside the client"
+    )
+    assert outside.read_bytes() == before and link.is_symlink()
+    assert "rewrote miniclient/returns.py" in result.stdout  # the other files are still fixed
+
+
+def test_a_hard_linked_file_is_refused_and_both_names_keep_one_content(
+    client: Path, tmp_path: Path
+):
+    """An atomic rewrite makes a new inode, which would leave the other name unfixed, and
+    writing into the shared inode cannot be atomic: refused, with the reason."""
+    path = client / "miniclient" / "runner.py"
+    other = tmp_path / "elsewhere.py"
+    os.link(path, other)
+    before = path.read_bytes()
+    result = fix(client, "--apply")
+    assert result.exit_code == 1
+    assert "refused miniclient/runner.py: has 2 hard links" in result.stderr
+    assert path.read_bytes() == other.read_bytes() == before
+    assert path.stat().st_ino == other.stat().st_ino
+    assert "rewrote miniclient/symbols.py" in result.stdout
+
+
 BOM = b"\xef\xbb\xbf"
 MOVED_IMPORT = "from minihost.core import relocated_helper\n\nrelocated_helper(1)\n"
 
