@@ -23,6 +23,10 @@ import pytest
 from conftest import CliResult, assert_one_error_line, build_wheel, run_cli
 from test_fixes import FIXTURES, RULES_WITH_FIXES_ARGS
 
+from driftcheck.errors import UsageError
+from driftcheck.patch_folder import MANIFEST
+from driftcheck.probes.patches import patch_files
+
 HOST = FIXTURES / "hosts" / "minihost"
 CLIENT = FIXTURES / "clients" / "miniclient"
 SAFE_FILES = ["miniclient/returns.py", "miniclient/runner.py", "miniclient/symbols.py"]
@@ -448,15 +452,15 @@ def test_patches_one_per_file_plus_all_and_exit_1(client: Path, tmp_path: Path):
     assert contents(client) == before  # nothing rewritten without --apply
     names = sorted(p.name for p in out.iterdir())
     per_file = sorted(rel.replace("/", "__") + ".patch" for rel in SAFE_FILES)
-    assert names == sorted([*per_file, "all.patch"])
-    for name in names:
+    assert names == sorted([*per_file, "all.patch", MANIFEST])
+    for name in [*per_file, "all.patch"]:
         assert f"wrote {out / name}" in result.stdout
     assert (out / "all.patch").read_text() == "".join((out / n).read_text() for n in per_file)
 
     for tool in (["git", "apply", "--check"], ["patch", "-p1", "--dry-run", "-i"]):
         if shutil.which(tool[0]) is None:
             continue
-        for name in names:
+        for name in [*per_file, "all.patch"]:
             done = subprocess.run(
                 [*tool, str(out / name)], cwd=client, capture_output=True, check=False
             )
@@ -478,6 +482,69 @@ def test_patches_when_nothing_to_fix_exit_0(client: Path, tmp_path: Path):
     assert result.exit_code == 0
     assert result.stdout.endswith("No fixes needed.\n")
     assert not out.exists()
+
+
+def test_out_replaces_only_the_patches_of_the_earlier_run(client: Path, tmp_path: Path):
+    """A second ``fix --out`` into the folder removes the patches the first wrote (listed in
+    its manifest) and nothing of the user's; ``probe --patches`` applies exactly the current
+    run's per-file patches (not ``all.patch`` on top of them, not the user's own patch)."""
+    out = tmp_path / "patches"
+    fix(client, "--out", str(out))
+    runner_patch = out / "miniclient__runner.py.patch"
+    assert runner_patch.is_file()
+    (out / "mine.patch").write_text("the user's own\n")
+    (out / "notes.txt").write_text("notes\n")
+    result = fix(client, "--out", str(out), "--disable", "engine-describe-rename")
+    assert not runner_patch.exists()
+    assert f"removed {runner_patch} (an earlier run's)" in result.stdout
+    assert (out / "mine.patch").read_text() == "the user's own\n"
+    assert (out / "notes.txt").is_file()
+    assert [p.name for p in patch_files(out)] == [
+        "miniclient__returns.py.patch",
+        "miniclient__symbols.py.patch",
+    ]
+    assert "engine.describe" not in (out / "all.patch").read_text()
+    nothing = "engine-describe-rename,load-items-unwrap,moved-symbol"
+    result = fix(client, "--out", str(out), "--disable", nothing)
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "mine.patch", "notes.txt"]
+    with pytest.raises(UsageError, match="wrote no patch"):
+        patch_files(out)
+
+
+def test_a_folder_without_a_manifest_is_the_users_own(tmp_path: Path):
+    """Near-miss: patches a person put in a folder are all applied, in name order."""
+    for name in ("002-b.patch", "001-a.diff", "notes.txt"):
+        (tmp_path / name).write_text("x\n")
+    assert [p.name for p in patch_files(tmp_path)] == ["001-a.diff", "002-b.patch"]
+    (tmp_path / MANIFEST).write_text('{"patches": ["../../etc/passwd"]}')
+    with pytest.raises(UsageError, match="not a manifest driftcheck wrote"):
+        patch_files(tmp_path)
+
+
+def test_out_says_written_and_apply_says_applied(client: Path, tmp_path: Path):
+    out = tmp_path / "patches"
+    written = fix(client, "--out", str(out)).stdout
+    assert f"miniclient/runner.py: 1 fix(es) written to {out}, 0 declined" in written
+    assert "fix(es) applied" not in written
+    applied = fix(client, "--apply").stdout
+    assert "miniclient/runner.py: 1 fix(es) applied, 0 declined" in applied
+
+
+def test_fixes_are_listed_by_file_then_line(client: Path, tmp_path: Path):
+    """Codemods run bottom-up; the listing is top-down, every file's lines together."""
+    (client / "miniclient" / "two.py").write_text(
+        "from minihost.core import load_items\n"
+        "from minihost.core import relocated_helper\n\n\n"
+        "def first() -> str:\n"
+        "    return load_items()[0].name\n\n\n"
+        "def moved() -> int:\n"
+        "    return relocated_helper(1)\n"
+    )
+    lines = fix(client, "--out", str(tmp_path / "patches")).stdout.splitlines()
+    listed = [ln.split(":", 2)[:2] for ln in lines if ln.startswith("miniclient/") and ":" in ln]
+    located = [(f, int(n)) for f, n in listed if n.strip().isdigit()]
+    assert located == sorted(located), located
+    assert ("miniclient/two.py", 2) in located and ("miniclient/two.py", 6) in located
 
 
 # -- a real release (network, cached) -----------------------------------------------------------

@@ -172,8 +172,16 @@ def plan(
 
 
 def write_patches(fix_plan: FixPlan, out: Path) -> list[Path]:
-    """One ``.patch`` per changed file plus ``all.patch``; returns the paths written."""
+    """One ``.patch`` per changed file plus ``all.patch``, listed in the folder's manifest
+    (:mod:`driftcheck.patch_folder`), after removing the patches an earlier run listed there
+    (never the user's own files); returns the patches written. With nothing to patch, a
+    folder that does not exist is not made."""
+    from driftcheck.patch_folder import MANIFEST, remove_previous, write_manifest
+
+    if not fix_plan.pending and not (out / MANIFEST).is_file():
+        return []
     out.mkdir(parents=True, exist_ok=True)
+    remove_previous(out)
     written = []
     combined = []
     for ff in fix_plan.pending:
@@ -182,11 +190,12 @@ def write_patches(fix_plan: FixPlan, out: Path) -> list[Path]:
         path = out / (ff.file.replace("/", "__") + ".patch")
         path.write_text(text)
         written.append(path)
+    whole = None
     if combined:
-        path = out / "all.patch"
-        path.write_text("".join(combined))
-        written.append(path)
-    return written
+        whole = out / "all.patch"
+        whole.write_text("".join(combined))
+    write_manifest(out, written, whole)
+    return written + ([whole] if whole else [])
 
 
 def digest(text: str) -> str:
