@@ -10,6 +10,7 @@ import click
 from driftcheck.cli.options import run_settings, scan_options
 
 if TYPE_CHECKING:
+    from driftcheck.findings import Finding
     from driftcheck.fixes.run import FixResult
 
 
@@ -131,17 +132,15 @@ def _listing(done: FixResult, out: str, apply_: bool) -> list[str]:
         else:
             verb = "refused" if ff.file in refused else "applied"
         heads[ff.file] = f"{ff.file}: {len(applied)} fix(es) {verb}, {len(ff.declined)} declined"
-        rows += [
-            (f.file, f.line, f"{f.rule} -> {f.fix.description} ({f.fix.safety})") for f in applied
-        ]  # type: ignore[union-attr]
+        for f in applied:
+            said = f"{f.rule} -> {_fix_text(f)} ({f.fix.safety if f.fix else 'manual'})"
+            rows.append((f.file, f.line, said))
         rows += [(f.file, f.line, f"{f.rule}: not fixed: {why}") for f, why in ff.declined]
     for f in done.plan.skipped_unsafe:
-        said = f"{f.rule}: unsafe fix skipped (use --unsafe-fixes): {f.fix.description}"  # type: ignore[union-attr]
+        said = f"{f.rule}: unsafe fix skipped (use --unsafe-fixes): {_fix_text(f)}"
         rows.append((f.file, f.line, said))
     for f in done.plan.manual:
-        rows.append(
-            (f.file, f.line, f"{f.rule}: manual: {f.fix.description if f.fix else f.message}")
-        )
+        rows.append((f.file, f.line, f"{f.rule}: manual: {_fix_text(f)}"))
     lines = []
     for file in sorted({r[0] for r in rows} | set(heads)):
         if file in heads:
@@ -149,3 +148,8 @@ def _listing(done: FixResult, out: str, apply_: bool) -> list[str]:
         for _, line, text in sorted((r for r in rows if r[0] == file), key=lambda r: r[1]):
             lines.append(f"{where(done.scan, file, line)}: {text}")
     return lines
+
+
+def _fix_text(f: Finding) -> str:
+    """What a finding's fix does (its message where it has none)."""
+    return f.fix.description if f.fix else f.message
