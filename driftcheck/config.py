@@ -46,8 +46,11 @@ KEYS: dict[str, type] = {
     # are evicted: read by driftcheck.probes.env_cache.
     "probe-cache-gb": float,
 }
-#: Keys whose value may be a path, read relative to the file that sets it.
-PATH_KEYS = ("against", "baseline", "accepted")
+#: Keys whose value is a package spec, a path when it looks like one: read relative to the
+#: file that sets it. ``accepted`` and ``rules`` are always paths, ``model`` one when it
+#: exists there: relative to the file too. (``exclude`` / ``include`` are globs of the client's
+#: files, relative to its root.)
+SPEC_KEYS = ("against", "baseline")
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,11 @@ class Config:
     disable: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
+    #: The accepted-drift file (read relative to the file that sets it).
     accepted: Path | None = None
     #: The served model (``scan --model``): a folder here is relative to the file.
     model: str | None = None
-    #: Folders of the user's own rules (absolute, or relative to the working directory).
+    #: Folders of the user's own rules (read relative to the file that sets them).
     rules: tuple[Path, ...] = ()
     #: The probe's managed environments are evicted above this many GB (None: the default).
     probe_cache_gb: float | None = None
@@ -139,7 +143,10 @@ def _parse(data: dict, path: Path, where: str) -> Config:
     disable = tuple(data.get("disable", ()))
     base = path.parent
     values = {
-        k: _relative(data[k], base) if k in PATH_KEYS and k in data else data.get(k) for k in KEYS
+        k: _relative(data[k], base, f"{where}: {k!r}")
+        if k in SPEC_KEYS and k in data
+        else data.get(k)
+        for k in KEYS
     }
     return Config(
         path=path,
@@ -151,17 +158,30 @@ def _parse(data: dict, path: Path, where: str) -> Config:
         exclude=tuple(data.get("exclude", ())),
         include=tuple(data.get("include", ())),
         rules=tuple(base / Path(r).expanduser() for r in data.get("rules", ())),
-        accepted=Path(values["accepted"]) if values["accepted"] else None,
+        accepted=base / Path(values["accepted"]).expanduser() if values["accepted"] else None,
         model=_model_path(values["model"], base),
         probe_cache_gb=float(data["probe-cache-gb"]) if "probe-cache-gb" in data else None,
         root=base,
     )
 
 
-def _relative(value: str, base: Path) -> str:
-    """A value that names a path is taken relative to the configuration file, not the cwd."""
-    if value.startswith(("./", "../", "~")) or "/" in value or "\\" in value:
+def _relative(value: str, base: Path, where: str) -> str:
+    """A spec that names a path is taken relative to the configuration file, not the cwd: the
+    spec reads as it would on the command line in the file's folder (a bare name that is also
+    a folder there is ambiguous, as it is for ``scan``).
+
+    Raises:
+        UsageError: A bare name that is also a folder beside the file.
+    """
+    from driftcheck.sources.specs import looks_like_path
+
+    if looks_like_path(value):
         return str(base / Path(value).expanduser())
+    if (base / value).is_dir():
+        raise UsageError(
+            f"{where}: {value!r} is both a package name and a folder beside the settings: write "
+            f"'./{value}' for the folder, or '{value}@installed' for the installed distribution"
+        )
     return value
 
 

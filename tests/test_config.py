@@ -131,6 +131,43 @@ def test_fail_on(project: Path):
     assert _scan(project, "--fail-on", "error")[0] == 0
 
 
+def test_every_path_setting_is_relative_to_its_file(project: Path):
+    """From an unrelated cwd, ``accepted = "accepted.toml"`` (a bare file name) is the file beside
+    the settings; ``--accepted accepted.toml`` (a flag) stays relative to the cwd (near-miss)."""
+    _configure(project)
+    recorded = project / "accepted.toml"
+    done = run_cli("scan", str(project), "--write-baseline", str(recorded), "--quiet")
+    assert done.exit_code == 0, done.stderr
+    (Path.cwd() / "accepted.toml").write_text("version = 1\n")  # the cwd's: accepts nothing
+    _configure(project, 'accepted = "accepted.toml"\n')
+    code, data = _scan(project)
+    assert (code, data["accepted_file"], len(data["accepted"])) == (0, str(recorded), 11)
+    code, data = _scan(project, "--accepted", "accepted.toml")
+    assert (code, data["accepted_file"], len(data["findings"])) == (1, "accepted.toml", 11)
+
+
+def test_a_bare_name_beside_the_settings_is_ambiguous_as_on_the_command_line(project: Path):
+    """``against = "hostdir"`` with a folder ``hostdir`` beside the settings: a package name or
+    that folder? One line, as ``scan hostdir`` says in that folder; ``./hostdir`` is the folder
+    (from any cwd), and a bare name with no such folder stays a package name (near-miss)."""
+    shutil.copytree(FIXTURES / "hosts" / "minihost" / "2.0", project / "hostdir")
+    _configure(
+        project, 'against = "hostdir"\n', base=SETTINGS.replace('against = "../minihost-2.0"\n', "")
+    )
+    assert_one_error_line(run_cli("scan", str(project)), "'against'", "./hostdir")
+    _configure(
+        project,
+        'against = "./hostdir"\n',
+        base=SETTINGS.replace('against = "../minihost-2.0"\n', ""),
+    )
+    code, data = _scan(project)
+    assert code == 1 and data["host"]["target"] == "2.0"
+    cfg = load_config(project / "pyproject.toml")
+    assert cfg.against == str(project / "hostdir")
+    (project / "pyproject.toml").write_text('[tool.driftcheck]\nagainst = "otherhost"\n')
+    assert load_config(project / "pyproject.toml").against == "otherhost"
+
+
 def test_settings_of_a_package_dir_client_come_from_the_project_above(project: Path):
     _configure(project)
     code, data = _scan(project / "miniclient")

@@ -23,6 +23,10 @@ import pytest
 from conftest import CliResult, assert_one_error_line, build_wheel, need_tool, run_cli
 from test_fixes import FIXTURES, RULES_WITH_FIXES_ARGS
 
+from driftcheck.errors import UsageError
+from driftcheck.patch_folder import MANIFEST
+from driftcheck.probes.patches import patch_files
+
 HOST = FIXTURES / "hosts" / "minihost"
 CLIENT = FIXTURES / "clients" / "miniclient"
 SAFE_FILES = ["miniclient/returns.py", "miniclient/runner.py", "miniclient/symbols.py"]
@@ -306,6 +310,114 @@ def test_a_file_that_is_not_utf8_is_never_corrupted(client: Path):
     assert data == original or (b"# caf\xe9\n" in data and b"describe()" in data)
 
 
+def test_apply_writes_through_a_symlink_to_its_target(client: Path):
+    """A symlinked module is fixed in its target, atomically; the link stays a link. The
+    near-miss: the ordinary files beside it are rewritten as before."""
+    link = client / "miniclient" / "runner.py"
+    target = client / "vendor" / "runner_impl.py"
+    target.parent.mkdir()
+    shutil.move(link, target)
+    link.symlink_to(Path("..") / "vendor" / "runner_impl.py")
+    result = fix(client, "--apply")
+    assert "rewrote miniclient/runner.py" in result.stdout, result.stdout + result.stderr
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert "self.engine.describe()" in target.read_text()
+    for rel in SAFE_FILES:
+        assert f"rewrote {rel}" in result.stdout
+        assert rel == "miniclient/runner.py" or not (client / rel).is_symlink()
+    assert leftovers(client) == [] and leftovers(target.parent) == []
+
+
+def test_a_symlink_out_of_the_client_is_refused(client: Path, tmp_path: Path):
+    link = client / "miniclient" / "runner.py"
+    outside = tmp_path / "outside" / "runner.py"
+    outside.parent.mkdir()
+    shutil.move(link, outside)
+    link.symlink_to(outside)
+    before = outside.read_bytes()
+    result = fix(client, "--apply")
+    assert result.exit_code == 1
+    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("refused")]
+    assert (
+        line == f"refused miniclient/runner.py: a link to {outside.resolve()}, outside the client"
+    )
+    assert outside.read_bytes() == before and link.is_symlink()
+    assert "rewrote miniclient/returns.py" in result.stdout  # the other files are still fixed
+
+
+def test_a_hard_linked_file_is_refused_and_both_names_keep_one_content(
+    client: Path, tmp_path: Path
+):
+    """An atomic rewrite makes a new inode, which would leave the other name unfixed, and
+    writing into the shared inode cannot be atomic: refused, with the reason."""
+    path = client / "miniclient" / "runner.py"
+    other = tmp_path / "elsewhere.py"
+    os.link(path, other)
+    before = path.read_bytes()
+    result = fix(client, "--apply")
+    assert result.exit_code == 1
+    assert "refused miniclient/runner.py: has 2 hard links" in result.stderr
+    assert path.read_bytes() == other.read_bytes() == before
+    assert path.stat().st_ino == other.stat().st_ino
+    assert "rewrote miniclient/symbols.py" in result.stdout
+
+
+BOM = b"\xef\xbb\xbf"
+MOVED_IMPORT = "from minihost.core import relocated_helper\n\nrelocated_helper(1)\n"
+
+
+def _scan_json(client: Path) -> dict:
+    result = run_cli(
+        "scan", str(client), "--against", str(HOST / "2.0"), "--baseline", str(HOST / "1.0"),
+        *RULES_WITH_FIXES_ARGS, "--format", "json", "--quiet",
+    )  # fmt: skip
+    assert result.exception is None and result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_file_with_a_utf8_bom_is_scanned_with_the_same_positions(client: Path):
+    """Python runs a file that starts with a UTF-8 BOM: it is read, not skipped as a syntax
+    error, and its findings sit where they sit without the BOM (the BOM is no column)."""
+    (client / "miniclient" / "plain.py").write_text(MOVED_IMPORT)
+    (client / "miniclient" / "bom.py").write_bytes(BOM + MOVED_IMPORT.encode())
+    data = _scan_json(client)
+    assert not [s for s in data["skipped"] if "bom.py" in json.dumps(s)], data["skipped"]
+    where = {
+        f["file"].rsplit("/", 1)[-1]: (f["line"], f["column"], f["end_line"], f["end_column"])
+        for f in data["findings"]
+        if f["rule"] == "moved-symbol" and f["file"].endswith(("bom.py", "plain.py"))
+    }
+    assert set(where) == {"bom.py", "plain.py"} and where["bom.py"] == where["plain.py"]
+    assert where["bom.py"][:2] == (1, 27)  # `relocated_helper` on line 1, after the BOM
+
+
+def test_a_fix_keeps_the_bom_and_its_patch_applies(client: Path, tmp_path: Path):
+    """``--apply`` rewrites a BOM file with its BOM first; the ``--out`` patch of it applies to
+    the file as it is on disk. Near-miss: a file without a BOM gets none."""
+    (client / "miniclient" / "plain.py").write_text(MOVED_IMPORT)
+    (client / "miniclient" / "bom.py").write_bytes(BOM + MOVED_IMPORT.encode())
+    other = tmp_path / "other"
+    shutil.copytree(client, other)
+    out = tmp_path / "patches"
+    fix(client, "--out", str(out))
+    if shutil.which("git"):
+        done = subprocess.run(
+            ["git", "apply", str(out / "miniclient__bom.py.patch")],
+            cwd=other,
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    result = fix(client, "--apply")
+    assert "rewrote miniclient/bom.py" in result.stdout, result.stdout + result.stderr
+    fixed = (client / "miniclient" / "bom.py").read_bytes()
+    assert fixed.startswith(BOM) and b"from minihost.utils import relocated_helper" in fixed
+    assert fixed[len(BOM) :] == (client / "miniclient" / "plain.py").read_bytes()
+    assert not (client / "miniclient" / "plain.py").read_bytes().startswith(BOM)
+    if shutil.which("git"):
+        assert (other / "miniclient" / "bom.py").read_bytes() == fixed
+
+
 def test_apply_on_a_release_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     files = {
         p.relative_to(CLIENT).as_posix(): p.read_text()
@@ -339,15 +451,15 @@ def test_patches_one_per_file_plus_all_and_exit_1(client: Path, tmp_path: Path):
     assert contents(client) == before  # nothing rewritten without --apply
     names = sorted(p.name for p in out.iterdir())
     per_file = sorted(rel.replace("/", "__") + ".patch" for rel in SAFE_FILES)
-    assert names == sorted([*per_file, "all.patch"])
-    for name in names:
+    assert names == sorted([*per_file, "all.patch", MANIFEST])
+    for name in [*per_file, "all.patch"]:
         assert f"wrote {out / name}" in result.stdout
     assert (out / "all.patch").read_text() == "".join((out / n).read_text() for n in per_file)
 
     for tool in (["git", "apply", "--check"], ["patch", "-p1", "--dry-run", "-i"]):
         if shutil.which(tool[0]) is None:
             continue
-        for name in names:
+        for name in [*per_file, "all.patch"]:
             done = subprocess.run(
                 [*tool, str(out / name)], cwd=client, capture_output=True, check=False
             )
@@ -369,6 +481,69 @@ def test_patches_when_nothing_to_fix_exit_0(client: Path, tmp_path: Path):
     assert result.exit_code == 0
     assert result.stdout.endswith("No fixes needed.\n")
     assert not out.exists()
+
+
+def test_out_replaces_only_the_patches_of_the_earlier_run(client: Path, tmp_path: Path):
+    """A second ``fix --out`` into the folder removes the patches the first wrote (listed in
+    its manifest) and nothing of the user's; ``probe --patches`` applies exactly the current
+    run's per-file patches (not ``all.patch`` on top of them, not the user's own patch)."""
+    out = tmp_path / "patches"
+    fix(client, "--out", str(out))
+    runner_patch = out / "miniclient__runner.py.patch"
+    assert runner_patch.is_file()
+    (out / "mine.patch").write_text("the user's own\n")
+    (out / "notes.txt").write_text("notes\n")
+    result = fix(client, "--out", str(out), "--disable", "engine-describe-rename")
+    assert not runner_patch.exists()
+    assert f"removed {runner_patch} (an earlier run's)" in result.stdout
+    assert (out / "mine.patch").read_text() == "the user's own\n"
+    assert (out / "notes.txt").is_file()
+    assert [p.name for p in patch_files(out)] == [
+        "miniclient__returns.py.patch",
+        "miniclient__symbols.py.patch",
+    ]
+    assert "engine.describe" not in (out / "all.patch").read_text()
+    nothing = "engine-describe-rename,load-items-unwrap,moved-symbol"
+    result = fix(client, "--out", str(out), "--disable", nothing)
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "mine.patch", "notes.txt"]
+    with pytest.raises(UsageError, match="wrote no patch"):
+        patch_files(out)
+
+
+def test_a_folder_without_a_manifest_is_the_users_own(tmp_path: Path):
+    """Near-miss: patches a person put in a folder are all applied, in name order."""
+    for name in ("002-b.patch", "001-a.diff", "notes.txt"):
+        (tmp_path / name).write_text("x\n")
+    assert [p.name for p in patch_files(tmp_path)] == ["001-a.diff", "002-b.patch"]
+    (tmp_path / MANIFEST).write_text('{"patches": ["../../etc/passwd"]}')
+    with pytest.raises(UsageError, match="not a manifest driftcheck wrote"):
+        patch_files(tmp_path)
+
+
+def test_out_says_written_and_apply_says_applied(client: Path, tmp_path: Path):
+    out = tmp_path / "patches"
+    written = fix(client, "--out", str(out)).stdout
+    assert f"miniclient/runner.py: 1 fix(es) written to {out}, 0 declined" in written
+    assert "fix(es) applied" not in written
+    applied = fix(client, "--apply").stdout
+    assert "miniclient/runner.py: 1 fix(es) applied, 0 declined" in applied
+
+
+def test_fixes_are_listed_by_file_then_line(client: Path, tmp_path: Path):
+    """Codemods run bottom-up; the listing is top-down, every file's lines together."""
+    (client / "miniclient" / "two.py").write_text(
+        "from minihost.core import load_items\n"
+        "from minihost.core import relocated_helper\n\n\n"
+        "def first() -> str:\n"
+        "    return load_items()[0].name\n\n\n"
+        "def moved() -> int:\n"
+        "    return relocated_helper(1)\n"
+    )
+    lines = fix(client, "--out", str(tmp_path / "patches")).stdout.splitlines()
+    listed = [ln.split(":", 2)[:2] for ln in lines if ln.startswith("miniclient/") and ":" in ln]
+    located = [(f, int(n)) for f, n in listed if n.strip().isdigit()]
+    assert located == sorted(located), located
+    assert ("miniclient/two.py", 2) in located and ("miniclient/two.py", 6) in located
 
 
 # -- a real release (network, cached) -----------------------------------------------------------

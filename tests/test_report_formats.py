@@ -411,3 +411,82 @@ def test_progress_spinner_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch):
     with _status(quiet=False) as say:
         assert say is not None
         say("loading host [vllm==0.16.0]")  # markup-like text is shown as is
+
+
+# -- the text report's width ----------------------------------------------------------------------
+
+#: A package path long enough that a finding's header line is wider than 110 columns.
+DEEP = "a_package_named_at_length/with_a_subpackage_named_at_length/and_one_level_more"
+
+
+@pytest.fixture(scope="module")
+def deep_scan(tmp_path_factory: pytest.TempPathFactory) -> ScanResult:
+    """miniclient's modules three long folder names down."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("deep")
+    dest = root / DEEP
+    shutil.copytree(MINI_CLIENT / "miniclient", dest)
+    for level in range(1, 4):
+        (root / "/".join(DEEP.split("/")[:level]) / "__init__.py").touch()
+    return scan(str(root), str(MINI_V2), baseline=str(MINI_V1), host="minihost", rules=BUILTIN)
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_piped_text_report_is_never_wrapped(deep_scan: ScanResult):
+    """Piped (not a terminal): each finding's header, its path and rule id, is one line."""
+    out = io.StringIO()
+    FORMATS["text"](deep_scan, out)
+    lines = out.getvalue().splitlines()
+    heads = [ln for ln in lines if ln.startswith(DEEP) and ln.endswith("]")]
+    assert len(heads) == len(deep_scan.findings) > 0
+    assert max(len(h) for h in heads) > 110  # what the fixed width of 110 used to wrap
+    assert all(re.fullmatch(rf"{DEEP}/\S+\.py:\d+:\d+  \w+  [\w-]+  \[[\w-]+\]", h) for h in heads)
+
+
+def test_text_report_on_a_terminal_takes_its_width(
+    deep_scan: ScanResult, monkeypatch: pytest.MonkeyPatch
+):
+    """On a terminal the report fits the terminal's width (``COLUMNS`` here): nothing longer."""
+    from driftcheck.report.console import layout_width
+
+    monkeypatch.setenv("COLUMNS", "72")
+    out = _Terminal()
+    assert layout_width(out) == 72 and layout_width(io.StringIO()) > 10_000
+    FORMATS["text"](deep_scan, out, color=False)
+    lines = out.getvalue().splitlines()
+    assert max(len(ln) for ln in lines) <= 72
+    assert not [ln for ln in lines if ln.startswith(DEEP) and ln.endswith("]")]  # wrapped
+
+
+def test_timeline_tables_show_full_paths_and_symbols(
+    deep_scan: ScanResult, monkeypatch: pytest.MonkeyPatch
+):
+    """Piped, the tables hold every path and symbol whole; on a narrow terminal a long one is
+    broken over lines, never cut with an ellipsis."""
+    from driftcheck.report.timeline import render_timeline
+    from driftcheck.timelines import TimelineResult
+
+    result = TimelineResult(
+        "deep", "0.1", "minihost", "1.0", ["1.0", "2.0"], {"1.0": [], "2.0": deep_scan.findings}
+    )
+    out = io.StringIO()
+    render_timeline(result, out)
+    text = out.getvalue()
+    for f in deep_scan.findings:
+        assert f"{f.file}:{f.line}" in text and f.symbol in text
+    assert "…" not in text.split("\n", 1)[1]  # the title's range sign aside
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = _Terminal()
+    render_timeline(result, narrow)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", narrow.getvalue())  # a terminal gets colour
+    assert "…" not in shown.split("\n", 1)[1]
+    assert max(len(ln.rstrip()) for ln in shown.splitlines()) <= 60
+    folded = "".join(ln.split()[-1] for ln in shown.splitlines() if ln.strip())
+    assert deep_scan.findings[0].symbol in folded  # the symbol column, whole across its lines

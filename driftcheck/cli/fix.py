@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from driftcheck.cli.options import run_settings, scan_options
+
+if TYPE_CHECKING:
+    from driftcheck.findings import Finding
+    from driftcheck.fixes.run import FixResult
 
 
 @click.command()
@@ -90,32 +95,19 @@ def fix(
             "fix there (nothing applied for it)"
         )
     fix_plan = done.plan
-    for ff in fix_plan.files:
-        applied = ff.applied if ff.changed else []
-        click.echo(f"{ff.file}: {len(applied)} fix(es) applied, {len(ff.declined)} declined")
-        for f in applied:
-            click.echo(
-                f"{where(done.scan, f.file, f.line)}: {f.rule} -> {f.fix.description} ({f.fix.safety})"
-            )
-        for f, why in ff.declined:
-            click.echo(f"{where(done.scan, f.file, f.line)}: {f.rule}: not fixed: {why}")
-    for f in fix_plan.skipped_unsafe:
-        click.echo(
-            f"{where(done.scan, f.file, f.line)}: {f.rule}: unsafe fix skipped (use --unsafe-fixes): "
-            f"{f.fix.description}"
-        )
-    for f in fix_plan.manual:
-        guide = f.fix.description if f.fix else f.message
-        click.echo(f"{where(done.scan, f.file, f.line)}: {f.rule}: manual: {guide}")
+    for line in _listing(done, out, apply_):
+        click.echo(line)
     for file, reason in done.scan.skipped:
         click.echo(f"{file}: skipped, left untouched: {reason}")
     for rel in done.rewritten:
         click.echo(f"rewrote {rel}")
     for rel, why in done.refused:
         click.echo(f"refused {rel}: {why}", err=True)
+    for path in done.removed:
+        click.echo(f"removed {path} (an earlier run's)")
     for path in done.written:
         click.echo(f"wrote {path}")
-    left = done.remaining
+    left = sorted(done.remaining, key=lambda f: (f.file, f.line))
     if left:
         click.echo(f"{len(left)} error finding(s) left without a fix applied; they need a person:")
         for f in left:
@@ -123,3 +115,41 @@ def fix(
     elif not fix_plan.pending:
         click.echo("No fixes needed.")
     sys.exit(done.exit_code)
+
+
+def _listing(done: FixResult, out: str, apply_: bool) -> list[str]:
+    """Every fix and finding of the plan in file order (by file, then line), each file's count
+    first: applied (``--apply``) or written to the patch folder."""
+    from driftcheck.report.locations import where
+
+    rows: list[tuple[str, int, str]] = []
+    refused = {rel for rel, _ in done.refused}
+    heads = {}
+    for ff in done.plan.files:
+        applied = ff.applied if ff.changed else []
+        if not apply_:
+            verb = f"written to {out}"
+        else:
+            verb = "refused" if ff.file in refused else "applied"
+        heads[ff.file] = f"{ff.file}: {len(applied)} fix(es) {verb}, {len(ff.declined)} declined"
+        for f in applied:
+            said = f"{f.rule} -> {_fix_text(f)} ({f.fix.safety if f.fix else 'manual'})"
+            rows.append((f.file, f.line, said))
+        rows += [(f.file, f.line, f"{f.rule}: not fixed: {why}") for f, why in ff.declined]
+    for f in done.plan.skipped_unsafe:
+        said = f"{f.rule}: unsafe fix skipped (use --unsafe-fixes): {_fix_text(f)}"
+        rows.append((f.file, f.line, said))
+    for f in done.plan.manual:
+        rows.append((f.file, f.line, f"{f.rule}: manual: {_fix_text(f)}"))
+    lines = []
+    for file in sorted({r[0] for r in rows} | set(heads)):
+        if file in heads:
+            lines.append(heads[file])
+        for _, line, text in sorted((r for r in rows if r[0] == file), key=lambda r: r[1]):
+            lines.append(f"{where(done.scan, file, line)}: {text}")
+    return lines
+
+
+def _fix_text(f: Finding) -> str:
+    """What a finding's fix does (its message where it has none)."""
+    return f.fix.description if f.fix else f.message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from codecs import BOM_UTF8
 from dataclasses import dataclass, field
 
 from driftcheck.client import notebooks
@@ -10,7 +11,14 @@ from driftcheck.client.discovery import Discovered, discover
 from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
 from driftcheck.errors import SourceError
 from driftcheck.sources.specs import PackageSpec
-from driftcheck.sources.trees import DirectoryTree, SourceTree, guess_name, open_tree
+from driftcheck.sources.trees import (
+    BOM,
+    DirectoryTree,
+    SourceTree,
+    decode_text,
+    guess_name,
+    open_tree,
+)
 
 
 @dataclass
@@ -30,7 +38,8 @@ class Client:
     uses_key: str | None = None
     #: Which files were read and why (:mod:`driftcheck.client.discovery`).
     discovered: Discovered = field(default_factory=Discovered)
-    #: Files whose text on disk is not the analysed text (notebooks: their JSON).
+    #: Files whose text on disk is not the analysed text (notebooks: their JSON; a file that
+    #: starts with a UTF-8 BOM: the BOM and its text).
     raw: dict[str, str] = field(default_factory=dict)
     #: How many files were read (those that do not name the host included).
     files_read: int = 0
@@ -99,7 +108,8 @@ def load_client(
         raise SourceError(f"{tree.label}: no Python files or notebooks found")
     for rel in found.modules:
         try:
-            code = tree.read_text(rel)
+            data = tree.read_bytes(rel)
+            code = decode_text(data)
             if rel.endswith(".ipynb"):
                 raw, code = code, notebooks.to_python(code)
                 client.raw[rel] = raw
@@ -115,6 +125,8 @@ def load_client(
             continue
         client.lines[rel] = code.splitlines()
         client.texts[rel] = code
+        if data.startswith(BOM_UTF8) and rel not in client.raw:
+            client.raw[rel] = BOM + code  # written back with its BOM (fixes.notebook_fix.on_disk)
     return client
 
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 import difflib
 
 from driftcheck.client.notebooks import cell_source, changed_cells, write_back
+from driftcheck.sources.trees import BOM
 
 
 def on_disk(raw: str | None, old: str, new: str) -> tuple[str, str]:
-    """The file's text before and after a fix: the notebook's JSON where ``raw`` is one."""
+    """The file's text before and after a fix: the notebook's JSON where ``raw`` is one, the
+    code behind its BOM where ``raw`` starts with one (the analysed text has none)."""
     if raw is None:
         return old, new
+    if raw.startswith(BOM):
+        return raw, BOM + new
     return raw, write_back(raw, new)
 
 

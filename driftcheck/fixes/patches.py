@@ -44,9 +44,9 @@ class FileFix:
     def patch(self) -> str:
         """Unified diff with ``a/`` and ``b/`` prefixes, ``git apply``- and ``patch -p1``-ready
         (a notebook's: of its JSON, after a readable diff of each changed cell)."""
-        if self.raw is None:
-            return unified_diff(self.file, self.old, self.new)
         old, new = self.on_disk()
+        if self.raw is None or not self.file.endswith(".ipynb"):
+            return unified_diff(self.file, old, new)
         return notebook_patch(self.file, self.raw, self.new, unified_diff(self.file, old, new))
 
 
@@ -172,8 +172,16 @@ def plan(
 
 
 def write_patches(fix_plan: FixPlan, out: Path) -> list[Path]:
-    """One ``.patch`` per changed file plus ``all.patch``; returns the paths written."""
+    """One ``.patch`` per changed file plus ``all.patch``, listed in the folder's manifest
+    (:mod:`driftcheck.patch_folder`), after removing the patches an earlier run listed there
+    (never the user's own files); returns the patches written. With nothing to patch, a
+    folder that does not exist is not made."""
+    from driftcheck.patch_folder import MANIFEST, remove_previous, write_manifest
+
+    if not fix_plan.pending and not (out / MANIFEST).is_file():
+        return []
     out.mkdir(parents=True, exist_ok=True)
+    remove_previous(out)
     written = []
     combined = []
     for ff in fix_plan.pending:
@@ -182,11 +190,12 @@ def write_patches(fix_plan: FixPlan, out: Path) -> list[Path]:
         path = out / (ff.file.replace("/", "__") + ".patch")
         path.write_text(text)
         written.append(path)
+    whole = None
     if combined:
-        path = out / "all.patch"
-        path.write_text("".join(combined))
-        written.append(path)
-    return written
+        whole = out / "all.patch"
+        whole.write_text("".join(combined))
+    write_manifest(out, written, whole)
+    return written + ([whole] if whole else [])
 
 
 def digest(text: str) -> str:
@@ -199,16 +208,25 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
 
     A file whose content differs from what the scan read is refused. All new contents are
     written to temporary files first, then renamed into place, so a failure leaves every file
-    either old or new.
+    either old or new. A symlinked module is rewritten in its target (the rename happens in
+    the target's folder, so the link stays a link); a link out of ``root`` is refused. A file
+    with several hard links is refused: the rename gives it a new inode, which would leave the
+    other names unfixed, and writing into the shared inode instead cannot be atomic (a crash
+    or a full disk would leave a half-written file under every name).
     """
     done: list[str] = []
     refused: list[tuple[str, str]] = []
     staged: list[tuple[Path, Path, str]] = []
+    top = root.resolve()
+    targets: dict[Path, str] = {}
     try:
         for ff in fix_plan.pending:
-            path = root / ff.file
             try:
+                path, mode = _target(root / ff.file, top, targets)
                 current = path.read_bytes().decode("utf-8", errors="surrogateescape")
+            except _Refused as exc:
+                refused.append((ff.file, str(exc)))
+                continue
             except OSError as exc:
                 refused.append((ff.file, f"cannot read: {exc.strerror or exc}"))
                 continue
@@ -224,6 +242,7 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
             if not os.access(path, os.W_OK):
                 refused.append((ff.file, "not writable"))
                 continue
+            targets[path] = ff.file
             fd, tmp = tempfile.mkstemp(
                 prefix=f".{path.name}.", suffix=".driftcheck", dir=path.parent
             )
@@ -232,7 +251,7 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
             )  # recorded first: removed even if writing fails
             with os.fdopen(fd, "wb") as handle:
                 handle.write(new.encode("utf-8", errors="surrogateescape"))
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
+            os.chmod(tmp, mode & 0o7777)
         for tmp, path, rel in staged:
             os.replace(tmp, path)
             done.append(rel)
@@ -241,6 +260,35 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
             if tmp.exists():
                 tmp.unlink()
     return done, refused
+
+
+class _Refused(Exception):
+    """A client file ``apply_in_place`` does not rewrite; the message says why."""
+
+
+def _target(path: Path, top: Path, taken: dict[Path, str]) -> tuple[Path, int]:
+    """The real file a rewrite of ``path`` replaces (a symlink's target) and its mode.
+
+    Raises:
+        _Refused: A link out of the client (``top``), a file with several hard links, or one
+            another client file already rewrites (a link to it).
+        OSError: The file cannot be read.
+    """
+    try:
+        real = path.resolve(strict=True)
+    except RuntimeError:  # a symlink loop (Python < 3.13)
+        raise _Refused("a symlink loop") from None
+    if not real.is_relative_to(top):
+        raise _Refused(f"a link to {real}, outside the client")
+    info = real.stat()
+    if info.st_nlink > 1:
+        raise _Refused(
+            f"has {info.st_nlink} hard links: an atomic rewrite would leave the other names "
+            "unfixed; fix it by hand"
+        )
+    if real in taken:
+        raise _Refused(f"the same file as {taken[real]}, rewritten once")
+    return real, info.st_mode
 
 
 def require_directory(root: Path | None, spec: str) -> Path:

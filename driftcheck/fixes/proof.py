@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driftcheck.client.notebooks import write_back
 from driftcheck.findings import Finding
+from driftcheck.fixes.notebook_fix import on_disk
 from driftcheck.fixes.patches import FileFix, FixPlan, plan
 from driftcheck.pipeline import ScanResult
 
@@ -126,9 +126,8 @@ def _write_copy(result: ScanResult, fix_plan: FixPlan, root: Path) -> None:
     for rel, code in {**result.client_other, **result.client_texts}.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        raw = result.client_raw.get(rel)
-        text = new.get(rel, code)
-        path.write_text(write_back(raw, text) if raw is not None else text, encoding="utf-8")
+        text = on_disk(result.client_raw.get(rel), code, new.get(rel, code))[1]
+        path.write_text(text, encoding="utf-8")
 
 
 def _not_borne_out(

@@ -27,6 +27,8 @@ class FixResult:
     plan: FixPlan
     #: Patch files written (with ``out``).
     written: list[Path] = field(default_factory=list)
+    #: Patch files an earlier run wrote into ``out``, removed (its manifest listed them).
+    removed: list[Path] = field(default_factory=list)
     #: Client files rewritten in place (with ``apply``).
     rewritten: list[str] = field(default_factory=list)
     #: Client files not rewritten, with the reason.
@@ -78,7 +80,8 @@ def fix(
         against: Target host spec (as for :func:`driftcheck.scan`).
         baseline: Baseline host version; default: the client's own pin on the host.
         host: Host name when ``against`` does not carry one.
-        out: Folder for one ``.patch`` per file and ``all.patch`` (nothing written when None).
+        out: Folder for one ``.patch`` per file and ``all.patch`` (nothing written when None);
+            the patches an earlier run wrote there are removed first.
         apply: Rewrite the client's files in place (directory clients only), each atomically
             and only when unchanged since the scan read it.
         unsafe: Also apply fixes marked unsafe.
@@ -153,13 +156,16 @@ def fix(
     done = FixResult(
         scan=result, plan=fix_plan, proof=proof, confirmed=made_safe, unmatched=unmatched
     )
-    if not fix_plan.pending:
-        return done
     if apply:
-        root = require_directory(result.client_root, client)
-        done.rewritten, done.refused = apply_in_place(fix_plan, root)
+        if fix_plan.pending:
+            root = require_directory(result.client_root, client)
+            done.rewritten, done.refused = apply_in_place(fix_plan, root)
     elif out is not None:
+        from driftcheck.patch_folder import previous
+
+        before = previous(Path(out))
         done.written = write_patches(fix_plan, Path(out))
+        done.removed = [p for p in before if p not in done.written and not p.exists()]
     return done
 
 

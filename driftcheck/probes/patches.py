@@ -86,13 +86,28 @@ def patch_targets(text: str) -> list[str]:
 
 
 def patch_files(folder: Path) -> list[Path]:
-    """The ``.patch``/``.diff`` files of a folder, in name order.
+    """The patches of a folder: those the last ``driftcheck fix --out`` run there listed in its
+    manifest (:mod:`driftcheck.patch_folder`: its per-file patches, not an earlier run's, not
+    ``all.patch`` on top of them), else every ``.patch``/``.diff`` file, in name order.
 
     Raises:
-        UsageError: When the folder does not exist or holds no patch.
+        UsageError: When the folder does not exist or holds no patch, or a patch its manifest
+            lists is gone.
     """
+    from driftcheck.patch_folder import MANIFEST, read_manifest
+
     if not folder.is_dir():
         raise UsageError(f"--patches {folder}: not a directory")
+    listed = read_manifest(folder)
+    if listed is not None:
+        if not listed:
+            raise UsageError(
+                f"--patches {folder}: the last 'driftcheck fix --out' there wrote no patch"
+            )
+        missing = [name for name in listed if not (folder / name).is_file()]
+        if missing:
+            raise UsageError(f"--patches {folder}: {missing[0]} (listed in {MANIFEST}) is gone")
+        return [folder / name for name in listed]
     found = sorted(p for p in folder.iterdir() if p.suffix in (".patch", ".diff") and p.is_file())
     if not found:
         raise UsageError(f"--patches {folder}: no .patch files there")

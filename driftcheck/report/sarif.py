@@ -240,10 +240,10 @@ def _fix(result: ScanResult, f: Finding, artifact: dict) -> dict | None:
     new, applied, _ = fix_code(old, [f])
     if f not in applied or new == old:
         return None
-    if f.file in result.client_raw:  # a notebook: the replacements edit its JSON
-        from driftcheck.client.notebooks import write_back
+    if f.file in result.client_raw:  # a notebook (its JSON) or a BOM: edit the file on disk
+        from driftcheck.fixes.notebook_fix import on_disk
 
-        old, new = result.client_raw[f.file], write_back(result.client_raw[f.file], new)
+        old, new = on_disk(result.client_raw[f.file], old, new)
     return {
         "description": {"text": f.fix.description},
         "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements(old, new)}],

@@ -13,6 +13,7 @@ from driftcheck.accepted import Triage
 from driftcheck.findings import Finding
 from driftcheck.host.served_model import ServedModel
 from driftcheck.pipeline import ScanResult
+from driftcheck.report.console import report_console
 from driftcheck.report.locations import cell_location, where
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -27,9 +28,7 @@ def render(
     **_: object,
 ) -> None:
     """Write the human report (accepted findings are counted, not shown)."""
-    console = Console(
-        file=out, force_terminal=color, no_color=color is False, width=110, highlight=False
-    )
+    console = report_console(out, color=color)
     base = result.baseline or "none"
     console.print(
         f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] against "

@@ -21,6 +21,15 @@ from driftcheck.sources.metadata import DistMetadata, metadata_from_pyproject
 from driftcheck.sources.specs import PackageSpec
 
 SKIP_DIRS = {"__pycache__", ".git", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
+#: The UTF-8 byte order mark as text: Python ignores it at the start of a source file.
+BOM = "\ufeff"
+
+
+def decode_text(data: bytes) -> str:
+    """A file's bytes as UTF-8 text (bad bytes replaced) without a leading BOM, as Python reads
+    a source file (``ast.parse`` refuses the BOM as a character: the file would be skipped)."""
+    text = data.decode("utf-8", errors="replace")
+    return text[1:] if text.startswith(BOM) else text
 
 
 class SourceTree:
@@ -48,8 +57,8 @@ class SourceTree:
 
     # -- shared ---------------------------------------------------------------------------
     def read_text(self, rel: str) -> str:
-        """One file decoded as UTF-8 (with replacement for bad bytes)."""
-        return self.read_bytes(rel).decode("utf-8", errors="replace")
+        """One file decoded as UTF-8 (with replacement for bad bytes), without a leading BOM."""
+        return decode_text(self.read_bytes(rel))
 
     def exists(self, rel: str) -> bool:
         """True when the tree holds ``rel``."""
