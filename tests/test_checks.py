@@ -265,3 +265,52 @@ def test_call_of_a_guarded_import_is_not_reported(tmp_path: Path):
     (package / "__init__.py").write_text("")
     (package / "use.py").write_text(GUARDED_USE)
     assert _scan(package, HOST_V2, HOST_V1).findings == []
+
+
+SPANNED_CALLS = """from minihost import core
+
+
+def calls() -> None:
+    x = (
+        core.build(
+            "widget",
+        )
+    )
+    core.connect(
+        "localhost",
+        retries=5,
+    )
+    core.combine(
+        1,
+        2,
+        3,
+    )
+"""
+
+
+def test_a_missing_argument_spans_the_call_and_a_passed_one_keeps_its_token(tmp_path: Path):
+    """A new required parameter has no token: the finding starts at the callee and ends at the
+    closing parenthesis (as pyright and mypy report it); a removed keyword and a positional
+    argument too many stay at the argument that is the problem."""
+    from driftcheck.report.sarif import sarif_log
+
+    package = tmp_path / "spanned"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "use.py").write_text(SPANNED_CALLS)
+    result = _scan(package, HOST_V2, HOST_V1)
+    found = {f.symbol: f for f in result.findings}
+    build = found["minihost.core.build"]
+    assert (build.line, build.column, build.end_line, build.end_column) == (6, 9, 8, 10)
+    assert build.fix_at == (6, 9) and build.context.strip() == "core.build("
+    [region] = [
+        r["locations"][0]["physicalLocation"]["region"]
+        for r in sarif_log(result)["runs"][0]["results"]
+        if "'mode'" in r["message"]["text"]
+    ]
+    assert (region["startLine"], region["startColumn"]) == (6, 9)
+    assert (region["endLine"], region["endColumn"]) == (8, 10)
+    connect = found["minihost.core.connect"]
+    assert (connect.line, connect.column, connect.end_line, connect.end_column) == (12, 9, 12, 18)
+    combine = found["minihost.core.combine"]
+    assert (combine.line, combine.column, combine.end_line, combine.end_column) == (17, 9, 17, 10)
