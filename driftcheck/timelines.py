@@ -156,6 +156,7 @@ def timeline(
         # A monorepo: each package with its own pin, paths from the monorepo's top.
         members = members_of(client_spec)
         parts: list[tuple[str, ClientReading]] = []
+        bases = []  # each package's client and baseline: the result's names, before any release
         for prefix, spec_, (ex, inc, base, off) in _packages(
             client_spec, members, exclude, include, baseline, disabled
         ):
@@ -164,9 +165,8 @@ def timeline(
                 spec_, host, baseline=base, rules=rules.without(off), disabled=off,
                 model=model, exclude=ex, include=inc, say=say,
             )  # fmt: skip
-            reading.prepare(first_api)  # the client's name and its baseline, before any release
+            bases.append(reading.prepare(first_api))
             parts.append((prefix, reading))
-        bases = [r.prepare(first_api) for _, r in parts]
         if members:
             versions_of = {b[2] for b in bases}
             name, version = client_spec.path.resolve().name, ""  # type: ignore[union-attr]
@@ -190,7 +190,7 @@ def timeline(
                     release_host(spec)  # one release at a time in memory
                 say(f"{host} {v}: {len(result.findings[v])} finding(s)")
             except UsageError:
-                raise  # the run's own input (a --model no rule serves), not this release's
+                raise  # the run's own input (a --model without a config.json), as scan says it
             except DriftcheckError as exc:
                 result.errors[v] = str(exc)
                 say(f"{host} {v}: {exc}")
