@@ -308,6 +308,114 @@ def fewer_gc_passes() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
+@dataclass
+class Checked:
+    """One client checked against one target release: what a scan's result is made of."""
+
+    client: Client
+    baseline: HostAPI | None
+    baseline_version: str | None
+    served: ServedModel | None
+    uses: list[Use]
+    findings: list[Finding]
+    #: ``time.perf_counter()`` when the client and its baseline were loaded, its uses
+    #: collected, and the checks run.
+    loaded: float = 0.0
+    collected: float = 0.0
+    checked: float = 0.0
+
+
+class ClientReading:
+    """One client of one host, read and checked against any release of that host: ``scan``
+    checks it against its target, ``timeline`` against every release of a range, so both
+    read the client, its baseline and the served model (``--model``) through this one path.
+
+    The client is loaded (and its baseline found) once; its uses are collected again only
+    when what they depend on changes (the hosts' roots, the API receivers are typed with, the
+    served model): with a baseline, once for a whole range.
+    """
+
+    def __init__(
+        self,
+        spec: PackageSpec,
+        host_name: str,
+        *,
+        baseline: str | None,
+        rules: RuleSet,
+        disabled: frozenset[str] = frozenset(),
+        model: str | None = None,
+        exclude: Iterable[str] = (),
+        include: Iterable[str] = (),
+        say: Progress | None = None,
+    ) -> None:
+        self.spec, self.host_name, self.baseline = spec, host_name, baseline
+        self.rules, self.disabled, self.model = rules, disabled, model
+        self.exclude, self.include = list(exclude), list(include)
+        self.say = say or (lambda _msg: None)
+        self._client: Client | None = None
+        self._roots: frozenset[str] = frozenset()
+        self._base: tuple[HostAPI | None, str | None] | None = None
+        #: The last analysis: what its uses depend on, and the uses.
+        self._analysed: tuple[tuple, list[Use]] | None = None
+
+    def prepare(self, target: HostAPI) -> tuple[Client, HostAPI | None, str | None]:
+        """The client as read for ``target``'s roots, and the baseline (API, version).
+
+        Raises:
+            UsageError: ``--model`` for a host no binding rule says serves models.
+        """
+        if self.model is not None and self.rules.bindings(target.name).served is None:
+            raise UsageError(
+                f"--model {self.model}: no binding rule says where {self.host_name} keeps the "
+                "models it serves ([binding.served_model])"
+            )
+        roots = frozenset(target.roots)
+        if self._client is None or roots != self._roots:
+            self.say(f"loading client {self.spec}")
+            self._client = load_client(
+                self.spec, target.roots, exclude=self.exclude, include=self.include
+            )
+            self._roots, self._analysed = roots, None
+        if self._base is None:
+            self._base = load_baseline(
+                self._client.tree.metadata, self.host_name, self.baseline, self.say,
+                alias=target.name,
+            )  # fmt: skip
+        return self._client, *self._base
+
+    def against(self, target: HostAPI) -> Checked:
+        """The client's uses (collected as the baseline sees them) checked against
+        ``target``."""
+        cl, base_api, base_version = self.prepare(target)
+        loaded = time.perf_counter()
+        roots = target.roots | (base_api.roots if base_api else set())
+        spec = self.rules.bindings(target.name).served
+        served = served_for(spec, self.model, target, base_api) if spec is not None else None
+        types_api = base_api or target
+        depends = (
+            frozenset(roots),
+            types_api.name,
+            types_api.version,
+            getattr(types_api.tree, "path", types_api.tree.label),
+            served.digest() if served is not None else "",
+        )
+        if self._analysed is not None and self._analysed[0] == depends:
+            uses = self._analysed[1]
+        else:
+            if self._analysed is not None:  # collected for other hosts: read the files again
+                self._client = None
+                cl = self.prepare(target)[0]
+            uses = collect_uses(cl, types_api, roots, self.rules, served)
+            self._analysed = (depends, uses)
+        collected = time.perf_counter()
+        findings = run_checks(uses, target, base_api, cl, self.rules, served)
+        findings = [f for f in findings if not is_disabled(f, self.disabled)]
+        return Checked(
+            cl, base_api, base_version, served, uses, findings,
+            loaded=loaded, collected=collected, checked=time.perf_counter(),
+        )  # fmt: skip
+
+
 def _scan(
     client: str | PackageSpec,
     against: str | None,
@@ -336,26 +444,15 @@ def _scan(
     say(f"loading host {target_spec}")
     target = load_host(target_spec)
     host_name = target_spec.name or target.name
-    say(f"loading client {client_spec}")
-    cl = load_client(client_spec, target.roots, exclude=exclude, include=include)
-    base_api, base_version = load_baseline(
-        cl.tree.metadata, host_name, baseline, say, alias=target.name
-    )
-    t1 = time.perf_counter()
-    roots = target.roots | (base_api.roots if base_api else set())
-    spec = rules.bindings(target.name).served
-    if spec is None and model is not None:
-        raise UsageError(
-            f"--model {model}: no binding rule says where {host_name} keeps the models it "
-            "serves ([binding.served_model])"
-        )
-    served = served_for(spec, model, target, base_api) if spec is not None else None
-    uses = collect_uses(cl, base_api or target, roots, rules, served)
-    t2 = time.perf_counter()
-    findings = run_checks(uses, target, base_api, cl, rules, served)
-    findings = [f for f in findings if not is_disabled(f, disabled)]
+    reading = ClientReading(
+        client_spec, host_name, baseline=baseline, rules=rules, disabled=disabled,
+        model=model, exclude=exclude, include=include, say=say,
+    )  # fmt: skip
+    got = reading.against(target)
+    cl, base_api, base_version, uses = got.client, got.baseline, got.baseline_version, got.uses
+    served, findings = got.served, got.findings
     save_snapshots()
-    t3 = time.perf_counter()
+    t1, t2, t3 = got.loaded, got.collected, time.perf_counter()
     skipped = list(cl.skipped)
     return ScanResult(
         client_name=cl.name,

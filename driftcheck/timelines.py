@@ -1,7 +1,8 @@
 """One client across many host releases: where each drift first appears.
 
-The client is parsed and its uses collected once (against the baseline); each release in the
-range is fetched (in parallel, into the cache) and checked against those uses.
+Each release in the range is fetched (in parallel, into the cache) and checked as ``scan``
+checks one target (:class:`driftcheck.pipeline.ClientReading`): the client is read once and,
+with a baseline, its uses collected once for the whole range.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from driftcheck.collect import collect_uses
 from driftcheck.errors import DriftcheckError, UsageError
 from driftcheck.findings import Finding, severity_rank
-from driftcheck.host.load import load_baseline, load_host, release_host, save_snapshots
-from driftcheck.pipeline import load_client, run_checks
-from driftcheck.registry import check_ids, is_disabled
+from driftcheck.host.load import load_host, release_host, save_snapshots
+from driftcheck.pipeline import ClientReading
+from driftcheck.registry import check_ids
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.fetch import fetch_release
 from driftcheck.sources.specs import PackageSpec, parse_spec
@@ -107,8 +107,13 @@ def timeline(
     exclude: Iterable[str] = (),
     include: Iterable[str] = (),
     disable: Iterable[str] = (),
+    model: str | None = None,
 ) -> TimelineResult:
     """Scan ``client`` against every final release of ``host`` from ``first`` to ``last``.
+
+    Each release is checked as :func:`driftcheck.scan` checks it (one code path,
+    :class:`driftcheck.pipeline.ClientReading`): a release's findings are the ones ``scan
+    --against HOST==RELEASE`` reports with the same baseline, model and settings.
 
     Args:
         client: Client spec (``name==version``, installed name, or directory).
@@ -122,6 +127,8 @@ def timeline(
         exclude: Globs of client files not to read (as :func:`driftcheck.scan`).
         include: Globs of client files to read beyond what its packaging says.
         disable: Check, kind or rule ids not to report.
+        model: The model the host serves (as :func:`driftcheck.scan`); default: the one the
+            host's binding rule names.
 
     In a monorepo each package also reads its own ``exclude`` / ``include`` / ``disable`` /
     ``baseline`` settings, as :func:`driftcheck.scan` does (:mod:`driftcheck.workspace`).
@@ -148,23 +155,25 @@ def timeline(
         first_api = load_host(PackageSpec(kind="release", name=host, version=versions[0]))
         # A monorepo: each package with its own pin, paths from the monorepo's top.
         members = members_of(client_spec)
-        parts = []
+        parts: list[tuple[str, ClientReading]] = []
+        bases = []  # each package's client and baseline: the result's names, before any release
         for prefix, spec_, (ex, inc, base, off) in _packages(
             client_spec, members, exclude, include, baseline, disabled
         ):
-            cl = load_client(spec_, first_api.roots, exclude=ex, include=inc)
-            base_api, base_version = load_baseline(cl.tree.metadata, host, base, say)
-            types_api = base_api or first_api
             check_ids(off, rules, where=f"{prefix or client}: 'disable'")
-            mine = rules.without(off)
-            uses = collect_uses(cl, types_api, types_api.roots, mine)
-            parts.append((prefix, cl, base_api, base_version, uses, mine, off))
+            reading = ClientReading(
+                spec_, host, baseline=base, rules=rules.without(off), disabled=off,
+                model=model, exclude=ex, include=inc, say=say,
+            )  # fmt: skip
+            bases.append(reading.prepare(first_api))
+            parts.append((prefix, reading))
         if members:
-            bases = {p[3] for p in parts}
+            versions_of = {b[2] for b in bases}
             name, version = client_spec.path.resolve().name, ""  # type: ignore[union-attr]
-            base_version = next(iter(bases)) if len(bases) == 1 else None
+            base_version = next(iter(versions_of)) if len(versions_of) == 1 else None
         else:
-            name, version = parts[0][1].name, parts[0][1].version
+            name, version, base_version = bases[0][0].name, bases[0][0].version, bases[0][2]
+        kept = [first_api, *(b[1] for b in bases)]
         result = TimelineResult(name, version, host, base_version, versions)
         for v in versions:
             try:
@@ -173,14 +182,15 @@ def timeline(
                 target = load_host(spec)
                 result.findings[v] = [
                     replace(f, file=prefix + f.file) if prefix else f
-                    for prefix, cl, base_api, _, uses, mine, off in parts
-                    for f in run_checks(uses, target, base_api, cl, mine)
-                    if not is_disabled(f, off)
+                    for prefix, reading in parts
+                    for f in reading.against(target).findings
                 ]
                 save_snapshots()
-                if target is not first_api and all(target is not p[2] for p in parts):
+                if all(target is not api for api in kept):
                     release_host(spec)  # one release at a time in memory
                 say(f"{host} {v}: {len(result.findings[v])} finding(s)")
+            except UsageError:
+                raise  # the run's own input (a --model without a config.json), as scan says it
             except DriftcheckError as exc:
                 result.errors[v] = str(exc)
                 say(f"{host} {v}: {exc}")

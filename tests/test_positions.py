@@ -1,5 +1,6 @@
-"""Findings point at the offending token: the keyword passed, the positional too many, the
-closing parenthesis of a call that lacks a new required parameter; every finding has an end."""
+"""Findings point at the offending token: the keyword passed, the positional too many; a call
+that lacks a new required parameter (no token of its own) from its callee to its closing
+parenthesis, as pyright and mypy report it; every finding has an end."""
 
 from __future__ import annotations
 
@@ -72,11 +73,23 @@ def test_removed_keyword_is_reported_at_the_keyword(result: ScanResult):
     assert f.fix_at == _at("connect(\n")  # the fix still rewrites the call
 
 
-def test_missing_required_is_reported_at_the_closing_parenthesis(result: ScanResult):
+def test_missing_required_spans_the_call_from_the_callee_to_the_closing_parenthesis(
+    result: ScanResult,
+):
     f = _one(result, "minihost.core.build")
+    assert (f.line, f.column) == _at("build(\n")  # not the parenthesis two lines below
     line, column = _at("    )\n", 1)
-    assert (f.line, f.column) == (line, column + 4)
     assert (f.end_line, f.end_column) == (line, column + 5)
+    assert f.fix_at == (f.line, f.column) and f.context.strip() == "return build("
+    out = io.StringIO()
+    FORMATS["sarif"](result, out)
+    [region] = [
+        r["locations"][0]["physicalLocation"]["region"]
+        for r in json.loads(out.getvalue())["runs"][0]["results"]
+        if "'mode'" in r["message"]["text"]
+    ]
+    assert (region["startLine"], region["startColumn"]) == (f.line, f.column)
+    assert (region["endLine"], region["endColumn"]) == (f.end_line, f.end_column)
 
 
 def test_positional_too_many_is_reported_at_that_argument(result: ScanResult):

@@ -66,7 +66,7 @@ def test_speculators_030_on_vllm_016_contract(speculators_030_on_vllm_016):
 
 @pytest.mark.parametrize(
     ("name", "line"),
-    [("get_kv_cache_config_from_groups", 139), ("Scheduler", 152), ("SchedulerConfig", 198)],
+    [("get_kv_cache_config_from_groups", 139), ("Scheduler", 148), ("SchedulerConfig", 194)],
 )
 def test_speculators_030_on_vllm_016_call_signatures(speculators_030_on_vllm_016, name, line):
     _, data = speculators_030_on_vllm_016

@@ -25,10 +25,10 @@ DRIFTS_016 = {
     (WORKER, 17, "override-signature", "override-signature"),
     (WORKER, 30, "attribute-missing", "embed-input-ids-rename"),
     (GEN, 139, "call-signature", "kv-cache-specs-removed"),
-    (GEN, 152, "call-signature", "scheduler-block-size"),
+    (GEN, 148, "call-signature", "scheduler-block-size"),
     (GEN, 166, "behaviour-change", "prefix-caching-default"),
     (GEN, 194, "behaviour-change", "chunked-prefill-default"),
-    (GEN, 198, "call-signature", "scheduler-config-encoder-decoder"),
+    (GEN, 194, "call-signature", "scheduler-config-encoder-decoder"),
     (GEN, 261, "call-protocol", "execute-model-sample-tokens"),
     (GEN, 269, "return-semantics", "collective-rpc-unique-reply"),
 }
@@ -60,10 +60,10 @@ def test_protocol_rule_carries_the_guard_and_a_fix(on_016):
 MINED_016 = {
     (WORKER, 30, "attribute-missing", "attribute-missing"),
     (GEN, 139, "call-signature", "call-signature"),
-    (GEN, 152, "call-signature", "call-signature"),
+    (GEN, 148, "call-signature", "call-signature"),
     (GEN, 166, "behaviour-change", "default-change"),
     (GEN, 194, "behaviour-change", "default-change"),
-    (GEN, 198, "call-signature", "call-signature"),
+    (GEN, 194, "call-signature", "call-signature"),
     (GEN, 261, "call-protocol", "call-protocol"),
     (GEN, 267, "return-semantics", "host-migration"),
 }

@@ -65,9 +65,22 @@ def _client_options() -> list[Callable]:
     ]
 
 
+def _model_option() -> Callable:
+    """``--model``: ``scan``, ``fix`` and ``timeline`` check the client with the same served
+    model."""
+    return click.option(
+        "--model",
+        metavar="NAME_OR_PATH",
+        help="The model the host serves, for hosts that build the model from its config "
+        "(vLLM): a folder or config.json, a model id in the Hugging Face cache, or a "
+        "built-in tiny model. Default: the probe's tiny Llama.",
+    )
+
+
 def client_options(func: Callable) -> Callable:
-    """``--disable``, ``--exclude``, ``--include`` and ``--config`` (``timeline``)."""
-    for option in reversed(_client_options()):
+    """``--disable``, ``--exclude``, ``--include``, ``--config`` and ``--model``
+    (``timeline``)."""
+    for option in reversed([*_client_options(), _model_option()]):
         func = option(func)
     return func
 
@@ -102,13 +115,7 @@ def scan_options(func: Callable) -> Callable:
             help="A folder of your own rules (<host>/<rule-id>.toml), used beside the built-in "
             "ones (repeat).",
         ),
-        click.option(
-            "--model",
-            metavar="NAME_OR_PATH",
-            help="The model the host serves, for hosts that build the model from its config "
-            "(vLLM): a folder or config.json, a model id in the Hugging Face cache, or a "
-            "built-in tiny model. Default: the probe's tiny Llama.",
-        ),
+        _model_option(),
         click.option(
             "--mined-only",
             is_flag=True,

@@ -44,12 +44,14 @@ def timeline_cmd(
     exclude: tuple[str, ...],
     include: tuple[str, ...],
     config_path: str | None,
+    model: str | None,
     quiet: bool,
 ) -> None:
     """Scan CLIENT against every HOST release in a range: where each drift first appears.
 
-    It reads the client as ``scan`` does: ``--exclude`` / ``--include`` / ``--disable`` win
-    over ``[tool.driftcheck]``, whose ``rules`` and ``baseline`` are used too."""
+    Each release is checked as ``scan --against HOST==RELEASE`` checks it, with the same served
+    model (``--model``): ``--exclude`` / ``--include`` / ``--disable`` / ``--model`` win over
+    ``[tool.driftcheck]``, whose ``rules`` and ``baseline`` are used too."""
     import json
 
     from driftcheck.report.timeline import render_timeline
@@ -66,6 +68,7 @@ def timeline_cmd(
             "exclude": exclude,
             "include": include,
             "rule_dirs": (),
+            "model": model,
         }
     )
     progress = None if quiet or not sys.stderr.isatty() else (lambda m: click.echo(m, err=True))
@@ -80,6 +83,7 @@ def timeline_cmd(
         exclude=settings["exclude"],
         include=settings["include"],
         disable=settings["disable"],
+        model=settings["model"],
     )
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))

@@ -157,15 +157,14 @@ class CallShape:
         )
 
     def span_of(self, problem: BindProblem) -> tuple[int, int, int, int] | None:
-        """The argument a binding problem is about: the keyword passed, the first positional
-        too many, or (for a missing parameter) the closing parenthesis."""
+        """The argument a binding problem is about: the keyword passed or the first positional
+        too many. None for a missing parameter: it has no token, so the finding spans the call
+        from its callee to its closing parenthesis (as pyright and mypy report it)."""
         if problem.code in ("unexpected-keyword", "multiple-values", "renamed-keyword"):
             if problem.param in self.keywords and len(self.keyword_spans) == len(self.keywords):
                 return self.keyword_spans[self.keywords.index(problem.param)]
         if problem.code == "too-many-positional" and problem.index < len(self.positional_spans):
             return self.positional_spans[problem.index]
-        if problem.code == "missing-required":
-            return self.close_span
         return None
 
 
