@@ -111,6 +111,20 @@ def test_a_reported_use_is_no_miss_and_the_rest_stays_undecided():
     assert blame(ok, "vllm", fixes=[], left=[], hunks={}) is None
 
 
+def test_a_failure_inside_a_multi_line_finding_is_that_finding():
+    # A missing argument spans its call (callee at :28, closing parenthesis at :33): a frame on
+    # an argument's line inside it is the finding's; the line after the call is not.
+    reported = {"file": "pkg/gen.py", "line": 28, "end_line": 33, "use_line": 28, "why": "manual"}
+    inside = blame(
+        _failed([(f"{ROOT}/pkg/gen.py", 30)]), "vllm", fixes=[], left=[reported], hunks={}
+    )
+    assert inside is not None and inside["kind"] == "left-for-a-person"
+    after = blame(
+        _failed([(f"{ROOT}/pkg/gen.py", 34)]), "vllm", fixes=[], left=[reported], hunks={}
+    )
+    assert after is not None and after["kind"] == "missed-by-scan"
+
+
 def test_the_range_report_carries_the_blame_in_its_errors_and_its_json():
     import io
     import json

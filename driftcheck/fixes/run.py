@@ -214,6 +214,7 @@ def plan_patches(
         {
             "file": f.file,
             "line": f.line,
+            "end_line": max(f.end_line, f.line),
             "use_line": min(f.fix_at[0], f.line),
             "rule": f.rule,
             "symbol": f.symbol,
@@ -234,6 +235,7 @@ def plan_patches(
             {
                 "file": f.file,
                 "line": f.line,
+                "end_line": max(f.end_line, f.line),
                 "use_line": f.anchor[0] if f.anchor else f.line,
                 "use_text": _line_text(done.scan, f.file, f.anchor[0] if f.anchor else f.line),
                 "rule": f.rule,

@@ -127,8 +127,11 @@ def _failing_frame(run: RunOutcome, host: str) -> tuple[str, int, str | None] | 
 
 
 def _at(item: dict, line: int) -> bool:
+    """The line is the finding's: from its use's first line to the finding's last (a missing
+    argument spans the whole call, from the callee to the closing parenthesis)."""
     first = int(item.get("use_line") or item.get("line") or 0)
-    return first <= line <= int(item.get("line") or 0) or line == item.get("line")
+    last = max(int(item.get("line") or 0), int(item.get("end_line") or 0))
+    return first <= line <= last
 
 
 def blame(
