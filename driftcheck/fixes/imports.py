@@ -28,6 +28,13 @@ class _Move:
     asname: str | None
 
 
+def _moved_along(index: int, alias: cst.ImportAlias, module: str) -> _Move:
+    """One name of ``from old import a, b`` whose module moved whole to ``module``."""
+    name = code_of(alias.name)
+    asname = alias.asname.name.value if alias.asname else None  # type: ignore[attr-defined]
+    return _Move(index, module, name, asname)
+
+
 class MoveImport(Located):
     """Rewrites the from-imports and ``import x as y`` statements the findings point at."""
 
@@ -44,11 +51,15 @@ class MoveImport(Located):
         if isinstance(original_node.names, cst.ImportStar):
             return updated_node
         moves: list[_Move] = []
+        stated = "" if original_node.relative else code_of(original_node.module or cst.Name("_"))
         for i, alias in enumerate(original_node.names):
             finding = self.target_of(alias.name)
             if finding is None:
                 continue
             p = params(finding)
+            if p["old"] == stated:  # the module moved whole: every name of it goes with it
+                moves = [_moved_along(j, a, p["new"]) for j, a in enumerate(original_node.names)]
+                break
             module, name = new_home(p)
             old_name = code_of(alias.name)
             if old_name != p["old"].rpartition(".")[2]:
