@@ -16,12 +16,17 @@ from driftcheck.pipeline import ScanResult, scan
 HELPER = "def helper(x):\n    return x\n"
 HOSTS = {
     "1.0": {
-        "fbhost/__init__.py": "",
+        "fbhost/__init__.py": "def legacy():\n    return 1\n",
         "fbhost/old.py": HELPER + "\n\n" + HELPER.replace("helper", "shared"),
         "fbhost/new.py": HELPER.replace("helper", "shared"),
     },
     "2.0": {
-        "fbhost/__init__.py": "",
+        "fbhost/__init__.py": (
+            "def current():\n    return 1\n\n\ndef __getattr__(name):\n"
+            "    if name == 'legacy':\n"
+            "        raise AttributeError('`legacy` was removed, use `fbhost.current` instead')\n"
+            "    raise AttributeError(name)\n"
+        ),
         "fbhost/net/__init__.py": "",
         "fbhost/net/tools.py": HELPER,
         "fbhost/new.py": HELPER.replace("helper", "shared"),
@@ -34,10 +39,11 @@ try:
 except ModuleNotFoundError:
     pass
 from fbhost.old import shared
+import fbhost
 
 
 def run():
-    return helper(1), shared(2)
+    return helper(1), shared(2), fbhost.legacy()
 """
 
 
@@ -80,8 +86,10 @@ def test_a_move_the_baseline_lacks_tries_the_new_home_then_the_old(tmp_path: Pat
         "except ModuleNotFoundError:\n"
     ) in text, text
     assert _scan(client, tmp_path, "2.0", "1.0").findings == []
-    # the release the range still admits: the fixed file works there too
-    assert _scan(client, tmp_path, "1.0", "1.0").findings == []
+    # the release the range still admits, scanned alone: the imports work there too; only the
+    # rename read off the module drops it, as its fix says
+    alone = scan(str(client), str(tmp_path / "1.0"), baseline="none", host="fbhost").findings
+    assert [(f.line, f.symbol) for f in alone] == [(13, "fbhost.current")], alone
     compile(text, "run.py", "exec")
 
 
@@ -104,3 +112,11 @@ def test_a_new_home_the_baseline_has_too_is_a_plain_move(tmp_path: Path):
     found = {f.line: f for f in _scan(client, tmp_path, "2.0", "1.0").findings}
     assert found[5].fix.safety == "safe" and "fallback" not in dict(found[5].fix.params)
     assert "\nfrom fbhost.new import shared\n" in _fixed(client, tmp_path)
+
+
+def test_a_rename_read_off_a_module_says_the_release_it_drops(tmp_path: Path):
+    client = _layout(tmp_path, "fbhost>=1.0")
+    found = {f.line: f for f in _scan(client, tmp_path, "2.0", "1.0").findings}
+    renamed = found[10].fix
+    assert renamed.codemod == "rename-attribute", renamed
+    assert "drops fbhost 1.0, which the client's range fbhost>=1.0 admits" in renamed.description

@@ -3,7 +3,8 @@
 A client whose declared range on the host still admits the baseline (lm-eval's ``vllm>=0.4.2``
 scanned from 0.10.0 to 0.16.0) keeps running there after a fix. An import moved to a home the
 baseline does not have would break it, so such a fix tries the new home first and the old one
-after (``fallback``: the codemod writes both imports); the fix's description says so.
+after (``fallback``: the codemod writes both imports); the fix's description says so. A
+rename of a name read off a module cannot fall back: its description says the release it drops.
 """
 
 from __future__ import annotations
@@ -30,23 +31,29 @@ def admitted(allowed: SpecifierSet | None, version: str | None) -> bool:
 def keep_baseline(
     findings: list[Finding], baseline: HostAPI, allowed: SpecifierSet
 ) -> list[Finding]:
-    """Import moves to a home the baseline lacks, made to fall back to the old import."""
+    """Import moves to a home the baseline lacks, made to fall back to the old import; a name
+    read off a module renamed to one the baseline lacks says that it drops the baseline."""
     out = []
     for f in findings:
-        p = dict(f.fix.params) if f.fix and f.fix.codemod == "rename-import" else {}
-        new = p.get("new_symbol") or p.get("new", "")
-        if not new or f.fix.safety == "manual" or isinstance(baseline.resolve(new), Found):  # type: ignore[union-attr]
+        fix = f.fix
+        p = dict(fix.params) if fix and fix.safety != "manual" else {}
+        new = ""
+        if fix and fix.codemod == "rename-import":
+            new = p.get("new_symbol") or p.get("new", "")
+        elif fix and fix.codemod == "rename-attribute" and f.symbol and p.get("new"):
+            new = f"{f.symbol.rsplit('.', 1)[0]}.{p['new']}"
+        if not new or isinstance(baseline.resolve(new), Found):
             out.append(f)
             continue
-        said = (
-            f"{f.fix.description}, and from the old home where that fails: "  # type: ignore[union-attr]
-            f"{baseline.name} {baseline.version}, which the client's range "
-            f"{baseline.name}{allowed} admits, has no {new}"
-        )
-        fix = dataclasses.replace(
-            f.fix,  # type: ignore[arg-type]
-            description=said,
-            params=(*f.fix.params, ("fallback", baseline.version)),  # type: ignore[union-attr]
-        )
+        release = f"{baseline.name} {baseline.version}, which the client's range "
+        release += f"{baseline.name}{allowed} admits, has no {new}"
+        if fix.codemod == "rename-import":  # type: ignore[union-attr]
+            fix = dataclasses.replace(
+                fix,  # type: ignore[arg-type]
+                description=f"{fix.description}, and from the old home where that fails: {release}",  # type: ignore[union-attr]
+                params=(*fix.params, ("fallback", baseline.version)),  # type: ignore[union-attr]
+            )
+        else:
+            fix = dataclasses.replace(fix, description=f"{fix.description}; drops {release}")  # type: ignore[arg-type, union-attr]
         out.append(dataclasses.replace(f, fix=fix))
     return out

@@ -214,7 +214,10 @@ def _baseline_breaks(
         if g.line not in touched.get(g.file, ()):
             continue
         why = f"the rewritten code does not work on {version}, which the client allows: {g.message[:200]}"
-        out.update((id(f), why) for f in kept if f.file == g.file)
+        for f in kept:
+            names = [v for k, v in f.fix.params if k != "fallback" and v]  # type: ignore[union-attr]
+            if f.file == g.file and any(v in g.symbol or g.symbol in v for v in names):
+                out[id(f)] = why
     return out
 
 

@@ -137,8 +137,9 @@ def fix(
         # monorepo's packages: each its own pin again, read from the copy's packaging files).
         again = baseline or (None if result.packages else result.baseline or "none")
         where = against
-        if on_baseline:  # the release the client still allows, as the target
-            where = baseline or f"{result.host_name}=={result.baseline}"
+        if on_baseline:  # the release the client still allows, as the target, alone
+            given = baseline if baseline and Path(baseline).exists() else None
+            where, unbased = given or f"{result.host_name}=={result.baseline}", True
         return scan(
             str(folder),
             where,
