@@ -158,8 +158,10 @@ def find_new_home(
 
 def module_home(api: HostAPI, baseline: HostAPI, gone: str, reads: str = "") -> NewHome | None:
     """The module new on the target that defines most of what module ``gone`` defined on the
-    baseline (its top-level names, and a package's submodules), and the name the client reads
-    through it (``reads``), if any. One such module, or none: a tie proposes nothing."""
+    baseline (its top-level names, and a package's submodules), and defines (or holds in its
+    package) the name the client reads through it (``reads``), if any. One such module, or
+    none: a tie proposes nothing, nor does a module that only imports the name (vLLM 0.16.0's
+    ``lora.model_manager`` imports ``LoRAModel`` from ``lora.lora_model``: a split)."""
     held = _contents(baseline, gone)
     if len(held) < 2:
         return None
@@ -180,8 +182,9 @@ def module_home(api: HostAPI, baseline: HostAPI, gone: str, reads: str = "") -> 
         return None
     module = scored[0][1]
     rest = reads[len(gone) :] if reads.startswith(gone + ".") else ""
-    if rest and not isinstance(api.resolve(module + rest), Found):
-        return None
+    read = api.resolve(module + rest) if rest else None
+    if rest and not (isinstance(read, Found) and read.path.startswith(module + ".")):
+        return None  # not there, or only imported there: the module was split, not moved
     found = api.resolve(module)
     return NewHome(found, "contents") if isinstance(found, Found) else None
 
