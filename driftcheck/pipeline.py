@@ -11,6 +11,7 @@ from pathlib import Path
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side, site_of
+from driftcheck.checks.fallbacks import admitted, keep_baseline
 from driftcheck.client.package import Client, load_client
 from driftcheck.client.uses import Use
 from driftcheck.collect import collect_uses
@@ -410,6 +411,10 @@ class ClientReading:
         collected = time.perf_counter()
         findings = run_checks(uses, target, base_api, cl, self.rules, served)
         findings = [f for f in findings if not is_disabled(f, self.disabled)]
+        md = cl.tree.metadata
+        allowed = (md.pin_range(self.host_name) or md.pin_range(target.name)) if md else None
+        if base_api is not None and allowed is not None and admitted(allowed, base_version):
+            findings = keep_baseline(findings, base_api, allowed)
         return Checked(
             cl, base_api, base_version, served, uses, findings,
             loaded=loaded, collected=collected, checked=time.perf_counter(),

@@ -176,8 +176,17 @@ def test_fixes_follow_the_hosts_evidence(forward: ScanResult):
     assert limit.safety == "safe" and limit.codemod == "rename-keyword"
     flag = by_line[("params.py", 10)].fix  # "use `mode` instead", but bool -> str
     assert flag.safety == "unsafe" and "may differ" in flag.description
-    placed = by_line[("params.py", 11)].fix  # min_length took min_items's place: signature only
-    assert placed.safety == "unsafe" and ("new", "min_length") in placed.params
+    # min_length sits where min_items sat, of one kind and default, but nothing of the host's
+    # says it is min_items's new name: no rename
+    placed = by_line[("params.py", 11)].fix
+    assert placed.safety == "manual" and placed.codemod is None, placed
+    # skip_cache sits where guide sat; the host's own from_request passes outputs instead
+    migrated = by_line[("params.py", 30)]
+    assert migrated.fix.safety == "unsafe" and ("new", "outputs") in migrated.fix.params
+    assert "skip_cache" not in migrated.message and "from_request" in migrated.message
+    assert "nshost/params.py:" in migrated.fix.description
+    nearby = by_line[("params.py", 31)].fix  # best_of: no caller of the host's names it
+    assert nearby.safety == "manual" and nearby.codemod is None, nearby
     assert by_line[("names.py", 19)].fix.safety == "manual"  # "It has no replacement."
     table = by_line[("names.py", 23)]  # removed; a same-named table left in nshost._tables
     assert table.rule == "missing-symbol" and table.fix.safety == "manual"
@@ -215,7 +224,8 @@ def test_applied_fixes_rewrite_what_the_host_says(tmp_path: Path):
     params = (client / "nsclient" / "params.py").read_text()
     assert 'configure("a", max_size=3)' in params
     assert 'write("x", terminator=";")  # drift' in params  # the 1.0 decorator mapped it
-    assert "window([1], min_length=1)" in params
+    assert "window([1], min_items=1)" in params  # no rename without the host's word
+    assert 'sample("p", outputs=guide),  # drift' in params
     again = scan(str(client), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="nshost")
     assert {f.line for f in again.findings if f.file.endswith("params.py")} >= {18, 19}
 

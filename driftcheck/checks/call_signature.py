@@ -13,6 +13,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
 from driftcheck.host.api import Found
+from driftcheck.host.callers import migrated_keyword
 from driftcheck.host.signature import Signature, bind
 
 
@@ -63,7 +64,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         if said
         else f"; a decorator in {ctx.baseline.version} took {old} for {new}"  # type: ignore[union-attr]
         if how == "decorator"
-        else f"; {new} took {old}'s place"
+        else f"; the host's own {_site(how)[0]}() passes {new} where it passed {old}"
         for old, (said, new, how) in renames.items()
     )
     arrived = (
@@ -74,6 +75,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     fix = _fix_for(problems, renames, arrived)
     evidence = [e for e in (base_ev,) if e]
     evidence.append(Evidence(ctx.target.version, sig_t.file, sig_t.line))
+    for old, (_, new, how) in renames.items():
+        function, where = _site(how)
+        if function:
+            file, line = where.rsplit(":", 1)
+            note = f"{function}() passes {new}= where it passed {old}="
+            evidence.append(Evidence(ctx.target.version, file, int(line), note))
     return [
         finding(
             use,
@@ -105,9 +112,12 @@ def _renames(
         alias = sig_b.param(problem.param) if sig_b is not None else None
         if not new and alias is not None and alias.alias_of:
             new, how = alias.alias_of, "decorator"  # the baseline's decorator mapped it
-        if not new and sig_b is not None:
-            new = _in_its_place(problem.param, sig_b, sig_t)
-            how = "signature" if new else ""
+        if not new and sig_b is not None and isinstance(base, Found):
+            gone = {p.name for p in sig_b.params if sig_t.param(p.name) is None}
+            came = {p.name for p in sig_t.params if sig_b.param(p.name) is None}
+            name = base.path.rsplit(".", 1)[-1]
+            new, site = migrated_keyword(ctx.baseline, ctx.target, name, problem.param, gone, came)  # type: ignore[arg-type]
+            how = f"callers:{site.function}:{site.file}:{site.line}" if site else ""
         if new and sig_t.param(new) is None:
             new, how = "", ""
         old_param = sig_b.param(problem.param) if sig_b is not None else None
@@ -121,22 +131,12 @@ def _renames(
     return out
 
 
-def _in_its_place(keyword: str, before: Signature, after: Signature) -> str:
-    """The target parameter that took ``keyword``'s place (``min_items`` -> ``min_length``):
-    as many parameters left as arrived, paired in order, each pair of one kind and default."""
-    gone = [p for p in before.params if after.param(p.name) is None]
-    new = [p for p in after.params if before.param(p.name) is None]
-    if len(gone) != len(new):
-        return ""
-    for old, cand in zip(gone, new, strict=True):
-        if old.name == keyword:
-            same = (old.kind, old.has_default, old.default) == (
-                cand.kind,
-                cand.has_default,
-                cand.default,
-            )
-            return cand.name if same else ""
-    return ""
+def _site(how: str) -> tuple[str, str]:
+    """(function, file:line) of a rename the host's own callers made; empty otherwise."""
+    if not how.startswith("callers:"):
+        return "", ""
+    _, function, where = how.split(":", 2)
+    return function, where
 
 
 def _fix_for(
@@ -155,10 +155,13 @@ def _fix_for(
         pairs = [(old, renames[old][1], renames[old][2]) for old in mapped]
         safe = all(how in ("message", "decorator") for _, _, how in pairs)
         said = ", ".join(f"{old} to {new}" for old, new, _ in pairs)
+        sites = [f"{_site(how)[0]} at {_site(how)[1]}" for _, _, how in pairs if _site(how)[0]]
         why = (
             "the host's deprecation names them, for values of the same type"
             if safe
-            else "each took the old one's place, same kind and default, or the host names it"
+            else "the host's own callers made that change, " + ", ".join(sites)
+            if sites
+            else "the host names them; the values' types may differ"
         )
         params: list[tuple[str, str]] = []
         for i, (old, new, _) in enumerate(pairs):

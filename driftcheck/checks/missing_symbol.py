@@ -95,7 +95,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if isinstance(served, Served):
         evidence.append(ctx.evidence(ctx.target, served, note="raises"))
     home = find_new_home(
-        ctx.target, gone, baseline=ctx.baseline, message=said or before, private_ok=not said
+        ctx.target,
+        gone,
+        baseline=ctx.baseline,
+        message=said or before,
+        private_ok=not said,
+        reads=use.symbol,
     )
     versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
     host = f"{ctx.target.name} {ctx.target.version}"
@@ -108,6 +113,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             "alias": f"{short} was an alias of it",
             "definition": "same kind and signature",
             "changed": "same kind and most of its parameters; the signature changed",
+            "contents": f"a module new in {ctx.target.version} that defines most of {short}'s "
+            "names; the host does not say so",
         }[home.evidence]
         told = f": {said}" if said else quoted(ctx.baseline.version, before) if before else ""  # type: ignore[union-attr]
         return [
@@ -124,9 +131,11 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                     use,
                     gone,
                     home.name,
-                    "unsafe" if home.evidence == "changed" else "safe",
+                    "unsafe" if home.evidence in ("changed", "contents") else "safe",
                     (
-                        f"import it from {home.name.rsplit('.', 1)[0]}"
+                        f"import from {home.name} instead"
+                        if home.evidence == "contents"
+                        else f"import it from {home.name.rsplit('.', 1)[0]}"
                         if home.name.rsplit(".", 1)[-1] == short
                         else f"use {home.name}"
                     ),

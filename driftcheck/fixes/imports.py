@@ -28,6 +28,29 @@ class _Move:
     asname: str | None
 
 
+def _tried_first(new: list[cst.SimpleStatementLine], old: cst.SimpleStatementLine) -> cst.Try:
+    """``try: <the new imports> except ImportError: <the old one>``: the new home first, the
+    old one on a release the client allows that lacks it. Comments above stay above."""
+    body = [s.with_changes(leading_lines=()) for s in new]
+    return cst.Try(
+        body=cst.IndentedBlock(body=body),
+        handlers=[
+            cst.ExceptHandler(
+                body=cst.IndentedBlock(body=[old.with_changes(leading_lines=())]),
+                type=cst.Name("ImportError"),
+            )
+        ],
+        leading_lines=old.leading_lines,
+    )
+
+
+def _moved_along(index: int, alias: cst.ImportAlias, module: str) -> _Move:
+    """One name of ``from old import a, b`` whose module moved whole to ``module``."""
+    name = code_of(alias.name)
+    asname = alias.asname.name.value if alias.asname else None  # type: ignore[attr-defined]
+    return _Move(index, module, name, asname)
+
+
 class MoveImport(Located):
     """Rewrites the from-imports and ``import x as y`` statements the findings point at."""
 
@@ -35,6 +58,9 @@ class MoveImport(Located):
         super().__init__(findings)
         self.after: dict[cst.CSTNode, list[cst.SimpleStatementLine]] = {}
         self.created: list[cst.ImportFrom] = []
+        #: Lines whose moved import falls back to the old one (a release the client allows
+        #: lacks the new home): written as ``try: new / except ImportError: old``.
+        self.fallback: set[cst.CSTNode] = set()
 
     # -- from x import a, b ------------------------------------------------------------------
 
@@ -44,11 +70,16 @@ class MoveImport(Located):
         if isinstance(original_node.names, cst.ImportStar):
             return updated_node
         moves: list[_Move] = []
+        stated = "" if original_node.relative else code_of(original_node.module or cst.Name("_"))
         for i, alias in enumerate(original_node.names):
             finding = self.target_of(alias.name)
             if finding is None:
                 continue
             p = params(finding)
+            self._falls_back(original_node, p)
+            if p["old"] == stated:  # the module moved whole: every name of it goes with it
+                moves = [_moved_along(j, a, p["new"]) for j, a in enumerate(original_node.names)]
+                break
             module, name = new_home(p)
             old_name = code_of(alias.name)
             if old_name != p["old"].rpartition(".")[2]:
@@ -107,6 +138,7 @@ class MoveImport(Located):
             if finding is None:
                 continue
             p = params(finding)
+            self._falls_back(original_node, p)
             if code_of(alias.name) != p["old"]:
                 raise Decline("the imported module does not match the finding")
             if alias.asname is None:
@@ -137,6 +169,14 @@ class MoveImport(Located):
 
     # -- statements added after the rewritten one, and folded into their neighbours ----------
 
+    def _falls_back(self, original: cst.CSTNode, p: dict[str, str]) -> None:
+        if not p.get("fallback"):
+            return
+        line = self.parent(original)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            raise Decline("the import shares its line with other statements")
+        self.fallback.add(line)
+
     def _after(self, original: cst.CSTNode, lines: list[cst.SimpleStatementLine]) -> None:
         line = self.parent(original)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
@@ -145,8 +185,10 @@ class MoveImport(Located):
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.SimpleStatementLine]:
         extra = self.after.pop(original_node, None)
+        if original_node in self.fallback:
+            return _tried_first([updated_node, *(extra or [])], original_node)
         if not extra:
             return updated_node
         self.created.extend(s.body[0] for s in extra if isinstance(s.body[0], cst.ImportFrom))

@@ -53,14 +53,15 @@ def _key(f: Finding) -> Key:
 
 def prove(
     result: ScanResult,
-    rescan: Callable[[Path, bool], ScanResult],
+    rescan: Callable[..., ScanResult],
     *,
     unsafe: bool = False,
     verify: bool = False,
 ) -> Proof:
     """Plan the fixes of ``result`` and keep only those the re-scan (and, with ``verify``, the
     witnesses) bear out. ``rescan(folder, unbased)`` scans a folder as the original scan did
-    (``unbased``: without its baseline)."""
+    (``unbased``: without its baseline; ``on_baseline=True``: against the baseline itself, for
+    fixes that keep a release the client allows working)."""
     declined: dict[int, str] = {}
     if verify:
         declined.update(_witness_declines(result, unsafe=unsafe))
@@ -82,6 +83,10 @@ def prove(
             moved = _moved_to(fix_plan)
             if moved and result.baseline is not None:
                 bad.update(_new_names_fail(moved, rescan(Path(tmp), True).findings))
+            kept = _falling_back(fix_plan)
+            if kept and result.baseline is not None:
+                on_base = rescan(Path(tmp), False, on_baseline=True).findings
+                bad.update(_baseline_breaks(fix_plan, kept, on_base, result.baseline))
         if not bad:
             break
         declined.update(bad)
@@ -185,6 +190,33 @@ def _moved_to(fix_plan: FixPlan) -> dict[int, tuple[str, Finding]]:
                 out[id(f)] = (p.get("new_symbol") or p["new"], f)
             elif f.fix and f.fix.codemod == "rename-attribute" and f.symbol:
                 out[id(f)] = (f.symbol.rsplit(".", 1)[0] + "." + p["new"], f)
+    return out
+
+
+def _falling_back(fix_plan: FixPlan) -> list[Finding]:
+    """Applied import moves that fall back to the old import for the baseline's sake."""
+    return [
+        f
+        for ff in fix_plan.pending
+        for f in ff.applied
+        if f.fix and dict(f.fix.params).get("fallback")
+    ]
+
+
+def _baseline_breaks(
+    fix_plan: FixPlan, kept: list[Finding], on_base: list[Finding], version: str
+) -> dict[int, str]:
+    """Fallback moves whose rewritten lines do not work on the baseline they claim to keep."""
+    touched = {ff.file: _changed_lines(ff.old, ff.new) for ff in fix_plan.pending}
+    out: dict[int, str] = {}
+    for g in on_base:
+        if g.line not in touched.get(g.file, ()):
+            continue
+        why = f"the rewritten code does not work on {version}, which the client allows: {g.message[:200]}"
+        for f in kept:
+            names = [v for k, v in f.fix.params if k != "fallback" and v]  # type: ignore[union-attr]
+            if f.file == g.file and any(v in g.symbol or g.symbol in v for v in names):
+                out[id(f)] = why
     return out
 
 

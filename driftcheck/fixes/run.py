@@ -135,13 +135,17 @@ def fix(
     else:
         made_safe = []
 
-    def rescan(folder: Path, unbased: bool) -> ScanResult:
+    def rescan(folder: Path, unbased: bool, on_baseline: bool = False) -> ScanResult:
         # The baseline as given (a folder stays a folder), else the one the scan found (a
         # monorepo's packages: each its own pin again, read from the copy's packaging files).
         again = baseline or (None if result.packages else result.baseline or "none")
+        where = against
+        if on_baseline:  # the release the client still allows, as the target, alone
+            given = baseline if baseline and Path(baseline).exists() else None
+            where, unbased = given or f"{result.host_name}=={result.baseline}", True
         return scan(
             str(folder),
-            against,
+            where,
             baseline="none" if unbased else again,
             host=host,
             exclude=list(exclude),

@@ -236,3 +236,106 @@ def _result(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> tuple[str, bool,
                 return "assigned", False, t.id
         return "assigned", False, None
     return "used", False, None
+
+
+@dataclass(frozen=True)
+class KeywordCall:
+    """One host call of ``name(...)`` or ``.name(...)``: the keywords it passes, in order.
+
+    Attributes:
+        file: Host file, relative to its root.
+        line: 1-based line of the call.
+        function: The name of the function the call is in.
+        keywords: Keyword names passed, in source order.
+    """
+
+    file: str
+    line: int
+    function: str
+    keywords: tuple[str, ...]
+
+
+def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
+    """Every call of ``name(...)`` (or ``.name(...)``) inside the host's own functions, with
+    the keywords it passes: how the host itself calls a callable, release by release. Kept in
+    the snapshot; files are searched as text first, then only the functions around a match are
+    parsed."""
+    rows = api.fact(f"kwcalls:{FORMAT}:{name}", lambda: [asdict(c) for c in _mine_calls(api, name)])
+    return [
+        KeywordCall(r["file"], r["line"], r["function"], tuple(r["keywords"]))
+        for r in rows  # type: ignore[union-attr]
+    ]
+
+
+def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
+    needle = re.compile(r"(?<![\w])" + re.escape(name) + r"\(")
+    out: list[KeywordCall] = []
+    for rel, text in api.source_texts().items():
+        if f"{name}(" not in text or not needle.search(text):
+            continue
+        lines = text.splitlines()
+        done: set[int] = set()
+        for n, line in enumerate(lines):
+            if f"{name}(" not in line or not needle.search(line):
+                continue
+            start = _enclosing_def(lines, n)
+            if start is None or start in done:
+                continue
+            done.add(start)
+            func = _parse_function(lines, start)
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in _own_nodes(func):
+                if not isinstance(node, ast.Call) or not node.keywords:
+                    continue
+                callee = node.func
+                called = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
+                if called == name:
+                    words = tuple(k.arg for k in node.keywords if k.arg)
+                    out.append(KeywordCall(rel, node.lineno, func.name, words))
+    return out
+
+
+def migrated_keyword(
+    before: HostAPI, after: HostAPI, name: str, keyword: str, gone: set[str], arrived: set[str]
+) -> tuple[str, KeywordCall | None]:
+    """The keyword the host's own callers of ``name`` pass where they passed ``keyword``: a
+    call in the same function of the same file that passed ``keyword`` on ``before`` and
+    passes one of ``arrived`` in its place on ``after`` (the only new one of the call, or the
+    one between the same neighbours). ``gone``/``arrived``: the callable's parameters that
+    left and came. Every such call must name the same one: ('', None) otherwise."""
+    if not arrived:
+        return "", None
+    old_calls = [c for c in keyword_calls(before, name) if keyword in c.keywords]
+    if not old_calls:
+        return "", None
+    new_calls: dict[tuple[str, str], list[KeywordCall]] = {}
+    for call in keyword_calls(after, name):
+        new_calls.setdefault((call.file, call.function), []).append(call)
+    named: dict[str, KeywordCall] = {}
+    for old in old_calls:
+        for new in new_calls.get((old.file, old.function), []):
+            if keyword in new.keywords:
+                continue
+            came = [k for k in new.keywords if k in arrived and k not in old.keywords]
+            left = [k for k in old.keywords if k in gone and k not in new.keywords]
+            if len(came) == 1 and left == [keyword]:
+                named.setdefault(came[0], new)
+                continue
+            place = _neighbours(old.keywords, keyword, set(new.keywords))
+            fits = [k for k in came if _neighbours(new.keywords, k, set(old.keywords)) == place]
+            if len(fits) == 1 and place != (None, None):
+                named.setdefault(fits[0], new)
+    if len(named) != 1:
+        return "", None
+    return next(iter(named.items()))
+
+
+def _neighbours(
+    words: tuple[str, ...], word: str, shared: set[str]
+) -> tuple[str | None, str | None]:
+    """The nearest keywords before and after ``word`` that the other call passes too."""
+    i = words.index(word)
+    before = next((w for w in reversed(words[:i]) if w in shared), None)
+    after = next((w for w in words[i + 1 :] if w in shared), None)
+    return before, after

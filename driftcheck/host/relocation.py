@@ -7,7 +7,11 @@ A new home is taken from, in order:
 2. **an alias chain**: the old name pointed at an object (a re-export, ``X = Y``) that the
    target still has under its canonical path;
 3. **a definition of the same kind and a compatible signature** under the same name elsewhere
-   (public modules before ``_private`` ones, the nearest to the old module first).
+   (public modules before ``_private`` ones, the nearest to the old module first);
+4. for a module that went whole, **a module new on the target that defines most of its names**
+   (its top-level definitions, and for a package its submodules: vLLM's
+   ``entrypoints.openai.tool_parsers`` became ``tool_parsers``). Only the host's words make it
+   certain; the check offers it as an unsafe fix.
 
 A same-named object of another kind or with an incompatible signature (Django's template tag
 ``url`` for the removed URL helper ``url``) is never a new home: :func:`find_new_home` returns
@@ -36,7 +40,9 @@ class NewHome:
     """A new home and the evidence for it."""
 
     found: Found
-    evidence: str  # "message", "alias", "definition", "changed" (same function, new parameters)
+    #: "message", "alias", "definition", "changed" (same function, new parameters), or
+    #: "contents" (a module new on the target that defines most of a removed module's names)
+    evidence: str
     path: str = ""  # the public name to write (the host's own spelling), else found.path
 
     @property
@@ -93,13 +99,15 @@ def find_new_home(
     baseline: HostAPI | None = None,
     message: str = "",
     private_ok: bool = True,
+    reads: str = "",
 ) -> NewHome | Lookalike | None:
     """The target's new home for ``gone`` on the host's evidence (see the module doc).
 
     ``private_ok=False`` (the target's own words say it was removed, naming no replacement):
     a same-named definition left in a ``_private`` module is what the host keeps for itself
     (NumPy 2.0's ``numpy._core._type_aliases.sctypes`` after "`np.sctypes` was removed"), a
-    :class:`Lookalike`, not a new home."""
+    :class:`Lookalike`, not a new home. ``reads``: what the client reads through ``gone``
+    (``gone.Name``); a module's new home must have it."""
     if "." not in gone:
         return None
     old_module, name = gone.rsplit(".", 1)
@@ -111,7 +119,7 @@ def find_new_home(
     before = baseline.resolve(gone) if baseline is not None else None
     if isinstance(before, Found):
         if before.kind == "module":
-            return None
+            return module_home(api, baseline, gone, reads)  # type: ignore[arg-type]
         if before.path != gone and api.owns(before.path):
             still = api.resolve(before.path)
             if isinstance(still, Found) and still.kind == before.kind:
@@ -146,6 +154,67 @@ def find_new_home(
             return NewHome(found, "changed")  # the same function moved, its parameters changed
         lookalike = lookalike or Lookalike(found, why)
     return lookalike
+
+
+def module_home(api: HostAPI, baseline: HostAPI, gone: str, reads: str = "") -> NewHome | None:
+    """The module new on the target that defines most of what module ``gone`` defined on the
+    baseline (its top-level names, and a package's submodules), and defines (or holds in its
+    package) the name the client reads through it (``reads``), if any. One such module, or
+    none: a tie proposes nothing, nor does a module that only imports the name (vLLM 0.16.0's
+    ``lora.model_manager`` imports ``LoRAModel`` from ``lora.lora_model``: a split)."""
+    held = _contents(baseline, gone)
+    if len(held) < 2:
+        return None
+    defined = definitions(api)
+    before = _modules(baseline)
+    last = gone.rsplit(".", 1)[-1]
+    pool = {m for n in held for m in defined.get(n, ())}
+    pool |= {m for m in _modules(api) if m.rsplit(".", 1)[-1] == last}
+    scored = []
+    for module in pool - before:
+        if not api.owns(module) or module == gone:
+            continue
+        share = len(held & _contents(api, module))
+        if share * 2 > len(held):
+            scored.append((share, module))
+    scored.sort(reverse=True)
+    if not scored or len(scored) > 1 and scored[1][0] == scored[0][0]:
+        return None
+    module = scored[0][1]
+    rest = reads[len(gone) :] if reads.startswith(gone + ".") else ""
+    read = api.resolve(module + rest) if rest else None
+    if rest and not (isinstance(read, Found) and read.path.startswith(module + ".")):
+        return None  # not there, or only imported there: the module was split, not moved
+    found = api.resolve(module)
+    return NewHome(found, "contents") if isinstance(found, Found) else None
+
+
+def _modules(api: HostAPI) -> set[str]:
+    """The dotted names of the host's own modules (its file list: nothing is parsed)."""
+    cached = api.__dict__.get("_module_names")
+    if cached is None:
+        names = (api.tree.module_name(rel) for rel in api.tree.python_files())
+        cached = api.__dict__["_module_names"] = {m for m in names if api.owns(m)}
+    return cached
+
+
+def _contents(api: HostAPI, module: str) -> set[str]:
+    """The public names module ``module`` defines at its top level, and, for a package, the
+    last names of its submodules (read off the host's text definitions and file list)."""
+    index = api.__dict__.get("_defined_in")
+    if index is None:
+        index = {}
+        for name, modules in definitions(api).items():
+            if not name.startswith("_"):
+                for m in modules:
+                    index.setdefault(m, set()).add(name)
+        api.__dict__["_defined_in"] = index
+    subs = {
+        m.rsplit(".", 1)[-1]
+        for m in _modules(api)
+        if m.startswith(module + ".") and "." not in m[len(module) + 1 :]
+    }
+    return index.get(module, set()) | {s for s in subs if not s.startswith("_")}
 
 
 def _private(module: str) -> bool:
