@@ -228,7 +228,7 @@ def test_failure_while_renaming_leaves_every_file_old_or_new(
 
     monkeypatch.setattr(os, "replace", replace)
     result = fix(client, "--apply")
-    assert_one_error_line(result, "No space left on device")
+    assert_one_error_line(result, "no space left on")
     after = contents(client)
     for rel in before:
         assert after[rel] in (before[rel], expected[rel]), f"{rel} is half-written"
@@ -283,7 +283,7 @@ def test_failure_while_writing_a_temporary_file_leaves_none_behind(
     monkeypatch.setattr(os, "fdopen", fdopen)
     before = contents(client)
     result = fix(client, "--apply")
-    assert_one_error_line(result, "No space left on device")
+    assert_one_error_line(result, "no space left on")
     assert leftovers(client) == []
     assert contents(client) == before
 
