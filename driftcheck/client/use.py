@@ -63,3 +63,9 @@ class Use:
     #: For member uses: the ``hasattr`` tests that decide whether it runs (``(object
     #: expression, attribute, holds)``, see :mod:`driftcheck.client.guards`).
     guards: tuple[tuple[str, str, bool], ...] = ()
+    #: For a call of a name imported behind ``try``/``except ImportError``: the line of the
+    #: handler that leaves it ``None`` or unbound (0: the name has a real fallback, or none).
+    none_fallback: int = 0
+    #: For an import: the line its statement starts on (the names of one ``from m import (a,
+    #: b)`` share it).
+    statement: int = 0

@@ -81,6 +81,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     ) -> Use:
         if kw.get("receiver") is not None and "guards" not in kw:
             kw["guards"] = guards_of(node, self.parents)
+        fallback = self.fallback_line(node, symbol) if kind == "call" and self.no_fallback else 0
         line, column = at if at is not None else self.source.start(node)
         end_line, end_column = self.source.end(node) if at is None else (line, column + width)
         use = Use(
@@ -93,7 +94,10 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             symbol=symbol,
             scope=self.func_stack[-1].qualname if self.func_stack else self.module.name,
             order=len(self.uses),
-            gate=self.gate_for(symbol, member=kw.get("receiver") is not None, kind=kind),
+            gate=self.gate_for(
+                symbol, member=kw.get("receiver") is not None, kind=kind, fallback=fallback
+            ),
+            none_fallback=fallback,
             **kw,  # type: ignore[arg-type]
         )
         self.uses.append(use)
@@ -198,7 +202,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if self._host(alias.name):
-                self._add("import", alias, alias.name)
+                self._add("import", alias, alias.name, statement=node.lineno)
                 if not self.func_stack and alias.asname:
                     self.record_binding(alias.asname, alias.name)
             else:
@@ -214,10 +218,17 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         if not self._host(base):
             return
         if any(alias.name == "*" for alias in node.names):
-            self._add("import", node, base, at=self.source.from_module(node), width=len(base))
+            self._add(
+                "import",
+                node,
+                base,
+                at=self.source.from_module(node),
+                width=len(base),
+                statement=node.lineno,
+            )
             return
         for alias in node.names:
-            self._add("import", alias, f"{base}.{alias.name}")
+            self._add("import", alias, f"{base}.{alias.name}", statement=node.lineno)
             if not self.func_stack:
                 self.record_binding(alias.asname or alias.name, f"{base}.{alias.name}")
 
