@@ -7,7 +7,8 @@ alias chain, a same-kind definition with a compatible signature) is reported as
 ``moved-symbol`` with a rename; a same-named object that is not the same thing is named in the
 message, without a fix. A removed name is reported at every import statement of it (as ruff and
 mypy do), not again at the uses of the names those imports bind; a call of a name whose ``except
-ImportError`` fallback left it ``None`` is reported at the call.
+ImportError`` fallback left it ``None`` is reported at the call. A store to a dropped name is
+:mod:`driftcheck.checks.stale_patch`'s.
 """
 
 from __future__ import annotations
@@ -74,17 +75,19 @@ def _existed(found: Lookup) -> bool:
     return isinstance(found, Found) or isinstance(found, Served) and found.status != REMOVED
 
 
-def check(use: Use, ctx: CheckContext) -> list[Finding]:
-    """Report a host symbol that resolved at baseline and does not exist on the target."""
+def dropped(use: Use, ctx: CheckContext) -> tuple[str, Lookup] | None:
+    """The host name ``use`` reaches that the target dropped (its first missing part) and what
+    the target's ``__getattr__`` says of it; None when nothing is dropped, or it was already
+    missing at baseline."""
     if use.kind not in KINDS or use.receiver:
-        return []
+        return None
     imported = imported_parts(use)
     target_found = ctx.target.resolve(use.symbol, imported=imported)
     gone_module = missing_module(ctx.target, use.symbol) if use.kind == "import" else None
     if not _gone(target_found) and gone_module is None:
-        return []
+        return None
     if use.kind == "import" and gone_module is None and ctx.target.module(use.symbol) is not None:
-        return []  # ``from pkg import sub``: the import system imports the submodule
+        return None  # ``from pkg import sub``: the import system imports the submodule
     base_found = ctx.baseline.resolve(use.symbol, imported=imported) if ctx.baseline else None
     if ctx.baseline is not None and not _existed(base_found):
         # Undecidable at baseline, but the target's own table says it was removed: it was there.
@@ -92,13 +95,24 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         if not said_removed and (
             gone_module is None or missing_module(ctx.baseline, use.symbol) is not None
         ):
-            return []  # already broken (or undecidable) at baseline: not drift
+            return None  # already broken (or undecidable) at baseline: not drift
     if gone_module:
         gone, served = gone_module, None
     else:
         gone, served = _first_missing_prefix(ctx.target, use.symbol, imported)
     if use.kind == "import" and ctx.target.module(gone) is not None:
-        return []  # an import imports the module, whatever its package's __getattr__ says
+        return None  # an import imports the module, whatever its package's __getattr__ says
+    return gone, served
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report a host symbol that resolved at baseline and does not exist on the target."""
+    got = dropped(use, ctx)
+    if got is None:
+        return []
+    gone, served = got
+    if use.store and gone == use.symbol:
+        return []  # a patch of the dropped name itself: stale_patch's
     if not ctx.once(use.file, _once_key(use, gone)):
         return []
     if use.kind == "import":

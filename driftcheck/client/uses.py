@@ -240,9 +240,10 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         if self.module.names.imported_root(node):
             if isinstance(parent, ast.Attribute) and parent.value is node:
                 return  # only the outermost attribute of a module chain is recorded
+            store = isinstance(node.ctx, ast.Store) and not isinstance(parent, ast.AugAssign)
             for name in self.module.qualified(node):
                 if self._host(name):
-                    self._add("attribute", node, name, reads=reads(node))
+                    self._add("attribute", node, name, reads=reads(node), store=store)
                     return
             return
         if isinstance(node.ctx, ast.Store):
@@ -273,6 +274,8 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             spread_complete=complete,
             keyword_literals=tuple(literal(k.value) for k in named),
         )
+        if self._setattr(node):
+            return
         result = result_usage(node, self.parents)
         indexed = result == "subscripted" or (
             result == "assigned" and self._assigned_name_indexed(node)
@@ -316,6 +319,22 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         via=f"{name.rsplit('.', 1)[-1]} inherits its __init__",
                     )
                 return
+
+    def _setattr(self, node: ast.Call) -> bool:
+        """``setattr(host_module, "X", value)`` (the builtin): a store to ``host_module.X``."""
+        func, args = node.func, node.args
+        if not (isinstance(func, ast.Name) and func.id == "setattr" and len(args) == 3):
+            return False
+        if self.module.qualified(func) or not isinstance(args[1], ast.Constant):
+            return False
+        attr = args[1].value
+        if not isinstance(attr, str) or not attr.isidentifier():
+            return False
+        for name in self.module.qualified(args[0]):
+            if self._host(name):
+                self._add("attribute", node, f"{name}.{attr}", reads=reads(args[0]) + 1, store=True)
+                return True
+        return False
 
     def _arg_classes(self, args: list[ast.expr]) -> tuple[str, ...] | None:
         """The host classes of a host call's positional arguments ('' where unknown), or None
