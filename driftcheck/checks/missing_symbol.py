@@ -113,6 +113,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     gone, served = got
     if use.store and gone == use.symbol:
         return []  # a patch of the dropped name itself: stale_patch's
+    if use.none_fallback and (use.file, f"{gone}@import:{use.none_fallback}") in ctx.reported:
+        return []  # its import is what fails (a handler that does not catch it): said there
     if not ctx.once(use.file, _once_key(use, gone)):
         return []
     if use.kind == "import":
@@ -129,8 +131,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
     host = f"{ctx.target.name} {ctx.target.version}"
     unguarded = (
-        f"; the except ImportError at line {use.none_fallback} leaves it None (or unbound), and "
-        "nothing tests it before this call"
+        f"; where its import (line {use.none_fallback}) fails, the fallback leaves it None (or "
+        "unbound), and nothing tests it before this call"
         if use.none_fallback
         else ""
     )

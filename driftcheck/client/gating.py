@@ -46,7 +46,7 @@ class GatedWalker(Walker):
         #: Local names bound by guarded imports -> the host name they bind.
         self.guarded_names: dict[str, str] = {}
         #: Local names a guarded import binds whose handler leaves them None (or unbound) ->
-        #: the host name and the handler's line: a call no test guards breaks where the import
+        #: the host name and the import's line: a call no test guards breaks where the import
         #: fails.
         self.no_fallback: dict[str, tuple[str, int]] = {}
         self._binding_counts: dict[str, int] | None = None
@@ -68,7 +68,7 @@ class GatedWalker(Walker):
         """The gate of a use of ``symbol`` at the current node. A name bound by a guarded
         import is only there where that import works (an import statement is no use of it:
         its own ``try`` gates it), except in a call of a name its handler left None
-        (``fallback``: that handler's line), which runs, and breaks, where the import fails."""
+        (``fallback``: the import's line), which runs, and breaks, where the import fails."""
         extra: list[Gate] = []
         for bound in self.guarded_names.values() if kind != "import" and not fallback else ():
             if symbol == bound or symbol.startswith(bound + "."):
@@ -80,7 +80,7 @@ class GatedWalker(Walker):
 
     def fallback_line(self, call: ast.AST, symbol: str) -> int:
         """For a call of ``symbol`` through a local name whose guarded import's handler left it
-        None or unbound: that handler's line (0 otherwise)."""
+        None or unbound: that import's line (0 otherwise)."""
         root = call.func if isinstance(call, ast.Call) else None
         while isinstance(root, ast.Attribute):
             root = root.value
@@ -274,8 +274,8 @@ class GatedWalker(Walker):
         """Record the names ``node``'s body imports that every handler recovering from the
         import leaves ``None`` or unbound, when nothing else in the module binds them."""
         handlers = [h for h in node.handlers if not self._ends(h)]
-        if not handlers:
-            return
+        if not handlers or all(h.body and isinstance(h.body[-1], _EXITS) for h in handlers):
+            return  # where the import fails, the block is left: what follows has the name
         for name, host in local.items():
             nones = 0
             for handler in handlers:
@@ -285,7 +285,7 @@ class GatedWalker(Walker):
                 nones += sum(1 for b in bound if b is not None)
             else:
                 if self._bindings().get(name, 0) == 1 + nones:
-                    self.no_fallback[name] = (host, handlers[0].lineno)
+                    self.no_fallback[name] = (host, _import_line(node.body, name))
 
     def _bindings(self) -> dict[str, int]:
         """How many statements and expressions bind each name anywhere in the module."""
@@ -326,6 +326,16 @@ def _binding_value(stmt: ast.stmt, name: str) -> ast.AST | None:
         ):
             return stmt
     return None
+
+
+def _import_line(body: list[ast.stmt], name: str) -> int:
+    """The line of the import statement in ``body`` that binds ``name``."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name.split(".")[0]) == name for a in stmt.names
+        ):
+            return stmt.lineno
+    return body[0].lineno
 
 
 def _is_none(node: ast.AST) -> bool:
