@@ -85,10 +85,11 @@ def _copied_from(ctx: CheckContext, gone: str) -> Found | None:
 
 def _reader(api: HostAPI, found: Found) -> tuple[str, int] | None:
     """The first line of the host's own code that reads ``found``'s name: in its own file,
-    then in the files that name its module (definitions, imports and comments are no reads)."""
+    then in the files that name its module (definitions, imports, comments and the name as a
+    string, such as an environment variable's, are no reads)."""
     name = found.path.rsplit(".", 1)[-1]
     module = found.path.rsplit(".", 1)[0]
-    word = re.compile(rf"\b{re.escape(name)}\b")
+    word = re.compile(rf"(?<![\w\"']){re.escape(name)}(?![\w\"'])")  # not in a string's text
     defines = re.compile(
         rf"^\s*(?:{re.escape(name)}\s*(?::[^=]*)?=[^=]|def |class |#|from |import )"
     )
