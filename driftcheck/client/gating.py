@@ -86,6 +86,8 @@ class GatedWalker(Walker):
             root = root.value
         if not isinstance(root, ast.Name) or root.id not in self.no_fallback:
             return 0
+        if self.func is not None and root.id in self.func.params:
+            return 0  # a parameter of that name, not the import
         bound, line = self.no_fallback[root.id]
         return line if symbol == bound or symbol.startswith(bound + ".") else 0
 
