@@ -113,6 +113,7 @@ CHECKS: dict[str, BuiltinCheck] = {
             "missing-symbol", "missing-symbol", "error", "driftcheck.checks.missing_symbol"
         ),
         BuiltinCheck("moved-symbol", "moved-symbol", "error", "driftcheck.checks.missing_symbol"),
+        BuiltinCheck("stale-patch", "missing-symbol", "warning", "driftcheck.checks.stale_patch"),
         BuiltinCheck(
             "call-signature", "call-signature", "error", "driftcheck.checks.call_signature"
         ),

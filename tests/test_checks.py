@@ -265,3 +265,44 @@ def test_call_of_a_guarded_import_is_not_reported(tmp_path: Path):
     (package / "__init__.py").write_text("")
     (package / "use.py").write_text(GUARDED_USE)
     assert _scan(package, HOST_V2, HOST_V1).findings == []
+
+
+# -- stores to host attributes (patches) -----------------------------------------------------------
+
+PATCH_CLIENT = FIXTURES / "clients" / "patchclient"
+
+
+def _patch_markers(marker: str) -> set[int]:
+    text = (PATCH_CLIENT / "patchclient" / "patches.py").read_text().splitlines()
+    return {n for n, line in enumerate(text, 1) if f"# {marker}:" in line}
+
+
+def test_a_store_to_a_dropped_host_name_is_a_warning_that_says_where_the_host_reads_it():
+    result = _scan(PATCH_CLIENT, HOST_V2, HOST_V1)
+    by_line = {f.line: f for f in result.findings}
+    assert set(by_line) == _patch_markers("drift")
+    text = (PATCH_CLIENT / "patchclient" / "patches.py").read_text().splitlines()
+    stores = {n for n in by_line if " = " in text[n - 1] or "setattr(" in text[n - 1]}
+    assert {by_line[n].rule for n in stores} == {"stale-patch"}
+    assert {by_line[n].severity for n in stores} == {"warning"}
+    assert all("no longer has any effect" in by_line[n].message for n in stores)
+    # reads (and ``+=``, which reads first) of a dropped name stay errors
+    assert {(f.rule, f.severity) for n, f in by_line.items() if n not in stores} == {
+        ("missing-symbol", "error"),
+        ("moved-symbol", "error"),
+    }
+    # where the host reads the value now: a line of the target's own code that reads it
+    said = [f for f in result.findings if ", which minihost 2.0 reads at " in f.message]
+    assert len(said) == 2  # a copy of the config's value; a constant moved to minihost.utils
+    for f in said:
+        where = f.message.rsplit(" reads at ", 1)[1]
+        file, line = where.rsplit(":", 1)
+        read = (HOST_V2 / file).read_text().splitlines()[int(line) - 1]
+        name = f.symbol.rsplit(".", 1)[1]
+        assert name in read and not read.lstrip().startswith(name) and f'"{name}"' not in read
+        assert any(e.note == "the host reads it" and e.file == file for e in f.evidence)
+
+
+def test_patches_of_names_the_target_has_are_quiet():
+    assert _scan(PATCH_CLIENT, HOST_V1, HOST_V2).findings == []
+    assert _scan(PATCH_CLIENT, HOST_V1, HOST_V1).findings == []

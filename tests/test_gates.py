@@ -71,6 +71,29 @@ def test_no_branch_working_on_the_target_is_reported_without_baseline_history(
     assert "present in" not in f.message  # the fallback never ran on the baseline
 
 
+def test_a_handler_that_ends_the_program_is_no_fallback(forward: ScanResult):
+    """``except ImportError: sys.exit(1)`` (or exit, quit, os._exit, SystemExit): the import is
+    reported where it is; a conditional exit or a real fallback stays quiet (the markers)."""
+    exits = {f.line: f for f in forward.findings if f.file == "gateclient/exits.py"}
+    text = (CLIENT / "gateclient" / "exits.py").read_text().splitlines()
+    ended = {n for n, line in enumerate(text, 1) if "# drift" in line and "from minihost" in line}
+    assert len(ended) == 7 and ended <= set(exits)
+    assert all(exits[n].kind == "missing-symbol" for n in ended)
+
+
+def test_a_call_of_a_name_its_fallback_left_none_is_reported_at_the_call(forward: ScanResult):
+    text = (CLIENT / "gateclient" / "exits.py").read_text().splitlines()
+    calls = [
+        f
+        for f in forward.findings
+        if f.file == "gateclient/exits.py" and "(1)," in text[f.line - 1]
+    ]
+    assert [f.line for f in calls] == [n for n, t in enumerate(text, 1) if "(1),  # drift" in t]
+    imports = {int(re.search(r"import \(line (\d+)\)", f.message).group(1)) for f in calls}
+    assert {text[n - 1].split(" as ")[-1].split()[0] for n in imports} == {"maybe", "unset"}
+    assert all("nothing tests it before this call" in f.message for f in calls)
+
+
 # -- evaluation, the way Python compares ------------------------------------------------------
 
 
@@ -131,6 +154,9 @@ def test_lazy_packages_aliases_and_record_constructors():
     kinds = {}
     for f in result.findings:
         kinds.setdefault(f.file, set()).add(f.kind)
+    # every import statement of the removed package, once each, and none of the names' uses
+    lines = sorted(f.line for f in result.findings if f.file == "lazyclient/workers.py")
+    assert lines == [4, 12, 22]
     assert kinds == {
         "lazyclient/workers.py": {"missing-symbol"},  # a removed package, behind __getattr__
         "lazyclient/strict.py": {"missing-symbol"},  # a handler that raises again

@@ -24,6 +24,7 @@ from driftcheck.checks import (
     protocol,
     return_semantics,
     served_model,
+    stale_patch,
     string_ref,
 )
 from driftcheck.checks.context import CheckContext
@@ -36,6 +37,7 @@ ClientCheck = Callable[[CheckContext], list[Finding]]
 #: The checks run on every use.
 PER_USE: tuple[Check, ...] = (
     missing_symbol.check,
+    stale_patch.check,
     attribute_missing.check,
     served_model.check,
     call_signature.check,

@@ -5,7 +5,10 @@ raises for it (the host's message, with the replacement it names, is quoted). A 
 new home on the host's own evidence (:mod:`driftcheck.host.relocation`: the host's message, an
 alias chain, a same-kind definition with a compatible signature) is reported as
 ``moved-symbol`` with a rename; a same-named object that is not the same thing is named in the
-message, without a fix. A removed module or class is reported once per file, at its first use.
+message, without a fix. A removed name is reported at every import statement of it (as ruff and
+mypy do), not again at the uses of the names those imports bind; a call of a name whose ``except
+ImportError`` fallback left it ``None`` is reported at the call. A store to a dropped name is
+:mod:`driftcheck.checks.stale_patch`'s.
 """
 
 from __future__ import annotations
@@ -54,21 +57,37 @@ def _read_off_a_module(use: Use, name: str) -> bool:
     return end - use.column > len(name)
 
 
+def _once_key(use: Use, gone: str) -> str:
+    """What a finding of ``gone`` at ``use`` is reported once for: every import statement (as
+    ruff and mypy do), every call of a name its import fallback left None, every line that
+    reads the name off a module (``np.product(x)``); through an import, the names it binds
+    break where they are imported, not again at each use."""
+    if use.kind == "import":
+        return f"{gone}@import:{use.statement or use.line}"
+    if use.none_fallback or (
+        use.symbol == gone and _read_off_a_module(use, gone.rsplit(".", 1)[-1])
+    ):
+        return f"{gone}@{use.line}"
+    return gone
+
+
 def _existed(found: Lookup) -> bool:
     return isinstance(found, Found) or isinstance(found, Served) and found.status != REMOVED
 
 
-def check(use: Use, ctx: CheckContext) -> list[Finding]:
-    """Report a host symbol that resolved at baseline and does not exist on the target."""
+def dropped(use: Use, ctx: CheckContext) -> tuple[str, Lookup] | None:
+    """The host name ``use`` reaches that the target dropped (its first missing part) and what
+    the target's ``__getattr__`` says of it; None when nothing is dropped, or it was already
+    missing at baseline."""
     if use.kind not in KINDS or use.receiver:
-        return []
+        return None
     imported = imported_parts(use)
     target_found = ctx.target.resolve(use.symbol, imported=imported)
     gone_module = missing_module(ctx.target, use.symbol) if use.kind == "import" else None
     if not _gone(target_found) and gone_module is None:
-        return []
+        return None
     if use.kind == "import" and gone_module is None and ctx.target.module(use.symbol) is not None:
-        return []  # ``from pkg import sub``: the import system imports the submodule
+        return None  # ``from pkg import sub``: the import system imports the submodule
     base_found = ctx.baseline.resolve(use.symbol, imported=imported) if ctx.baseline else None
     if ctx.baseline is not None and not _existed(base_found):
         # Undecidable at baseline, but the target's own table says it was removed: it was there.
@@ -76,18 +95,30 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         if not said_removed and (
             gone_module is None or missing_module(ctx.baseline, use.symbol) is not None
         ):
-            return []  # already broken (or undecidable) at baseline: not drift
+            return None  # already broken (or undecidable) at baseline: not drift
     if gone_module:
         gone, served = gone_module, None
     else:
         gone, served = _first_missing_prefix(ctx.target, use.symbol, imported)
-    # Through an import, the name breaks once, where it is imported; read off the module
-    # (``np.product(x)``), it breaks on every line that reads it.
-    per_line = use.symbol == gone and _read_off_a_module(use, gone.rsplit(".", 1)[-1])
     if use.kind == "import" and ctx.target.module(gone) is not None:
-        return []  # an import imports the module, whatever its package's __getattr__ says
-    if not ctx.once(use.file, f"{gone}@{use.line}" if per_line else gone):
+        return None  # an import imports the module, whatever its package's __getattr__ says
+    return gone, served
+
+
+def check(use: Use, ctx: CheckContext) -> list[Finding]:
+    """Report a host symbol that resolved at baseline and does not exist on the target."""
+    got = dropped(use, ctx)
+    if got is None:
         return []
+    gone, served = got
+    if use.store and gone == use.symbol:
+        return []  # a patch of the dropped name itself: stale_patch's
+    if use.none_fallback and (use.file, f"{gone}@import:{use.none_fallback}") in ctx.reported:
+        return []  # its import is what fails (a handler that does not catch it): said there
+    if not ctx.once(use.file, _once_key(use, gone)):
+        return []
+    if use.kind == "import":
+        ctx.reported.add((use.file, gone))  # the names it binds are not reported again
     base_gone = ctx.baseline.resolve(gone) if ctx.baseline else None
     evidence = [ctx.evidence(ctx.baseline, base_gone)] if ctx.baseline else []
     said = served.message if isinstance(served, Served) else ""
@@ -104,6 +135,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     )
     versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
     host = f"{ctx.target.name} {ctx.target.version}"
+    unguarded = (
+        f"; where its import (line {use.none_fallback}) fails, the fallback leaves it None (or "
+        "unbound), and nothing tests it before this call"
+        if use.none_fallback
+        else ""
+    )
     if isinstance(home, NewHome):
         new_home = home.found
         evidence.append(Evidence(ctx.target.version, new_home.file, new_home.line, "new location"))
@@ -124,10 +161,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 symbol=gone,
                 message=(
                     f"{gone} is no longer there in {host}{versions}{told}; "
-                    f"it now lives at {home.name} ({why})"
+                    f"it now lives at {home.name} ({why}){unguarded}"
                 ),
                 evidence=tuple(evidence),
-                fix=rename_fix(
+                fix=Fix("manual", f"import it from {home.name} where the try imports it")
+                if use.none_fallback
+                else rename_fix(
                     use,
                     gone,
                     home.name,
@@ -152,6 +191,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         message += (
             f"; {home.found.path} shares the name but is not its new home (it is {home.reason})"
         )
+    message += unguarded
     return [
         finding(
             use,

@@ -6,8 +6,10 @@ statements after an ``if`` whose arm always leaves (``return``, ``raise``, ``con
 (or ``AttributeError``, ``Exception``) runs its body only where what the body imports (or reads)
 exists, and its handlers only where it does not (``ModuleNotFoundError`` alone: where the modules
 it imports from exist, since a name missing from a module that is there raises ``ImportError``);
-a name imported behind such a ``try`` is only there where its import works; ``if
-TYPE_CHECKING:`` never runs.
+a handler that raises again or ends the program (``sys.exit``, ``exit``, ``quit``, ``os._exit``)
+is no fallback; a name imported behind such a ``try`` is only there where its import works,
+except in a call where the handler left it ``None`` (or unbound) and nothing tests it first;
+``if TYPE_CHECKING:`` never runs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from driftcheck.gates import TYPE_ONLY, Gate, all_of, negate
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 _ANY = {"Exception", "BaseException"}
+#: Calls that end the program: a handler that makes one recovers from nothing.
+_ENDS = {"sys.exit", "os._exit", "os.abort"}
+_ENDS_BUILTIN = {"exit", "quit"}
 
 
 class GatedWalker(Walker):
@@ -40,6 +45,11 @@ class GatedWalker(Walker):
         self._tails: dict[ast.AST, int] = {}
         #: Local names bound by guarded imports -> the host name they bind.
         self.guarded_names: dict[str, str] = {}
+        #: Local names a guarded import binds whose handler leaves them None (or unbound) ->
+        #: the host name and the import's line: a call no test guards breaks where the import
+        #: fails.
+        self.no_fallback: dict[str, tuple[str, int]] = {}
+        self._binding_counts: dict[str, int] | None = None
         #: Host names imported under ``if TYPE_CHECKING:`` (type-only).
         self.type_only: set[str] = set()
         #: Module-level name -> the host names imports bind it to, each under its gate.
@@ -54,18 +64,32 @@ class GatedWalker(Walker):
     def func(self) -> FunctionInfo | None:  # overridden by the collector
         return None
 
-    def gate_for(self, symbol: str, *, member: bool, kind: str) -> Gate | None:
+    def gate_for(self, symbol: str, *, member: bool, kind: str, fallback: int = 0) -> Gate | None:
         """The gate of a use of ``symbol`` at the current node. A name bound by a guarded
         import is only there where that import works (an import statement is no use of it:
-        its own ``try`` gates it)."""
+        its own ``try`` gates it), except in a call of a name its handler left None
+        (``fallback``: the import's line), which runs, and breaks, where the import fails."""
         extra: list[Gate] = []
-        for bound in self.guarded_names.values() if kind != "import" else ():
+        for bound in self.guarded_names.values() if kind != "import" and not fallback else ():
             if symbol == bound or symbol.startswith(bound + "."):
                 extra.append(Gate("has", name=bound))
                 break
         if not member and any(symbol == t or symbol.startswith(t + ".") for t in self.type_only):
             extra.append(TYPE_ONLY)
         return all_of([*self.gates, *extra])
+
+    def fallback_line(self, call: ast.AST, symbol: str) -> int:
+        """For a call of ``symbol`` through a local name whose guarded import's handler left it
+        None or unbound: that import's line (0 otherwise)."""
+        root = call.func if isinstance(call, ast.Call) else None
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id not in self.no_fallback:
+            return 0
+        if self.func is not None and root.id in self.func.params:
+            return 0  # a parameter of that name, not the import
+        bound, line = self.no_fallback[root.id]
+        return line if symbol == bound or symbol.startswith(bound + ".") else 0
 
     def record_import_site(self, base: str, names: Iterable[str] = ()) -> None:
         """An import of client module ``base`` (and of ``base.name``, which may be a submodule)
@@ -188,6 +212,7 @@ class GatedWalker(Walker):
                 use.gate = all_of([g for g in (use.gate, body_gate) if g is not None])
         if caught & (_IMPORT_ERRORS | _ANY):
             local = {**_bound_names(node.body, self.roots)}
+            self._no_fallback(node, local)
             for handler in node.handlers:
                 local.update(_bound_names(handler.body, self.roots))
             self.guarded_names.update(local)
@@ -217,10 +242,11 @@ class GatedWalker(Walker):
 
     def _caught(self, node: ast.Try) -> set[str]:
         """The import/attribute errors (or catch-alls) the handlers of ``node`` catch and
-        recover from (a handler that raises again is no fallback: the failure still breaks)."""
+        recover from (a handler that raises again or ends the program is no fallback: the
+        failure still breaks)."""
         out: set[str] = set()
         for handler in node.handlers:
-            if handler.body and isinstance(handler.body[-1], ast.Raise):
+            if self._ends(handler):
                 continue
             if handler.type is None:
                 out |= _ANY
@@ -231,6 +257,91 @@ class GatedWalker(Walker):
                 if name in _IMPORT_ERRORS | _ANY | {"AttributeError"}:
                     out.add(name)
         return out
+
+    def _ends(self, handler: ast.ExceptHandler) -> bool:
+        """Whether ``handler`` always leaves by raising or by ending the program (its last
+        statement: a conditional exit is a way through, not an end)."""
+        last = handler.body[-1] if handler.body else None
+        if isinstance(last, ast.Raise):
+            return True
+        if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)):
+            return False
+        func = last.value.func
+        names = self.module.qualified(func)
+        if isinstance(func, ast.Name) and not names:  # not imported, not the module's own
+            return func.id in _ENDS_BUILTIN
+        return any(n in _ENDS for n in names)
+
+    def _no_fallback(self, node: ast.Try, local: dict[str, str]) -> None:
+        """Record the names ``node``'s body imports that every handler recovering from the
+        import leaves ``None`` or unbound, when nothing else in the module binds them."""
+        handlers = [h for h in node.handlers if not self._ends(h)]
+        if not handlers or all(h.body and isinstance(h.body[-1], _EXITS) for h in handlers):
+            return  # where the import fails, the block is left: what follows has the name
+        for name, host in local.items():
+            nones = 0
+            for handler in handlers:
+                bound = [_binding_value(s, name) for s in handler.body]
+                if any(b is not None and not _is_none(b) for b in bound):
+                    break
+                nones += sum(1 for b in bound if b is not None)
+            else:
+                if self._bindings().get(name, 0) == 1 + nones:
+                    self.no_fallback[name] = (host, _import_line(node.body, name))
+
+    def _bindings(self) -> dict[str, int]:
+        """How many statements and expressions bind each name anywhere in the module."""
+        if self._binding_counts is None:
+            counts: dict[str, int] = {}
+            for n in ast.walk(self.module.tree):
+                names: list[str] = []
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    names = [n.id]
+                elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names = [n.name]
+                elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                    names = [a.asname or a.name.split(".")[0] for a in n.names]
+                elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                    names = list(n.names)
+                elif isinstance(n, ast.ExceptHandler) and n.name:
+                    names = [n.name]
+                for name in names:
+                    counts[name] = counts.get(name, 0) + 1
+            self._binding_counts = counts
+        return self._binding_counts
+
+
+def _binding_value(stmt: ast.stmt, name: str) -> ast.AST | None:
+    """What ``stmt`` binds ``name`` to (its value; the statement itself when it binds it some
+    other way), or None when it does not bind it."""
+    if isinstance(stmt, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+    ):
+        return stmt.value
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            return stmt
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            return stmt
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name.split(".")[0]) == name for a in n.names
+        ):
+            return stmt
+    return None
+
+
+def _import_line(body: list[ast.stmt], name: str) -> int:
+    """The line of the import statement in ``body`` that binds ``name``."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name.split(".")[0]) == name for a in stmt.names
+        ):
+            return stmt.lineno
+    return body[0].lineno
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _imported_modules(body: list[ast.stmt]) -> dict[str, str]:

@@ -63,3 +63,12 @@ class Use:
     #: For member uses: the ``hasattr`` tests that decide whether it runs (``(object
     #: expression, attribute, holds)``, see :mod:`driftcheck.client.guards`).
     guards: tuple[tuple[str, str, bool], ...] = ()
+    #: For a call of a name imported behind ``try``/``except ImportError`` whose handler leaves
+    #: it ``None`` or unbound: the import's line (0: the name has a real fallback, or none).
+    none_fallback: int = 0
+    #: An assignment to the attribute (``mod.X = v``, ``setattr(mod, "X", v)``): it runs
+    #: whether or not the host has the name, so a dropped name makes the patch ineffective.
+    store: bool = False
+    #: For an import: the line its statement starts on (the names of one ``from m import (a,
+    #: b)`` share it).
+    statement: int = 0

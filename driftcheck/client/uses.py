@@ -81,6 +81,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     ) -> Use:
         if kw.get("receiver") is not None and "guards" not in kw:
             kw["guards"] = guards_of(node, self.parents)
+        fallback = self.fallback_line(node, symbol) if kind == "call" and self.no_fallback else 0
         line, column = at if at is not None else self.source.start(node)
         end_line, end_column = self.source.end(node) if at is None else (line, column + width)
         use = Use(
@@ -93,7 +94,10 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             symbol=symbol,
             scope=self.func_stack[-1].qualname if self.func_stack else self.module.name,
             order=len(self.uses),
-            gate=self.gate_for(symbol, member=kw.get("receiver") is not None, kind=kind),
+            gate=self.gate_for(
+                symbol, member=kw.get("receiver") is not None, kind=kind, fallback=fallback
+            ),
+            none_fallback=fallback,
             **kw,  # type: ignore[arg-type]
         )
         self.uses.append(use)
@@ -198,7 +202,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if self._host(alias.name):
-                self._add("import", alias, alias.name)
+                self._add("import", alias, alias.name, statement=node.lineno)
                 if not self.func_stack and alias.asname:
                     self.record_binding(alias.asname, alias.name)
             else:
@@ -214,10 +218,17 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         if not self._host(base):
             return
         if any(alias.name == "*" for alias in node.names):
-            self._add("import", node, base, at=self.source.from_module(node), width=len(base))
+            self._add(
+                "import",
+                node,
+                base,
+                at=self.source.from_module(node),
+                width=len(base),
+                statement=node.lineno,
+            )
             return
         for alias in node.names:
-            self._add("import", alias, f"{base}.{alias.name}")
+            self._add("import", alias, f"{base}.{alias.name}", statement=node.lineno)
             if not self.func_stack:
                 self.record_binding(alias.asname or alias.name, f"{base}.{alias.name}")
 
@@ -229,9 +240,10 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         if self.module.names.imported_root(node):
             if isinstance(parent, ast.Attribute) and parent.value is node:
                 return  # only the outermost attribute of a module chain is recorded
+            store = isinstance(node.ctx, ast.Store) and not isinstance(parent, ast.AugAssign)
             for name in self.module.qualified(node):
                 if self._host(name):
-                    self._add("attribute", node, name, reads=reads(node))
+                    self._add("attribute", node, name, reads=reads(node), store=store)
                     return
             return
         if isinstance(node.ctx, ast.Store):
@@ -262,6 +274,8 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             spread_complete=complete,
             keyword_literals=tuple(literal(k.value) for k in named),
         )
+        if self._setattr(node):
+            return
         result = result_usage(node, self.parents)
         indexed = result == "subscripted" or (
             result == "assigned" and self._assigned_name_indexed(node)
@@ -305,6 +319,22 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         via=f"{name.rsplit('.', 1)[-1]} inherits its __init__",
                     )
                 return
+
+    def _setattr(self, node: ast.Call) -> bool:
+        """``setattr(host_module, "X", value)`` (the builtin): a store to ``host_module.X``."""
+        func, args = node.func, node.args
+        if not (isinstance(func, ast.Name) and func.id == "setattr" and len(args) == 3):
+            return False
+        if self.module.qualified(func) or not isinstance(args[1], ast.Constant):
+            return False
+        attr = args[1].value
+        if not isinstance(attr, str) or not attr.isidentifier():
+            return False
+        for name in self.module.qualified(args[0]):
+            if self._host(name):
+                self._add("attribute", node, f"{name}.{attr}", reads=reads(args[0]) + 1, store=True)
+                return True
+        return False
 
     def _arg_classes(self, args: list[ast.expr]) -> tuple[str, ...] | None:
         """The host classes of a host call's positional arguments ('' where unknown), or None
