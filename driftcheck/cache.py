@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -141,6 +142,21 @@ def disk_full(where: Path | str) -> SourceError:
         f"no space left on {where} (free some space, or set DRIFTCHECK_CACHE_DIR to a folder "
         "on another disk)"
     )
+
+
+_NO_SPACE = re.compile(r"No space left on device(?::\s*'([^']+)')?")
+
+
+def pip_disk_full(output: str, where: Path) -> SourceError | None:
+    """The full-disk error when pip's output says ENOSPC (at the nearest folder of the file it
+    names that still exists, else ``where``), or None."""
+    m = _NO_SPACE.search(output)
+    if m is None:
+        return None
+    named = Path(m.group(1)) if m.group(1) else where
+    while not named.is_dir() and named != named.parent:
+        named = named.parent
+    return disk_full(named)
 
 
 @contextmanager

@@ -176,9 +176,7 @@ def left_at(run: RunOutcome, left: list[dict]) -> dict | None:
     for item in left:
         if item.get("file") != file:
             continue
-        first = int(item.get("use_line") or item.get("line") or 0)
-        last = max(int(item.get("line") or 0), int(item.get("end_line") or 0))
-        if line.isdigit() and first <= int(line) <= last:
+        if line in (str(item.get("use_line")), str(item.get("line"))):
             return item
         if code and code == item.get("use_text"):
             return item

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from driftcheck.cache import archive_dir, disk_full, locked
+from driftcheck.cache import archive_dir, disk_full, locked, pip_disk_full
 from driftcheck.errors import DriftcheckError, FetchError, SourceError
 from driftcheck.sources.archives import ARCHIVE_ERRORS, safe_relpath, why
 from driftcheck.sources.metadata import version_key
@@ -48,22 +48,9 @@ _OFFLINE_MARKERS = (
     "ProxyError",
 )
 _TLS_MARKERS = ("SSLError", "CERTIFICATE_VERIFY_FAILED", "SSLCertVerificationError")
+
+
 #: pip's words for ENOSPC, with the file it was writing when it says which.
-_NO_SPACE = re.compile(r"No space left on device(?::\s*'([^']+)')?")
-
-
-def pip_disk_full(output: str, where: Path) -> SourceError | None:
-    """The full-disk error when pip's output says ENOSPC (at the nearest folder of the file it
-    names that still exists, else ``where``), or None."""
-    m = _NO_SPACE.search(output)
-    if m is None:
-        return None
-    named = Path(m.group(1)) if m.group(1) else where
-    while not named.is_dir() and named != named.parent:
-        named = named.parent
-    return disk_full(named)
-
-
 def cached_sha256(name: str, version: str) -> str | None:
     """The recorded SHA-256 of a cached release archive, without opening it (None if absent)."""
     try:

@@ -57,7 +57,7 @@ def locate(name: str, version: str) -> WheelLocation | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
-        from driftcheck.sources.fetch import pip_disk_full
+        from driftcheck.cache import pip_disk_full
 
         full = pip_disk_full(proc.stderr + proc.stdout, Path(tempfile.gettempdir()))
         if full is not None:
