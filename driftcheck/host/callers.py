@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 from driftcheck.host.api import HostAPI
@@ -93,17 +93,8 @@ def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
         lines = text.splitlines()
         for member in sorted(hits):
             needle = f".{member}("
-            done: set[int] = set()
-            for n, line in enumerate(lines):
-                if needle not in line:
-                    continue
-                start = _enclosing_def(lines, n)
-                if start is None or start in done:
-                    continue
-                done.add(start)
-                func = _parse_function(lines, start)
-                if func is not None:
-                    out[member].extend(_in_function(rel, func, member))
+            for func in _functions_around(lines, lambda line, needle=needle: needle in line):
+                out[member].extend(_in_function(rel, func, member))
     return out
 
 
@@ -267,6 +258,21 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
     ]
 
 
+def _functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[ast.AST]:
+    """Each function (parsed once) that holds a line the text test ``hit`` accepts."""
+    done: set[int] = set()
+    for n, line in enumerate(lines):
+        if not hit(line):
+            continue
+        start = _enclosing_def(lines, n)
+        if start is None or start in done:
+            continue
+        done.add(start)
+        func = _parse_function(lines, start)
+        if func is not None:
+            yield func
+
+
 def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
     needle = re.compile(r"(?<![\w])" + re.escape(name) + r"\(")
     out: list[KeywordCall] = []
@@ -274,15 +280,9 @@ def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
         if f"{name}(" not in text or not needle.search(text):
             continue
         lines = text.splitlines()
-        done: set[int] = set()
-        for n, line in enumerate(lines):
-            if f"{name}(" not in line or not needle.search(line):
-                continue
-            start = _enclosing_def(lines, n)
-            if start is None or start in done:
-                continue
-            done.add(start)
-            func = _parse_function(lines, start)
+        for func in _functions_around(
+            lines, lambda line: f"{name}(" in line and needle.search(line) is not None
+        ):
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for node in _own_nodes(func):
