@@ -23,7 +23,7 @@ from driftcheck.registry import check_ids
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.fetch import fetch_release
 from driftcheck.sources.specs import PackageSpec, parse_spec
-from driftcheck.sources.versions import releases_between
+from driftcheck.sources.versions import releases_between, stale_listing
 from driftcheck.workspace import members_of, package_settings
 
 
@@ -39,6 +39,8 @@ class TimelineResult:
     findings: dict[str, list[Finding]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Where ``--to latest`` was resolved from when the index could not be reached (its age).
+    release_list: dict | None = None
 
     def first_breaking(self) -> dict[str, tuple[str, Finding]]:
         """Fingerprint → (first release where it appears, the finding there)."""
@@ -67,7 +69,11 @@ class TimelineResult:
         first = self.first_breaking()
         return {
             "client": {"name": self.client_name, "version": self.client_version},
-            "host": {"name": self.host, "baseline": self.baseline},
+            "host": {
+                "name": self.host,
+                "baseline": self.baseline,
+                **({"release_list": self.release_list} if self.release_list else {}),
+            },
             "releases": [
                 {
                     "version": v,
@@ -148,6 +154,7 @@ def timeline(
             f"--from/--to must be versions (or 'latest'): {first!r}, {last!r}"
         ) from None
     versions = releases_between(host, first, last)
+    listed = stale_listing(host) if last == "latest" else None
     say(f"{len(versions)} releases of {host}: {versions[0]} … {versions[-1]}")
     client_spec = parse_spec(client)
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -174,7 +181,7 @@ def timeline(
         else:
             name, version, base_version = bases[0][0].name, bases[0][0].version, bases[0][2]
         kept = [first_api, *(b[1] for b in bases)]
-        result = TimelineResult(name, version, host, base_version, versions)
+        result = TimelineResult(name, version, host, base_version, versions, release_list=listed)
         for v in versions:
             try:
                 fetches[v].result()

@@ -236,3 +236,28 @@ def test_a_fresh_listing_or_an_exact_version_says_nothing(cache, downloads, tmp_
     assert (
         "release_list" not in json.loads(run_cli(*args, "--format", "json", env=env).stdout)["host"]
     )
+
+
+def test_offline_timeline_to_latest_says_how_old_the_cached_release_list_is(
+    cache, downloads, tmp_path
+):
+    from conftest import OFFLINE_PIP_ENV
+
+    _listing(cache, age_s=3 * 86400 + 60)
+    env = {**OFFLINE_PIP_ENV, "DRIFTCHECK_NO_RANGED": "1"}
+    args = ["timeline", str(_client(tmp_path)), "--host", "tinyhost", "--from", "1.0"]
+    text = run_cli(*args, "--to", "latest", env=env)
+    assert text.exit_code in (0, 1), text.stderr
+    assert text.stdout.splitlines()[1] == (
+        "release list of tinyhost from the cache, 3 days old (index unreachable): newer "
+        "releases than 2.0 may exist"
+    )
+    data = json.loads(run_cli(*args, "--to", "latest", "--format", "json", env=env).stdout)
+    assert data["host"]["release_list"]["why"] == "index unreachable"
+    # The near miss: an explicit last release needs no fresh list.
+    exact = run_cli(*args, "--to", "2.0", env=env)
+    assert "release list" not in exact.stdout
+    assert (
+        "release_list"
+        not in json.loads(run_cli(*args, "--to", "2.0", "--format", "json", env=env).stdout)["host"]
+    )

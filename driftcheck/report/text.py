@@ -35,7 +35,8 @@ def render(
         f"[bold]{escape(result.host_name)} {escape(result.target)}[/] (baseline {escape(base)})"
     )
     if result.release_list:
-        console.print(f"[yellow]{escape(release_list_line(result))}[/]")
+        line = release_list_line(result.host_name, result.target, result.release_list)
+        console.print(f"[yellow]{escape(line)}[/]")
     if result.served is not None:
         console.print(escape(served_line(result.served)))
     if result.discovery:
@@ -73,15 +74,15 @@ def render(
         console.print(verification_line(result.verification))
 
 
-def release_list_line(result: ScanResult) -> str:
-    """Where the release list that resolved ``--against`` came from, when not the index."""
+def release_list_line(host: str, newest: str, listed: dict) -> str:
+    """Where the release list that resolved ``@latest`` or a range came from, when not the
+    index (``listed``: :func:`driftcheck.sources.versions.stale_listing`)."""
     from driftcheck.sources.versions import age_text
 
-    listed = result.release_list or {}
     return (
-        f"release list of {result.host_name} from the {listed.get('source')}, "
+        f"release list of {host} from the {listed.get('source')}, "
         f"{age_text(listed.get('age_s', 0))} old ({listed.get('why')}): newer releases than "
-        f"{result.target} may exist"
+        f"{newest} may exist"
     )
 
 

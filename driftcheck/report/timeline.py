@@ -12,6 +12,7 @@ from rich.table import Table
 
 from driftcheck.report.console import report_console
 from driftcheck.report.svg import recording_console, save_svg
+from driftcheck.report.text import release_list_line
 from driftcheck.timelines import TimelineResult
 
 #: The widest SVG picture, in columns: a wider table folds (a picture is not scrolled).
@@ -26,6 +27,9 @@ def render_timeline(result: TimelineResult, out: TextIO, *, svg: str | None = No
         f"{escape(result.host)} {result.versions[0]} … {result.versions[-1]} "
         f"(baseline {escape(result.baseline or 'none')})"
     ]
+    if result.release_list:
+        line = release_list_line(result.host, result.versions[-1], result.release_list)
+        parts.append(f"[yellow]{escape(line)}[/]")
     first = result.first_breaking()
     releases = Table("release", "findings", "new in this release", box=None)
     for v in result.versions:
