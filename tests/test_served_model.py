@@ -4,12 +4,14 @@ attribute; uses it cannot serve are reported (fixture host servehost, then real 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
 from driftcheck.errors import UsageError
+from driftcheck.fixes.patches import plan
 from driftcheck.host.load import load_host
 from driftcheck.host.served_model import ServedSpec, registry, serve
 from driftcheck.model_configs import model_config
@@ -113,6 +115,41 @@ def test_wrapper_model_findings_match_the_markers():
     model_model = by_line[_marked()[1]]
     assert "model.language_model.model" in model_model.message
     assert any(e.file.endswith("causal.py") for e in model_model.evidence)
+
+
+def test_the_path_the_wrapper_shows_is_an_unsafe_rename(tmp_path: Path):
+    """``model.model`` on a wrapper whose one submodule has ``model`` becomes an unsafe
+    ``rename-attribute`` to ``model.language_model.model`` (the holder read from the host's
+    classes); the rewritten client re-scans clean there. ``model.head``, which two submodules
+    have (``language_model`` and ``vision``), keeps a manual fix naming both."""
+    result = _scan(_model("wrapper"))
+    by_line = {f.line: f for f in result.findings if f.rule == "served-model"}
+    through = by_line[_marked()[1]]
+    assert through.fix is not None and through.fix.safety == "unsafe"
+    assert through.fix.codemod == "rename-attribute"
+    assert dict(through.fix.params) == {"old": "model", "new": "language_model.model"}
+    head = by_line[_marked("head only")[0]]
+    assert head.fix is not None and head.fix.safety == "manual" and head.fix.codemod is None
+    assert "model.language_model.head or model.vision.head" in head.fix.description
+    assert plan(result.findings, result.client_texts).pending == []  # unsafe: not by default
+    fixed = plan(result.findings, result.client_texts, unsafe=True)
+    [ff] = fixed.pending
+    assert through in ff.applied and head not in ff.applied
+    line = ff.new.splitlines()[through.line - 1]
+    assert line.strip() == "base = model.language_model.model  # served: served-model"
+    client = tmp_path / CLIENT.name
+    shutil.copytree(CLIENT, client)
+    (client / ff.file).write_text(ff.new)
+    again = scan(
+        str(client),
+        str(HOST / "2.0"),
+        baseline=str(HOST / "1.0"),
+        host="servehost",
+        rules=RULES,
+        model=_model("wrapper"),
+    )
+    assert through.line not in [ln for ln, _ in _served(again)]
+    assert head.line in [ln for ln, _ in _served(again)]
 
 
 def test_a_class_that_is_a_protocol_by_its_members_passes_the_predicate():
