@@ -1330,7 +1330,7 @@ def test_fix_rule_case(rule: Rule, case, tmp_path: Path):
 #: client → (host, snapshot files its fixes must produce)
 SNAPSHOT_CLIENTS = {
     "miniclient": ("minihost", ["calls.py", "returns.py", "runner.py", "symbols.py"]),
-    "protoclient": ("protohost", ["configs.py", "driver.py"]),
+    "protoclient": ("protohost", ["configs.py", "driver.py", "ext.py", "patching.py"]),
 }
 
 #: Snapshots of the correct patch that the current output does not match yet.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,88 @@ def test_speculators_040_handles_the_wrapper_itself():
     data_generation/custom_worker.py; the earlier false errors at lines 124 and 125)."""
     result = scan("speculators==0.4.0", "vllm==0.16.0", model=KIMI)
     assert [f for f in result.findings if f.rule == "served-model"] == []
+
+
+def _line(text: str) -> int:
+    lines = (CLIENT / "serveclient" / "capture.py").read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def test_a_method_renamed_with_its_body_is_a_safe_rename():
+    """Stack.embed is Stack.embed_ids in 2.0 (the same parameters and body): a safe rename;
+    Stack.project is gone and project_out has another body: no rename is claimed."""
+    result = _scan(_model("causal"))
+    missing = {
+        (f.line, f.symbol.rsplit(".", 1)[-1]): f.fix
+        for f in result.findings
+        if f.rule == "attribute-missing"
+    }
+    embed = missing[(_line("return self.embed(ids)"), "embed")]
+    assert embed is not None and (embed.safety, embed.codemod) == ("safe", "rename-attribute")
+    assert dict(embed.params) == {"old": "embed", "new": "embed_ids"}
+    project = missing[(_line("return stack.project(hidden)"), "project")]
+    assert project is not None and project.safety == "manual" and project.codemod is None
+
+
+def test_a_fix_is_chained_with_the_drift_it_brings_into_reach():
+    """On the wrapper, ``hook``'s ``self`` is bound only once ``install`` reads the stack at
+    ``model.language_model.model``: the unsafe served fix brings ``self.embed`` into reach, the
+    re-scan of the fixed copy finds it with a rename of its own, and both are applied (the
+    chain re-scans clean). Without ``--unsafe-fixes`` neither is."""
+    from driftcheck.fixes.run import fix
+
+    def run(unsafe: bool):
+        return fix(
+            str(CLIENT),
+            str(HOST / "2.0"),
+            baseline=str(HOST / "1.0"),
+            host="servehost",
+            rules=RULES,
+            model=_model("wrapper"),
+            unsafe=unsafe,
+        )
+
+    done = run(True)
+    [ff] = done.plan.pending
+    applied = {(f.line, f.rule) for f in ff.applied}
+    install, hook = _line("base.hook = types"), _line("return self.embed(ids)")
+    assert (install - 1, "served-model") in applied
+    assert (hook, "attribute-missing") in applied
+    new = ff.new.splitlines()
+    assert new[install - 2].strip().startswith("base = model.language_model.model")
+    assert new[hook - 1].strip() == "return self.embed_ids(ids)"
+    assert not [f for f in done.proof.rescan.findings if f.line == hook]
+    assert not any(f.line == hook for g in run(False).plan.pending for f in g.applied)
+
+
+def test_a_brought_drift_without_a_codemod_is_not_chained():
+    from driftcheck.findings import Finding, Fix
+    from driftcheck.fixes.patches import FileFix, FixPlan
+    from driftcheck.fixes.proof import _brought
+
+    result = _scan(_model("wrapper"))
+    rewritten = FixPlan([FileFix("serveclient/capture.py", "a\n", "b\n")], [], [])
+
+    def drift(safety: str, codemod: str | None) -> Finding:
+        fix_ = Fix(safety, "x", codemod, (("old", "a"), ("new", "b")))
+        return Finding(
+            "r",
+            "attribute-missing",
+            "error",
+            "serveclient/capture.py",
+            3,
+            1,
+            "m.S.a",
+            "m",
+            fix=fix_,
+        )
+
+    manual, unsafe, safe = (
+        drift("manual", None),
+        drift("unsafe", "rename-attribute"),
+        drift("safe", "rename-attribute"),
+    )
+    elsewhere = replace(safe, file="serveclient/other.py")
+    got = _brought(rewritten, result, [manual, unsafe, safe, elsewhere], set(), unsafe=False)
+    assert got == [safe]
+    assert _brought(rewritten, result, [unsafe], set(), unsafe=True) == [unsafe]
