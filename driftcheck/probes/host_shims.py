@@ -40,8 +40,8 @@ CPU_SHIMS: tuple[HostShim, ...] = (
         text="lambda x: SiluAndMul(compile_native=False).forward_native(x)",
         why=(
             "the CPU MoE's SiLU builds a CustomOp at forward time, which asserts a current "
-            "vLLM config that an eager forward runs without ('Current vLLM config is not set'; "
-            "vLLM's own LLM(enforce_eager=True) fails so on tiny-kimi-k2.5, in its warm-up); "
+            "vLLM config that no forward runs with ('Current vLLM config is not set': vLLM's "
+            "own LLM() fails so on tiny-kimi-k2.5 in its warm-up, eager and compiled alike); "
             "SiluAndMul.forward_native is a staticmethod, which vLLM 0.17.0 and 0.25.0 map "
             "the activation to directly, as this shim does"
         ),
