@@ -647,3 +647,48 @@ def test_tiny_kimi_routes_survive_reduced_precision_and_a_divergence_still_fails
         assert got[dtype]["ok"], got
     assert not got["diverged"]["ok"], got
     assert got["diverged"]["min_cosine"] < got["diverged"]["threshold"] - 0.05, got
+
+
+def _fix_of(data: dict, rule: str, where: str) -> dict:
+    return next(
+        f for f in data["fixes"] if f["rule"] == rule and f"{f['file']}:{f['line']}" == where
+    )
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
+    """On vLLM 0.20.0 KimiK25ForConditionalGeneration is a SupportsEagle3: the unsafe served
+    fix (``model.language_model.model``) lets the worker extension patch the text model, and the
+    drift it brings into reach (``get_input_embeddings``, renamed ``embed_input_ids``) is chained
+    with it; the host shim for vLLM's CPU MoE SiLU is applied. Every stage passes up to the
+    reference, which fails in vLLM's CPU rotary kernel (``test_vllm_0160_cpu_rotary...``: the
+    same fault in 0.20.0). The client's default layers on a 4-layer model repeat ([2, 2, 1, 3]),
+    so the layers are named."""
+    code, data, _ = _probe_json(
+        "speculators==0.3.0",
+        "--host",
+        "vllm==0.20.0",
+        "--model",
+        "tiny-kimi-k2.5",
+        "--fix",
+        "--unsafe-fixes",
+        "--layer-ids",
+        "1,2,3",
+    )
+    unpatched, patched = data["runs"]
+    assert unpatched["failed_stage"] == "build"
+    served = _fix_of(data, "served-model", "speculators/data_generation/custom_worker.py:107")
+    assert served["safety"] == "unsafe" and "model.language_model.model" in served["description"]
+    chained = _fix_of(data, "attribute-missing", "speculators/data_generation/custom_worker.py:30")
+    assert chained["safety"] == "safe" and "embed_input_ids" in chained["description"]
+    assert any(
+        s.startswith("cpu-moe-silu (vllm/model_executor/layers/fused_moe/") for s in data["shims"]
+    )
+    stages = {s["name"]: s for s in patched["stages"]}
+    before = ["import", "build", "worker-origin", "generate-1", "generate-2", "capture"]
+    assert all(stages[n]["ok"] for n in [*before, "hidden-states"]), json.dumps(patched)[:4000]
+    assert stages["hidden-states"]["layers"] == [1, 2, 3]
+    assert code == 1 and patched["failed_stage"] == "reference"
+    assert stages["reference"]["min_cosine"] < 0.9
