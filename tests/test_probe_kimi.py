@@ -692,3 +692,33 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
     assert stages["hidden-states"]["layers"] == [1, 2, 3]
     assert code == 1 and patched["failed_stage"] == "reference"
     assert stages["reference"]["min_cosine"] < 0.9
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_speculators_030_on_tiny_kimi_0200_tp2_matches_transformers():
+    """With two workers (one head per rank, which vLLM's CPU rotary kernel reads right) the
+    patched speculators 0.3.0 passes the reference on Kimi's architecture in bfloat16; rank 0
+    captures and the client's gather reads its one reply; tp-match then fails on the TP=1 run,
+    the one that differs from transformers."""
+    code, data, _ = _probe_json(
+        "speculators==0.3.0",
+        "--host",
+        "vllm==0.20.0",
+        "--model",
+        "tiny-kimi-k2.5",
+        "--fix",
+        "--unsafe-fixes",
+        "--layer-ids",
+        "1,2,3",
+        "--tensor-parallel-size",
+        "2",
+    )
+    patched = data["runs"][-1]
+    stages = {s["name"]: s for s in patched["stages"]}
+    assert stages["capture"]["ok"] and stages["capture"]["captured_ranks"] == [0]
+    ref = stages["reference"]
+    assert ref["ok"] and ref["cosine_min"] == 0.992188 and ref["min_cosine"] > 0.999, ref
+    assert code == 1 and patched["failed_stage"] == "tp-match"
+    assert "the TP=1 run is the one that differs from transformers" in patched["error"]["message"]
