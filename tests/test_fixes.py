@@ -572,6 +572,26 @@ def test_rename_attribute(before: str, at: str, after: str):
     assert_valid_python(got)
 
 
+THROUGH = {"old": "model", "new": "language_model.model"}
+
+
+def test_rename_attribute_to_a_path_reaches_through_the_holder():
+    """A served wrapper keeps the model in ``.language_model``: ``m.model`` -> the path."""
+    code = "def f(m):\n    base = m.model  # inner\n    return base.layers\n"
+    got = rewrite("rename-attribute", code, "m.model", **THROUGH)
+    assert got == "def f(m):\n    base = m.language_model.model  # inner\n    return base.layers\n"
+    assert_valid_python(got)
+    called = rewrite("rename-attribute", "x = self.r.model.forward(1)\n", "self.r", **THROUGH)
+    assert called == "x = self.r.language_model.model.forward(1)\n"
+
+
+def test_rename_attribute_to_a_path_declines_what_is_no_path():
+    with pytest.raises(Decline):
+        rewrite("rename-attribute", "b = m.model\n", "m.model", old="model", new="a..model")
+    with pytest.raises(Decline):  # the finding is on another member
+        rewrite("rename-attribute", "b = m.head\n", "m.head", **THROUGH)
+
+
 def test_rename_attribute_renames_only_the_member_of_the_finding():
     code = "def f(self):\n    return self.old_method.old_method()\n"
     got = rewrite("rename-attribute", code, "self.old", **RENAME)
@@ -1310,7 +1330,7 @@ def test_fix_rule_case(rule: Rule, case, tmp_path: Path):
 #: client → (host, snapshot files its fixes must produce)
 SNAPSHOT_CLIENTS = {
     "miniclient": ("minihost", ["calls.py", "returns.py", "runner.py", "symbols.py"]),
-    "protoclient": ("protohost", ["configs.py", "driver.py"]),
+    "protoclient": ("protohost", ["configs.py", "driver.py", "ext.py", "patching.py"]),
 }
 
 #: Snapshots of the correct patch that the current output does not match yet.

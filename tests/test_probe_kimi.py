@@ -11,6 +11,7 @@ run as plain attention on the CPU).
 from __future__ import annotations
 
 import json
+import random
 import struct
 import subprocess
 from pathlib import Path
@@ -428,7 +429,7 @@ def test_probe_kimiclient_reaches_hidden_states_on_tiny_kimi():
     ref = _stage(run, "reference")
     assert code == 1 and run["failed_stage"] == "reference"
     assert not ref["ok"] and ref["min_cosine"] < 0.9
-    assert ref["error"]["message"].endswith("< 0.99 against transformers")
+    assert ref["error"]["message"].endswith("< 0.999878 (torch.float32) against transformers")
 
 
 _ROPE_KERNEL = r"""
@@ -494,3 +495,230 @@ def test_probe_kimiclient_tp2_matches_transformers_with_one_head_per_rank():
     assert ref["ok"] and ref["min_cosine"] >= 0.999, json.dumps(run, indent=1)[:4000]
     assert code == 1 and run["failed_stage"] == "tp-match"
     assert "the TP=1 run is the one that differs from transformers" in run["error"]["message"]
+
+
+# -- the router's margin and the reference's thresholds ----------------------------------------
+
+
+def _route(scores: list[float], k: int) -> list[int]:
+    """DeepSeek-V3's noaux_tc choice with one expert group: the top k of score + bias."""
+    return sorted(sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:k])
+
+
+def test_the_router_margin_holds_for_every_input():
+    """Each MoE layer's bias keeps its k experts first whatever the sigmoid scores (anywhere in
+    [0, 1], the ends included) and however bfloat16 rounding moves each sum within the margin
+    required; the layers route to different experts, so every expert runs."""
+    cfg = tiny_kimi.text_config(tiny_kimi.VOCAB, 1, 2)
+    n, k, first = cfg["n_routed_experts"], cfg["num_experts_per_tok"], cfg["first_k_dense_replace"]
+    rng = random.Random(29)
+    layers = range(first, cfg["num_hidden_layers"])
+    biases = {
+        layer: [o + rng.gauss(0, 0.02) for o in tiny_kimi.route_offsets(cfg, layer - first)]
+        for layer in layers
+    }
+    margins = tiny_kimi.check_route_margins(biases, k)
+    assert sorted(margins) == list(layers) and min(margins.values()) > 0.4
+    assert set().union(*(tiny_kimi.routed_experts(cfg, i - first) for i in layers)) == set(range(n))
+    for layer, bias in biases.items():
+        want = tiny_kimi.routed_experts(cfg, layer - first)
+        need = tiny_kimi.required_margin(bias, "bfloat16")
+        for _ in range(3000):
+            scores = [rng.choice([0.0, 1.0, rng.random()]) for _ in bias]
+            moved = [
+                s + b + rng.uniform(-need / 2, need / 2) for s, b in zip(scores, bias, strict=True)
+            ]
+            assert _route(moved, k) == want
+
+
+def test_a_route_rounding_can_flip_is_refused_when_the_model_is_made():
+    # recipe 3's biases: small random ones, the route left to the gate: flips under rounding
+    with pytest.raises(tiny_kimi.RouteMarginError, match="layer 1: router margin -"):
+        tiny_kimi.check_route_margins({1: [0.01, -0.02, 0.03, 0.0]}, 2)
+    # a gap over 1 by less than what bfloat16 can move: refused too
+    close = [0.51, 0.51, -0.5, -0.5]
+    assert 0 < tiny_kimi.route_margin(close, 2) < tiny_kimi.required_margin(close, "bfloat16")
+    with pytest.raises(tiny_kimi.RouteMarginError, match="bfloat16"):
+        tiny_kimi.check_route_margins({2: close}, 2)
+    # float16 and float32 round less: a margin bfloat16 needs covers them
+    assert tiny_kimi.required_margin(close, "float16") < tiny_kimi.route_margin(close, 2)
+
+
+def test_each_dtype_has_its_threshold_and_the_measured_divergences_fail_it():
+    """Correct runs measured on the H200 pass their dtype's threshold (tiny Llama bfloat16
+    0.99975, tiny-kimi-k2.5's dense layers float16 0.999994); the flipped MoE route of recipe 3
+    (bfloat16 0.6986, float16 0.9757) and vLLM 0.16's misread CPU rotary (float32, < 0.9) fail."""
+    from driftcheck.probes.driver_states import judge_reference
+    from driftcheck.probes.workloads import COSINE_MIN, cosine_min
+
+    assert cosine_min("torch.bfloat16") < cosine_min("torch.float16") <= 1.0
+    assert cosine_min("torch.float32") == cosine_min("torch.float16")
+    assert cosine_min("torch.float8_e4m3fn") == cosine_min("torch.bfloat16")
+    for worst, dtype, ok in [
+        (0.99975, "torch.bfloat16", True),
+        (0.999994, "torch.float16", True),
+        (0.6986, "torch.bfloat16", False),
+        (0.9757, "torch.float16", False),
+        (0.9757, "torch.bfloat16", False),
+        (0.89, "torch.float32", False),
+    ]:
+        got, least, message = judge_reference(worst, dtype, COSINE_MIN)
+        assert (got, least) == (ok, cosine_min(dtype)), (worst, dtype)
+        assert message == f"min cosine {worst:.4f} < {least} ({dtype}) against transformers"
+
+
+_DIVERGE = r"""
+import json, shutil, sys
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM
+sys.path.insert(0, sys.argv[1])
+import driver, driver_states as states
+ref, work, limits = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+layers = [1, 2, 3]
+
+def served(folder, dtype):
+    # What a run in ``dtype`` hands the driver: per sequence, each layer's (tokens, hidden)
+    # states (before the final norm for the last layer), and each MoE layer's chosen experts
+    # per token (the router's first output: (tokens, k) expert ids).
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).eval()
+    outs, routes = {}, {}
+    for i in layers:
+        model.model.layers[i].register_forward_hook(
+            lambda m, a, o, i=i: outs.__setitem__(i, o[0] if isinstance(o, tuple) else o))
+        model.model.layers[i].mlp.gate.register_forward_hook(
+            lambda m, a, o, i=i: routes.__setitem__(i, o[0].sort(-1).values))
+    batches, results = driver._batches(model.config.vocab_size), []
+    for batch in batches:
+        items = []
+        for ids in batch:
+            with torch.no_grad():
+                model(torch.tensor([ids]))
+            items.append({"input_ids": ids, "hidden_states": [outs[i][0] for i in layers],
+                          "routes": {i: routes[i].clone() for i in layers}})
+        results.append(items)
+    return batches, results
+
+def verdict(batches, results, dtype):
+    spec = {"model": ref, "reference_model": ref, "trust_remote_code": False}
+    worst = min(states.reference(spec, b, r, layers)["min_cosine"]
+                for b, r in zip(batches, results))
+    ok, least, _ = states.judge_reference(worst, str(dtype), limits)
+    return {"ok": ok, "min_cosine": worst, "threshold": least}
+
+out = {}
+_, exact = served(ref, torch.float32)
+for name, dtype in (("bfloat16", torch.bfloat16), ("float16", torch.float16)):
+    batches, results = served(ref, dtype)
+    flips = sum(int((a["routes"][i] != e["routes"][i]).any(-1).sum())
+                for got, want in zip(results, exact) for a, e in zip(got, want) for i in layers)
+    out[name] = {**verdict(batches, results, dtype), "tokens_rerouted": flips}
+# A real divergence: the served copy's layer 2 routes to the experts it should not use.
+bad = work + "/diverged"
+shutil.copytree(ref, bad)
+weights = load_file(bad + "/model.safetensors")
+weights["model.layers.2.mlp.gate.e_score_correction_bias"] *= -1
+save_file(weights, bad + "/model.safetensors", metadata={"format": "pt"})
+batches, results = served(bad, torch.bfloat16)
+out["diverged"] = verdict(batches, results, torch.bfloat16)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_tiny_kimi_routes_survive_reduced_precision_and_a_divergence_still_fails(tmp_path):
+    """The generated model's routes do not move in bfloat16 or float16 (no token changes
+    experts against float32), so states in those dtypes pass the reference stage's check; the
+    same states from a copy whose layer 2 routes elsewhere fail it."""
+    from driftcheck.probes.workloads import COSINE_MIN
+
+    python = _env_python()
+    resolved = resolve_model("tiny-kimi-k2.5", python, cpu=True)
+    ready = json.loads((Path(resolved.path) / "ready.json").read_text())
+    assert sorted(ready["route_margins"]) == ["1", "2", "3"]
+    assert min(ready["route_margins"].values()) > 0.4
+    probes = REPO / "driftcheck" / "probes"
+    ref = str(resolved.reference_model)
+    got = _in_env(python, _DIVERGE, str(probes), ref, str(tmp_path), json.dumps(COSINE_MIN))
+    for dtype in ("bfloat16", "float16"):
+        assert got[dtype]["tokens_rerouted"] == 0, got
+        assert got[dtype]["ok"], got
+    assert not got["diverged"]["ok"], got
+    assert got["diverged"]["min_cosine"] < got["diverged"]["threshold"] - 0.05, got
+
+
+def _fix_of(data: dict, rule: str, where: str) -> dict:
+    return next(
+        f for f in data["fixes"] if f["rule"] == rule and f"{f['file']}:{f['line']}" == where
+    )
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
+    """On vLLM 0.20.0 KimiK25ForConditionalGeneration is a SupportsEagle3: the unsafe served
+    fix (``model.language_model.model``) lets the worker extension patch the text model, and the
+    drift it brings into reach (``get_input_embeddings``, renamed ``embed_input_ids``) is chained
+    with it; the host shim for vLLM's CPU MoE SiLU is applied. Every stage passes up to the
+    reference, which fails in vLLM's CPU rotary kernel (``test_vllm_0160_cpu_rotary...``: the
+    same fault in 0.20.0). The client's default layers on a 4-layer model repeat ([2, 2, 1, 3]),
+    so the layers are named."""
+    code, data, _ = _probe_json(
+        "speculators==0.3.0",
+        "--host",
+        "vllm==0.20.0",
+        "--model",
+        "tiny-kimi-k2.5",
+        "--fix",
+        "--unsafe-fixes",
+        "--layer-ids",
+        "1,2,3",
+    )
+    unpatched, patched = data["runs"]
+    assert unpatched["failed_stage"] == "build"
+    served = _fix_of(data, "served-model", "speculators/data_generation/custom_worker.py:107")
+    assert served["safety"] == "unsafe" and "model.language_model.model" in served["description"]
+    chained = _fix_of(data, "attribute-missing", "speculators/data_generation/custom_worker.py:30")
+    assert chained["safety"] == "safe" and "embed_input_ids" in chained["description"]
+    assert any(
+        s.startswith("cpu-moe-silu (vllm/model_executor/layers/fused_moe/") for s in data["shims"]
+    )
+    stages = {s["name"]: s for s in patched["stages"]}
+    before = ["import", "build", "worker-origin", "generate-1", "generate-2", "capture"]
+    assert all(stages[n]["ok"] for n in [*before, "hidden-states"]), json.dumps(patched)[:4000]
+    assert stages["hidden-states"]["layers"] == [1, 2, 3]
+    assert code == 1 and patched["failed_stage"] == "reference"
+    assert stages["reference"]["min_cosine"] < 0.9
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_probe_speculators_030_on_tiny_kimi_0200_tp2_matches_transformers():
+    """With two workers (one head per rank, which vLLM's CPU rotary kernel reads right) the
+    patched speculators 0.3.0 passes the reference on Kimi's architecture in bfloat16; rank 0
+    captures and the client's gather reads its one reply; tp-match then fails on the TP=1 run,
+    the one that differs from transformers."""
+    code, data, _ = _probe_json(
+        "speculators==0.3.0",
+        "--host",
+        "vllm==0.20.0",
+        "--model",
+        "tiny-kimi-k2.5",
+        "--fix",
+        "--unsafe-fixes",
+        "--layer-ids",
+        "1,2,3",
+        "--tensor-parallel-size",
+        "2",
+    )
+    patched = data["runs"][-1]
+    stages = {s["name"]: s for s in patched["stages"]}
+    assert stages["capture"]["ok"] and stages["capture"]["captured_ranks"] == [0]
+    ref = stages["reference"]
+    assert ref["ok"] and ref["cosine_min"] == 0.992188 and ref["min_cosine"] > 0.999, ref
+    assert code == 1 and patched["failed_stage"] == "tp-match"
+    assert "the TP=1 run is the one that differs from transformers" in patched["error"]["message"]

@@ -4,12 +4,15 @@ attribute; uses it cannot serve are reported (fixture host servehost, then real 
 from __future__ import annotations
 
 import json
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
 from driftcheck.errors import UsageError
+from driftcheck.fixes.patches import plan
 from driftcheck.host.load import load_host
 from driftcheck.host.served_model import ServedSpec, registry, serve
 from driftcheck.model_configs import model_config
@@ -113,6 +116,41 @@ def test_wrapper_model_findings_match_the_markers():
     model_model = by_line[_marked()[1]]
     assert "model.language_model.model" in model_model.message
     assert any(e.file.endswith("causal.py") for e in model_model.evidence)
+
+
+def test_the_path_the_wrapper_shows_is_an_unsafe_rename(tmp_path: Path):
+    """``model.model`` on a wrapper whose one submodule has ``model`` becomes an unsafe
+    ``rename-attribute`` to ``model.language_model.model`` (the holder read from the host's
+    classes); the rewritten client re-scans clean there. ``model.head``, which two submodules
+    have (``language_model`` and ``vision``), keeps a manual fix naming both."""
+    result = _scan(_model("wrapper"))
+    by_line = {f.line: f for f in result.findings if f.rule == "served-model"}
+    through = by_line[_marked()[1]]
+    assert through.fix is not None and through.fix.safety == "unsafe"
+    assert through.fix.codemod == "rename-attribute"
+    assert dict(through.fix.params) == {"old": "model", "new": "language_model.model"}
+    head = by_line[_marked("head only")[0]]
+    assert head.fix is not None and head.fix.safety == "manual" and head.fix.codemod is None
+    assert "model.language_model.head or model.vision.head" in head.fix.description
+    assert plan(result.findings, result.client_texts).pending == []  # unsafe: not by default
+    fixed = plan(result.findings, result.client_texts, unsafe=True)
+    [ff] = fixed.pending
+    assert through in ff.applied and head not in ff.applied
+    line = ff.new.splitlines()[through.line - 1]
+    assert line.strip() == "base = model.language_model.model  # served: served-model"
+    client = tmp_path / CLIENT.name
+    shutil.copytree(CLIENT, client)
+    (client / ff.file).write_text(ff.new)
+    again = scan(
+        str(client),
+        str(HOST / "2.0"),
+        baseline=str(HOST / "1.0"),
+        host="servehost",
+        rules=RULES,
+        model=_model("wrapper"),
+    )
+    assert through.line not in [ln for ln, _ in _served(again)]
+    assert head.line in [ln for ln, _ in _served(again)]
 
 
 def test_a_class_that_is_a_protocol_by_its_members_passes_the_predicate():
@@ -241,3 +279,88 @@ def test_speculators_040_handles_the_wrapper_itself():
     data_generation/custom_worker.py; the earlier false errors at lines 124 and 125)."""
     result = scan("speculators==0.4.0", "vllm==0.16.0", model=KIMI)
     assert [f for f in result.findings if f.rule == "served-model"] == []
+
+
+def _line(text: str) -> int:
+    lines = (CLIENT / "serveclient" / "capture.py").read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def test_a_method_renamed_with_its_body_is_a_safe_rename():
+    """Stack.embed is Stack.embed_ids in 2.0 (the same parameters and body): a safe rename;
+    Stack.project is gone and project_out has another body: no rename is claimed."""
+    result = _scan(_model("causal"))
+    missing = {
+        (f.line, f.symbol.rsplit(".", 1)[-1]): f.fix
+        for f in result.findings
+        if f.rule == "attribute-missing"
+    }
+    embed = missing[(_line("return self.embed(ids)"), "embed")]
+    assert embed is not None and (embed.safety, embed.codemod) == ("safe", "rename-attribute")
+    assert dict(embed.params) == {"old": "embed", "new": "embed_ids"}
+    project = missing[(_line("return stack.project(hidden)"), "project")]
+    assert project is not None and project.safety == "manual" and project.codemod is None
+
+
+def test_a_fix_is_chained_with_the_drift_it_brings_into_reach():
+    """On the wrapper, ``hook``'s ``self`` is bound only once ``install`` reads the stack at
+    ``model.language_model.model``: the unsafe served fix brings ``self.embed`` into reach, the
+    re-scan of the fixed copy finds it with a rename of its own, and both are applied (the
+    chain re-scans clean). Without ``--unsafe-fixes`` neither is."""
+    from driftcheck.fixes.run import fix
+
+    def run(unsafe: bool):
+        return fix(
+            str(CLIENT),
+            str(HOST / "2.0"),
+            baseline=str(HOST / "1.0"),
+            host="servehost",
+            rules=RULES,
+            model=_model("wrapper"),
+            unsafe=unsafe,
+        )
+
+    done = run(True)
+    [ff] = done.plan.pending
+    applied = {(f.line, f.rule) for f in ff.applied}
+    install, hook = _line("base.hook = types"), _line("return self.embed(ids)")
+    assert (install - 1, "served-model") in applied
+    assert (hook, "attribute-missing") in applied
+    new = ff.new.splitlines()
+    assert new[install - 2].strip().startswith("base = model.language_model.model")
+    assert new[hook - 1].strip() == "return self.embed_ids(ids)"
+    assert not [f for f in done.proof.rescan.findings if f.line == hook]
+    assert not any(f.line == hook for g in run(False).plan.pending for f in g.applied)
+
+
+def test_a_brought_drift_without_a_codemod_is_not_chained():
+    from driftcheck.findings import Finding, Fix
+    from driftcheck.fixes.patches import FileFix, FixPlan
+    from driftcheck.fixes.proof import _brought
+
+    result = _scan(_model("wrapper"))
+    rewritten = FixPlan([FileFix("serveclient/capture.py", "a\n", "b\n")], [], [])
+
+    def drift(safety: str, codemod: str | None) -> Finding:
+        fix_ = Fix(safety, "x", codemod, (("old", "a"), ("new", "b")))
+        return Finding(
+            "r",
+            "attribute-missing",
+            "error",
+            "serveclient/capture.py",
+            3,
+            1,
+            "m.S.a",
+            "m",
+            fix=fix_,
+        )
+
+    manual, unsafe, safe = (
+        drift("manual", None),
+        drift("unsafe", "rename-attribute"),
+        drift("safe", "rename-attribute"),
+    )
+    elsewhere = replace(safe, file="serveclient/other.py")
+    got = _brought(rewritten, result, [manual, unsafe, safe, elsewhere], set(), unsafe=False)
+    assert got == [safe]
+    assert _brought(rewritten, result, [unsafe], set(), unsafe=True) == [unsafe]

@@ -7,7 +7,8 @@ family) and is run on another, and the host builds a different class for it. Two
 * ``model.model`` where the served class neither defines nor assigns ``model``. With an external
   base (``torch.nn.Module`` serves registered submodules through ``__getattr__``) absence is
   only decided when a submodule of the class has the attribute: the class is a wrapper, and the
-  finding names the path that works (``model.language_model.model``).
+  finding names the path that works (``model.language_model.model``); with one such submodule
+  its fix is an unsafe ``rename-attribute`` to that path.
 * ``supports_x(model)``, a host predicate whose body is ``return isinstance(model, P)``, on the
   served class: False when ``P`` is not on the class's MRO and, for a runtime-checkable
   ``Protocol``, when the class lacks a member of it. An error when the client raises or returns
@@ -74,7 +75,7 @@ def _member(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding]:
             f"{expr}.{member}: {told} has no attribute {member!r} in {api.name} {api.version}; "
             f"it wraps the model that has it: {paths}"
         )
-        fix = Fix("manual", f"read {paths} (the served class is a wrapper)")
+        fix = _through(expr, member, holders)
     else:
         text = f"{expr}.{member}: {told} has no attribute {member!r} in {api.name} {api.version}"
         fix = Fix("manual", f"{short} has no {member}: adapt the code to this model")
@@ -91,6 +92,23 @@ def _member(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding]:
             fix=fix,
         )
     ]
+
+
+def _through(expr: str, member: str, holders: list[str]) -> Fix:
+    """Read ``member`` off the one submodule that has it: an unsafe rename of the client's
+    attribute to the path (the host's classes show the path exists; that the wrapped model
+    serves the client as the one it expected is for its workload to confirm). Two holders
+    leave the choice to a person."""
+    if len(holders) != 1:
+        paths = " or ".join(f"{expr}.{h}.{member}" for h in holders)
+        return Fix("manual", f"read {paths} (the served class is a wrapper)")
+    path = f"{holders[0]}.{member}"
+    return Fix(
+        "unsafe",
+        f"read {expr}.{path} (the served class is a wrapper; its {holders[0]} has {member})",
+        "rename-attribute",
+        (("new", path), ("old", member)),
+    )
 
 
 def _guarded_off(use: Use, api: HostAPI, cls: Found) -> bool:

@@ -10,7 +10,10 @@ every planned fix to two more tests and declines the ones that fail, with the re
    is new to it, so its uses are also checked against the target alone (a second scan without
    the baseline): ``url(regex=...)`` moved to ``re_path`` would not bind. A fix that leaves its
    finding or brings a new one is declined and the rest are planned again (a few rounds at
-   most).
+   most). A new finding the fixed code brings into reach (a served wrapper's inner model, once
+   the client reads it, binds the code it hands that model) is fixed in turn when it has a
+   codemod of its own: it is applied on top in the next round, and the whole chain must then
+   re-scan clean; otherwise the fix that brought it is declined.
 2. **Its witness passes** (with ``verify``): the original use's witness must fail on the target
    (a refuted finding needs no fix) and the rewritten use's witness must work there
    (:func:`driftcheck.witness.programs.rewritten`). Fixes whose use no witness can perform keep
@@ -32,7 +35,7 @@ from driftcheck.fixes.patches import FileFix, FixPlan, plan
 from driftcheck.pipeline import ScanResult
 
 Key = tuple[str, str, str]
-ROUNDS = 3
+ROUNDS = 4
 
 
 @dataclass
@@ -66,8 +69,12 @@ def prove(
     if verify:
         declined.update(_witness_declines(result, unsafe=unsafe))
     proof = Proof(FixPlan([], [], []))
+    follow: list[Finding] = []  # found in a fixed copy, applied on top of the plan
+    adopted: set[Key] = set()
     for n in range(1, ROUNDS + 1):
         fix_plan = _replan(result, declined, unsafe=unsafe)
+        if follow:
+            _stack(fix_plan, result, follow, unsafe=unsafe)
         proof.plan, proof.rounds = fix_plan, n
         broken = _unparsable(fix_plan)
         if broken:
@@ -79,6 +86,11 @@ def prove(
         with tempfile.TemporaryDirectory(prefix="driftcheck-fixed-") as tmp:
             _write_copy(result, fix_plan, Path(tmp))
             proof.rescan = again = rescan(Path(tmp), False)
+            more = _brought(fix_plan, result, again.findings, adopted, unsafe=unsafe)
+            if more and n < ROUNDS:
+                follow += more
+                adopted.update(_key(f) for f in more)
+                continue
             bad = _not_borne_out(fix_plan, result.findings, again.findings)
             moved = _moved_to(fix_plan)
             if moved and result.baseline is not None:
@@ -90,11 +102,48 @@ def prove(
         if not bad:
             break
         declined.update(bad)
+        follow, adopted = [], set()  # found on code this plan no longer writes
     else:
         # Rounds exhausted: nothing unproven is applied.
         left = {id(f): "the re-scan did not bear it out" for f in result.findings if f.fix}
         proof.plan = _replan(result, {**left, **declined}, unsafe=unsafe)
     return proof
+
+
+def _brought(
+    fix_plan: FixPlan,
+    result: ScanResult,
+    after: list[Finding],
+    adopted: set[Key],
+    *,
+    unsafe: bool,
+) -> list[Finding]:
+    """New findings of a fixed copy's re-scan that a codemod of their own can fix, in files
+    the plan rewrote (notebooks left out): what the fixes brought into reach."""
+    applied = [f for ff in fix_plan.pending for f in ff.applied]
+    known = {_key(f) for f in result.findings} | {_key(f) for f in applied} | adopted
+    rewritten = {ff.file for ff in fix_plan.pending if ff.raw is None}
+    return [
+        g
+        for g in after
+        if g.file in rewritten
+        and _key(g) not in known
+        and g.fix is not None
+        and g.fix.codemod
+        and (g.fix.safety == "safe" or (unsafe and g.fix.safety == "unsafe"))
+    ]
+
+
+def _stack(fix_plan: FixPlan, result: ScanResult, follow: list[Finding], *, unsafe: bool) -> None:
+    """Apply ``follow`` (findings of the fixed code) on top of ``fix_plan``'s rewritten files."""
+    by_file = {ff.file: ff for ff in fix_plan.files}
+    texts = {ff.file: ff.new for ff in fix_plan.pending}
+    top = plan([f for f in follow if f.file in texts], texts, unsafe=unsafe)
+    for ff2 in top.files:
+        ff = by_file[ff2.file]
+        ff.new = ff2.new
+        ff.applied += ff2.applied
+        ff.declined += ff2.declined
 
 
 def _replan(result: ScanResult, declined: dict[int, str], *, unsafe: bool) -> FixPlan:

@@ -3,7 +3,9 @@
 * ``rename-import``: import a moved name from the module that now holds it, rewriting the
   import where it is written (``fixes/imports.py``); where the name is read off a module
   (``np.AxisError``), the use is pointed at a name already imported from its new home.
-* ``rename-attribute``: ``recv.old(...)`` -> ``recv.new(...)``.
+* ``rename-attribute``: ``recv.old(...)`` -> ``recv.new(...)``; a dotted ``new`` reaches
+  through attributes (``model.model`` -> ``model.language_model.model``, where a served wrapper
+  keeps the model that has ``old``).
 """
 
 from __future__ import annotations
@@ -26,21 +28,38 @@ from driftcheck.fixes.imports import MoveImport
 
 
 class _RenameAttribute(Located):
-    """Rename the attribute at the finding: the outermost one starting there (a call's
-    ``recv.old`` starts where the call does, and so does every attribute of its chain)."""
+    """Rename the attribute at the finding: the outermost one starting there that reads
+    ``old`` (a call's ``recv.old`` starts where the call does, and so does every attribute of
+    its chain: ``recv.old.forward`` renames ``old``)."""
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.Attribute:
-        parent = self.parent(original_node)
-        if isinstance(parent, cst.Attribute) and parent.value is original_node:
-            return updated_node
         pos = self.get_metadata(PositionProvider, original_node).start
         finding = self.targets.get((pos.line, pos.column))
         if finding is None or updated_node.attr.value != params(finding)["old"]:
             return updated_node
+        parent = self.parent(original_node)
+        if (
+            isinstance(parent, cst.Attribute)
+            and parent.value is original_node
+            and parent.attr.value == params(finding)["old"]
+        ):
+            return updated_node  # ``recv.old.old``: the outer one is the finding's
         self.done.add((pos.line, pos.column))
-        return updated_node.with_changes(attr=cst.Name(params(finding)["new"]))
+        *through, last = _path(params(finding)["new"])
+        value = updated_node.value
+        for name in through:
+            value = cst.Attribute(value=value, attr=cst.Name(name))
+        return updated_node.with_changes(value=value, attr=cst.Name(last))
+
+
+def _path(new: str) -> list[str]:
+    """The names of a dotted attribute path (Decline for anything else)."""
+    names = new.split(".")
+    if not all(n.isidentifier() for n in names):
+        raise Decline(f"{new!r} is not an attribute path")
+    return names
 
 
 def rename_attribute(code: str, findings: list[Finding]) -> str:

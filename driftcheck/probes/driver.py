@@ -413,8 +413,9 @@ def run(spec: dict) -> int:
                     ref["batches"].append(r)
                     worst = min(worst, r["min_cosine"])
                 ref["min_cosine"] = worst
-                ok = worst >= spec["cosine_min"]
-                message = f"min cosine {worst:.4f} < {spec['cosine_min']} against transformers"
+                ok, ref["cosine_min"], message = states.judge_reference(
+                    worst, dtype, spec["cosine_min"]
+                )
                 extra = {} if ok else {"error": _failure("CheckFailed", message)}
                 res.stage("reference", ok, time.monotonic() - t, **ref, **extra)
                 code = code if ok else 1

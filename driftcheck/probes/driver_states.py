@@ -108,6 +108,14 @@ def reference(spec: dict, batch: list[list[int]], results: list, layer_ids: list
     }
 
 
+def judge_reference(worst: float, dtype: str, limits: dict) -> tuple[bool, float, str]:
+    """(ok, threshold, message): the lowest cosine against transformers held to the threshold
+    of the states' dtype (``limits``: ``workloads.COSINE_MIN``, which says why)."""
+    least = limits.get(dtype, limits["default"])
+    message = f"min cosine {worst:.4f} < {least} ({dtype}) against transformers"
+    return worst >= least, least, message
+
+
 def save_states(path: str, batches: list, outputs: list, layer_ids: list[int]) -> None:
     """Keep a run's hidden states (checked ones) for a later comparison."""
     import torch

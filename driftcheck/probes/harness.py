@@ -45,6 +45,7 @@ from driftcheck.probes.env_cache import in_use, limit_bytes
 from driftcheck.probes.env_selection import select_env
 from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.gpu_memory import GpuMemorySampler
+from driftcheck.probes.host_shims import cpu_host_shims
 from driftcheck.probes.options import ProbeOptions, host_spec
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, interpret
 from driftcheck.probes.patches import (
@@ -127,6 +128,10 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         if needs_platform_shim(env, work):
             shims.append(platform_plugin_dir(work / "shims"))
             extra_path.append(work / "shims")
+        host_shims = cpu_host_shims(env.python, work / "host-shims") if env.cpu_build else []
+        if host_shims:
+            shims += host_shims
+            extra_path.append(work / "host-shims")
 
         resolved = _resolve_model(options, env, say)
         model, tiny = resolved.path, resolved.builtin is not None

@@ -28,7 +28,7 @@ from driftcheck.probes.driver_env import DRIVER_FILES
 from driftcheck.probes.driver_states import judge_match
 from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.outcome import RunOutcome
-from driftcheck.probes.workloads import COSINE_MIN
+from driftcheck.probes.workloads import cosine_min
 
 STATES_FILE = "states.pt"
 KEEP = 20  # kept TP=1 runs
@@ -133,11 +133,17 @@ def _which_differs(run: RunOutcome, baseline: dict) -> str | None:
     """Where both runs were compared with transformers and only one matched: which one."""
     mine = (run.stage("reference") or {}).get("min_cosine")
     theirs = baseline.get("reference_min_cosine")
-    if mine is None or theirs is None or (mine >= COSINE_MIN) == (theirs >= COSINE_MIN):
+    least = cosine_min(_dtype(run))
+    if mine is None or theirs is None or (mine >= least) == (theirs >= least):
         return None
-    if mine >= COSINE_MIN:
+    if mine >= least:
         return f"the TP=1 run is the one that differs from transformers (min cosine {theirs:.4f})"
     return f"this run is the one that differs from transformers (min cosine {mine:.4f})"
+
+
+def _dtype(run: RunOutcome) -> str | None:
+    """The dtype of the run's hidden states (its ``hidden-states`` stage)."""
+    return (run.stage("hidden-states") or {}).get("dtype")
 
 
 def add_tp_match(
@@ -174,7 +180,7 @@ def add_tp_match(
             "problems": [f"the TP=1 run has no hidden states (failed at {where})"],
         }
     else:
-        verdict = judge_match(compare_runs(env, work, got, ref), COSINE_MIN)
+        verdict = judge_match(compare_runs(env, work, got, ref), cosine_min(_dtype(outcome)))
     problems = verdict.pop("problems")
     differs = _which_differs(outcome, baseline) if problems else None
     if differs:

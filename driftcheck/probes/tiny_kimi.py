@@ -5,7 +5,8 @@ size that runs on the CPU, with random weights and an offline-trained tokenizer.
 
 The text model keeps the real config's proportions: the first layer dense
 (``first_k_dense_replace=1``), the rest MoE (4 routed experts, top 2, one shared, sigmoid
-scores with a correction bias, ``noaux_tc``), low-rank query and key/value projections with the
+scores with a correction bias, ``noaux_tc``; the bias fixes each layer's route with a margin
+no rounding can cross, checked when the model is made: see *the router's margin* below), low-rank query and key/value projections with the
 real model's latent and rotary widths (``kv_lora_rank`` 512, ``qk_rope_head_dim`` 64: the GPU's
 MLA backends take 512 + 64 = 576 only). vLLM's CPU platform refuses MLA, so the probe runs it
 with MLA disabled, where ``DeepseekV2Attention`` hands the attention backend the full query/key
@@ -47,7 +48,7 @@ else:  # run as a script by the target environment's interpreter: the sibling fi
     from tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 
 NAME = "tiny-kimi-k2.5"
-RECIPE_VERSION = 3
+RECIPE_VERSION = 4
 SEED = 2511
 VOCAB = 512
 MAX_LEN = 2048
@@ -212,6 +213,7 @@ def recipe_key() -> str:
         [
             RECIPE_VERSION,
             SEED,
+            ROUTE_SPREAD,
             plan_config(),
             CORPUS,
             SPECIAL_TOKENS,
@@ -278,6 +280,81 @@ def _draw(shape: tuple[int, ...], name: str, gen: object) -> object:
     return torch.randn(shape, generator=gen) / (fan_in**0.5)
 
 
+# -- the router's margin -------------------------------------------------------------------------
+#
+# DeepSeek-V3's router (``noaux_tc``) picks, per token, the top k of ``sigmoid(gate(x)) + bias``
+# and weighs the chosen experts by their sigmoid scores. A route that depends on the input has
+# inputs on its boundary (the scores are continuous in ``x``), and a token near one changes
+# experts when reduced precision moves a score by one rounding: with random gate weights the
+# H200's bfloat16 run of recipe 3 did so, and its last layer gave cosine 0.6986 (0.9757 in
+# float16) against transformers in float32, reproduced bit for bit. No gate can keep every token
+# away from a boundary that exists, so the bias decides each layer's route: the sigmoid lies in
+# [0, 1] in every precision, and a bias whose k-th and (k+1)-th largest values are more than 1
+# apart keeps the same k experts first for every input. The gate still sets the weights of the
+# chosen experts per token, and the layers route to different experts, so every expert runs.
+
+#: Each MoE layer's bias: +ROUTE_SPREAD for its routed experts, -ROUTE_SPREAD for the others
+#: (plus the small random bias every tensor of its kind gets).
+ROUTE_SPREAD = 0.75
+#: The unit roundoff of each dtype a probe may run the model in (half the distance between 1 and
+#: the next number): bfloat16 keeps 8 significant bits, float16 11, float32 24. The GPU's TF32
+#: matmuls keep 11, like float16; they round the gate's product, whose result the sigmoid maps
+#: into [0, 1] whatever it is.
+UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 2.0**-24}
+
+
+class RouteMarginError(ValueError):
+    """A generated MoE layer's route could be flipped by rounding."""
+
+
+def routed_experts(cfg: dict, moe_index: int) -> list[int]:
+    """The experts MoE layer ``moe_index`` (0 for the first MoE layer) sends every token to:
+    k consecutive ones, the next k for the next layer, so that the layers use every expert."""
+    n, k = cfg["n_routed_experts"], cfg["num_experts_per_tok"]
+    return [(moe_index * k + j) % n for j in range(k)]
+
+
+def route_offsets(cfg: dict, moe_index: int) -> list[float]:
+    """What the recipe adds to MoE layer ``moe_index``'s drawn bias: +ROUTE_SPREAD for its
+    routed experts, -ROUTE_SPREAD for the others."""
+    chosen = routed_experts(cfg, moe_index)
+    return [ROUTE_SPREAD if e in chosen else -ROUTE_SPREAD for e in range(cfg["n_routed_experts"])]
+
+
+def route_margin(bias: list[float], k: int) -> float:
+    """How far the k-th largest ``score + bias`` stays above the (k+1)-th for every input: the
+    k-th largest bias minus the (k+1)-th, minus 1 (the widest two sigmoid scores can differ)."""
+    ranked = sorted(bias, reverse=True)
+    return ranked[k - 1] - ranked[k] - 1.0
+
+
+def required_margin(bias: list[float], dtype: str) -> float:
+    """The most rounding in ``dtype`` can move the k-th and (k+1)-th ``score + bias`` toward
+    each other, doubled: each bias stored in ``dtype`` moves by u|b|, each sum (at most
+    1 + max|b|) rounds by u times that, and two values are compared: 2u(1 + 2 max|b|)."""
+    u = UNIT_ROUNDOFF[dtype]
+    return 2.0 * (2.0 * u * (1.0 + 2.0 * max(abs(b) for b in bias)))
+
+
+def check_route_margins(biases: dict[int, list[float]], k: int) -> dict[int, float]:
+    """Every MoE layer's route margin (layer -> margin), checked against the coarsest dtype a
+    probe runs the model in (bfloat16; float16 and float32 round less).
+
+    Raises:
+        RouteMarginError: Naming the first layer whose route rounding could flip.
+    """
+    margins: dict[int, float] = {}
+    for layer, bias in sorted(biases.items()):
+        got, need = route_margin(bias, k), required_margin(bias, "bfloat16")
+        if got < need:
+            raise RouteMarginError(
+                f"layer {layer}: router margin {got:.4f} < {need:.4f}, what bfloat16 rounding "
+                f"can move (bias {[round(b, 4) for b in bias]}, top {k})"
+            )
+        margins[layer] = round(got, 6)
+    return margins
+
+
 def text_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     """The language model's tensors as a DeepSeek-V3 checkpoint names them (one tensor per
     routed expert, as the real checkpoints keep them and vLLM's loader maps them), whatever
@@ -321,12 +398,27 @@ def text_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
 
 
 def _text_state(cfg: dict, gen: object) -> dict:
-    """The language model's weights (:func:`text_shapes`), drawn in name order."""
+    """The language model's weights (:func:`text_shapes`), drawn in name order; each MoE
+    layer's correction bias then fixes its route (:func:`routed_experts`)."""
     import torch
 
-    return {
+    state = {
         name: _draw(shape, name, gen).contiguous().to(torch.float32)
         for name, shape in sorted(text_shapes(cfg).items())
+    }
+    first = cfg["first_k_dense_replace"]
+    for layer in range(first, cfg["num_hidden_layers"]):
+        offsets = torch.tensor(route_offsets(cfg, layer - first))
+        state[f"model.layers.{layer}.mlp.gate.e_score_correction_bias"] += offsets
+    return state
+
+
+def route_biases(state: dict, cfg: dict) -> dict[int, list[float]]:
+    """Each MoE layer's correction bias as stored (layer -> values)."""
+    first = cfg["first_k_dense_replace"]
+    return {
+        layer: state[f"model.layers.{layer}.mlp.gate.e_score_correction_bias"].tolist()
+        for layer in range(first, cfg["num_hidden_layers"])
     }
 
 
@@ -383,6 +475,9 @@ def _write_model(out: Path, vocab: int, bos: int, eos: int, media_pad: int) -> d
     (out / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2))
     gen = torch.Generator().manual_seed(SEED)
     text = _text_state(cfg["text_config"], gen)
+    margins = check_route_margins(
+        route_biases(text, cfg["text_config"]), cfg["text_config"]["num_experts_per_tok"]
+    )
     vision = {
         name: _draw(shape, name, gen).contiguous().to(torch.float32)
         for name, shape in vision_shapes(
@@ -397,7 +492,11 @@ def _write_model(out: Path, vocab: int, bos: int, eos: int, media_pad: int) -> d
     ref_cfg = {**cfg["text_config"], "model_type": "deepseek_v3"}
     (ref / "config.json").write_text(json.dumps(ref_cfg, indent=2))
     save_file(text, str(ref / "model.safetensors"), metadata={"format": "pt"})
-    return {"tensors": len(state), "parameters": sum(t.numel() for t in state.values())}
+    return {
+        "tensors": len(state),
+        "parameters": sum(t.numel() for t in state.values()),
+        "route_margins": margins,
+    }
 
 
 def main(argv: list[str]) -> int:
