@@ -493,7 +493,8 @@ def test_out_replaces_only_the_patches_of_the_earlier_run(client: Path, tmp_path
     assert runner_patch.is_file()
     (out / "mine.patch").write_text("the user's own\n")
     (out / "notes.txt").write_text("notes\n")
-    result = fix(client, "--out", str(out), "--disable", "engine-describe-rename")
+    # The rename's rule and the check that reads the same rename off the host's code.
+    result = fix(client, "--out", str(out), "--disable", "engine-describe-rename,attribute-missing")
     assert not runner_patch.exists()
     assert f"removed {runner_patch} (an earlier run's)" in result.stdout
     assert (out / "mine.patch").read_text() == "the user's own\n"
@@ -503,7 +504,7 @@ def test_out_replaces_only_the_patches_of_the_earlier_run(client: Path, tmp_path
         "miniclient__symbols.py.patch",
     ]
     assert "engine.describe" not in (out / "all.patch").read_text()
-    nothing = "engine-describe-rename,load-items-unwrap,moved-symbol"
+    nothing = "engine-describe-rename,attribute-missing,load-items-unwrap,moved-symbol"
     result = fix(client, "--out", str(out), "--disable", nothing)
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "mine.patch", "notes.txt"]
     with pytest.raises(UsageError, match="wrote no patch"):

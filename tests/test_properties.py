@@ -273,7 +273,9 @@ def _check_scan(code: str, host: str) -> None:
     if result.uses and parses(code) and "\\\n" not in code and "\x0c" not in code:
         starts = _libcst_starts(code)
         for use in result.uses:
-            assert (use.line, use.column) in starts[use.kind], (use, code)
+            # A store through setattr(obj, "name", value) is an attribute use at the call.
+            where = starts[use.kind] | (starts["call"] if use.store else set())
+            assert (use.line, use.column) in where, (use, code)
 
 
 #: Use kind → the libcst node types a use of that kind may start at (what the codemods look for)
