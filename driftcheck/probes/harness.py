@@ -53,10 +53,13 @@ from driftcheck.probes.patches import (
     copy_tree,
     ensure_dist_info,
     fix_patches,
+    launch_flags,
     patch_files,
     read_fixes,
 )
 from driftcheck.probes.probe_plan import make_plan
+from driftcheck.probes.served import ServedWorkload
+from driftcheck.probes.served_run import run_served_variant
 from driftcheck.probes.tensor_parallel import STATES_FILE, add_tp_match, keep_states, states_key
 from driftcheck.probes.workloads import COSINE_MIN, Workload, workload_for
 from driftcheck.sources.specs import parse_spec
@@ -104,10 +107,17 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             against = str(host) if host.kind == "release" else "installed"
             fix_dir = work / "fix-patches"
             patches = fix_patches(
-                options.client, against, fix_dir, options.model, unsafe=options.unsafe_fixes
+                options.client,
+                against,
+                fix_dir,
+                options.model,
+                unsafe=options.unsafe_fixes,
+                baseline=options.baseline,
+                launch_fixes=isinstance(workload, ServedWorkload),
             )
             fixes = read_fixes(fix_dir)
             left = read_fixes(fix_dir, LEFT_FILE)
+        flags = launch_flags(left) if isinstance(workload, ServedWorkload) else []
         # Fail early on patches that do not apply, before building anything.
         if patches:
             check_dir = work / "patch-check"
@@ -138,7 +148,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         install_driver(work)
         logs_root = _logs_dir()
         runs: list[RunOutcome] = []
-        variants = [("unpatched", [])] + ([("patched", patches)] if patches else [])
+        variants = [("unpatched", [])] + ([("patched", patches)] if patches or flags else [])
         last_env: dict[str, str] = {}
 
         def run(label: str, variant_patches: list[Path], opts: ProbeOptions) -> tuple:
@@ -158,6 +168,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                 logs_root / label,
                 say,
                 bind_env if opts.tensor_parallel_size > 1 else {},
+                flags if label.startswith("patched") else [],
             )
 
         single = replace(options, tensor_parallel_size=1)  # the TP=1 run tp-match compares with
@@ -229,7 +240,7 @@ def _run_variant(
     tree: SourceTree,
     client_name: str,
     client_version: str,
-    workload: Workload,
+    workload: Workload | ServedWorkload,
     env: ProbeEnv,
     resolved: ResolvedModel,
     options: ProbeOptions,
@@ -239,6 +250,7 @@ def _run_variant(
     log_dir: Path,
     say: Progress,
     bind_env: dict[str, str],
+    launch: list[str],
 ) -> tuple[RunOutcome, dict[str, str]]:
     copy_root = (work / label / "client").resolve()
     copy_tree(tree, copy_root)
@@ -247,6 +259,32 @@ def _run_variant(
     if note:
         run_shims.append(note)
     applied = apply_patches(copy_root, patches) if patches else []
+    if isinstance(workload, ServedWorkload):
+        md = tree.metadata
+        run_shims += ensure_client_deps(
+            env,
+            workload.modules[0],
+            list(md.requires) if md else [],
+            run_environment(copy_root, [], workload, cpu=env.cpu_build, offline=False),
+            key=f"{client_name}=={client_version}",
+            progress=say,
+        )
+        outcome, run_env = run_served_variant(
+            label,
+            copy_root,
+            run_shims,
+            workload,
+            env,
+            resolved,
+            options,
+            work,
+            extra_path,
+            log_dir,
+            say,
+            launch,
+        )
+        outcome.patches = applied
+        return outcome, run_env
     result_path = work / label / "result.json"
     states_path = work / label / STATES_FILE
     spec = {

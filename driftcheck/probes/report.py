@@ -9,7 +9,6 @@ from typing import TextIO
 from driftcheck.probes.gpu_memory import mib_text
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, left_at
 from driftcheck.probes.probe_plan import ProbePlan
-from driftcheck.probes.workloads import CHECKS
 
 
 def _cell(run: RunOutcome, stage: str) -> str:
@@ -146,7 +145,7 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
     width = 40
     header = "stage".ljust(15) + "".join(r.label.ljust(width) for r in runs)
     w(header.rstrip() + "\n")
-    for stage, _ in CHECKS:
+    for stage, _ in report.workload.checks:
         if stage == "reference" and not report.tiny_model:
             continue
         if stage == "tp-match" and not any(r.stage(stage) for r in runs):

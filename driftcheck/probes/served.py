@@ -78,6 +78,18 @@ class ServedWorkload:
     def modules(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.module for s in self.steps))
 
+    @property
+    def checks(self) -> list[tuple[str, str]]:
+        """The stages a run of it passes through, in order (the report's rows)."""
+        return [
+            ("server-start", "the server starts on a free loopback port and answers /health"),
+            ("import", "the client's functions import, from the client copy"),
+            *((s.stage, f"{s.call}, once per sample") for s in self.steps),
+            ("states-file", "every sample's file: the launch's layers, its token ids the client's"),
+            ("hidden-states", "one tensor per requested layer, shape (tokens, hidden size), finite"),
+            ("reference", "tiny model: cosine per token and layer against transformers"),
+        ]
+
     def layers_for(self, num_layers: int) -> list[int]:
         """The layer ids the launch asks for, for a model of ``num_layers`` decoder layers."""
         return [_layer_expr(e, num_layers) for e in self.layer_ids]

@@ -39,6 +39,11 @@ class Workload:
     capture_method: str = ""
     state_attrs: tuple[str, ...] = ()
 
+    @property
+    def checks(self) -> list[tuple[str, str]]:
+        """The stages a run of it passes through, in order (the report's rows)."""
+        return CHECKS
+
 
 WORKLOADS = {
     "speculators": Workload(
