@@ -162,7 +162,9 @@ def run(spec: dict) -> int:
                 err["sample"] = n
                 res.stage(step["stage"], False, time.monotonic() - t, call=step["call"], error=err)
                 return 1
-        res.stage(step["stage"], True, time.monotonic() - t, call=step["call"], samples=len(samples))
+        res.stage(
+            step["stage"], True, time.monotonic() - t, call=step["call"], samples=len(samples)
+        )
 
     # states-file
     t = time.monotonic()
@@ -198,7 +200,9 @@ def run(spec: dict) -> int:
         try:
             ref = states.reference(spec, batch, results, layer_ids)
             ok = ref["min_cosine"] >= spec["cosine_min"]
-            message = f"min cosine {ref['min_cosine']:.4f} < {spec['cosine_min']} against transformers"
+            message = (
+                f"min cosine {ref['min_cosine']:.4f} < {spec['cosine_min']} against transformers"
+            )
             extra = {} if ok else {"error": _failure("CheckFailed", message)}
             res.stage("reference", ok, time.monotonic() - t, **ref, **extra)
             code = 0 if ok else 1

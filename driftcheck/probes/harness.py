@@ -216,6 +216,14 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             shutil.rmtree(work, ignore_errors=True)
 
 
+def client_site(env: ProbeEnv, name: str, version: str) -> Path | None:
+    """Where a served workload's client gets the requirements it installs (a managed
+    environment's; None for one the user owns)."""
+    if env.kind != "managed" or env.root is None:
+        return None
+    return env.root / "driftcheck-client-site" / f"{name}-{version}"
+
+
 def _resolve_model(options: ProbeOptions, env: ProbeEnv, say: Progress) -> ResolvedModel:
     """``--model``: a built-in model (generated on first use) or a path or hub name as given."""
     if recipe(options.model) is not None:
@@ -261,6 +269,7 @@ def _run_variant(
     applied = apply_patches(copy_root, patches) if patches else []
     if isinstance(workload, ServedWorkload):
         md = tree.metadata
+        site = client_site(env, client_name, client_version)
         run_shims += ensure_client_deps(
             env,
             workload.modules[0],
@@ -268,6 +277,7 @@ def _run_variant(
             run_environment(copy_root, [], workload, cpu=env.cpu_build, offline=False),
             key=f"{client_name}=={client_version}",
             progress=say,
+            target=site,
         )
         outcome, run_env = run_served_variant(
             label,
@@ -282,6 +292,7 @@ def _run_variant(
             log_dir,
             say,
             launch,
+            [site] if site is not None else [],
         )
         outcome.patches = applied
         return outcome, run_env

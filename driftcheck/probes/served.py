@@ -86,7 +86,10 @@ class ServedWorkload:
             ("import", "the client's functions import, from the client copy"),
             *((s.stage, f"{s.call}, once per sample") for s in self.steps),
             ("states-file", "every sample's file: the launch's layers, its token ids the client's"),
-            ("hidden-states", "one tensor per requested layer, shape (tokens, hidden size), finite"),
+            (
+                "hidden-states",
+                "one tensor per requested layer, shape (tokens, hidden size), finite",
+            ),
             ("reference", "tiny model: cosine per token and layer against transformers"),
         ]
 

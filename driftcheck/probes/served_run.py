@@ -97,6 +97,7 @@ def run_served_variant(
     log_dir: Path,
     say: Progress,
     launch_flags: list[str],
+    client_path: list[Path] = (),
 ) -> tuple[RunOutcome, dict[str, str]]:
     """Run one variant (the client copy is written and patched already)."""
     model = resolved.path
@@ -108,7 +109,9 @@ def run_served_variant(
     extra: list[str] = list(launch_flags)
     shims = list(run_shims)
     if launch_flags:
-        shims.append(f"the fixes' launch flags on the server's command line: {' '.join(launch_flags)}")
+        shims.append(
+            f"the fixes' launch flags on the server's command line: {' '.join(launch_flags)}"
+        )
     trust = options.trust_remote_code or resolved.trust_remote_code
     if trust:
         extra.append("--trust-remote-code")
@@ -182,7 +185,11 @@ def run_served_variant(
             spec_path = work / label / "served-spec.json"
             spec_path.write_text(json.dumps(spec, indent=2))
             client_env = run_environment(
-                copy_root, [], workload, cpu=env.cpu_build, offline=resolved.builtin is not None
+                copy_root,
+                list(client_path),
+                workload,
+                cpu=env.cpu_build,
+                offline=resolved.builtin is not None,
             )
             left = max(60.0, options.run_timeout - (time.monotonic() - started))
             res = runner.run(
@@ -230,4 +237,3 @@ def _server_traceback(server: Server) -> str | None:
         return worker_traceback(server.log.read_text(errors="replace"))
     except OSError:
         return None
-
