@@ -42,12 +42,17 @@ def _client(tmp_path: Path, modules: list[str]) -> Path:
 
 def test_the_builtin_served_workload_is_data():
     (served,) = builtin_served()
-    assert [s.stage for s in served.steps] == ["render", "generate"]
+    assert [s.stage for s in served.steps] == ["render", "generate", "wait-file"]
     assert served.layers_for(8) == [2, 4, 5, 8]  # the launcher's [2, L//2, L-3, L]
     args = served.server_args("/m", [2, 4, 5, 8], "/store", ["--port", "9"])
     assert args[:2] == ["serve", "/m"] and args[-2:] == ["--port", "9"]
     spec = json.loads(args[args.index("--speculative_config") + 1])
-    assert spec["draft_model_config"]["hf_config"]["eagle_aux_hidden_state_layer_ids"] == [2, 4, 5, 8]
+    assert spec["draft_model_config"]["hf_config"]["eagle_aux_hidden_state_layer_ids"] == [
+        2,
+        4,
+        5,
+        8,
+    ]
     kv = json.loads(args[args.index("--kv_transfer_config") + 1])
     assert kv["kv_connector_extra_config"]["shared_storage_path"] == "/store"
 
@@ -69,7 +74,14 @@ def test_a_client_declares_its_own_served_workload():
     got = workload_for(_tree(FIXTURES / "servedclient"))
     assert [s.call for s in got.steps] == ["servedclient.api:tokenize", "servedclient.api:extract"]
     assert got.layers_for(6) == [1, 5]
-    assert got.server_args("m", [1, 5], "/s") == ["serve", "m", "--kv-dir", "/s", "--layers", "[1, 5]"]
+    assert got.server_args("m", [1, 5], "/s") == [
+        "serve",
+        "m",
+        "--kv-dir",
+        "/s",
+        "--layers",
+        "[1, 5]",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -123,8 +135,12 @@ def _fake_host(tmp_path: Path, caller: bool) -> Path:
     root = tmp_path / "site" / "vllm"
     root.mkdir(parents=True)
     (root / "__init__.py").write_text("")
-    (root / "cli.py").write_text('import importlib.metadata\nv = importlib.metadata.version("fakehost")\n')
-    (root / "conn.py").write_text("VALUE = 1\n\n\ndef pinned():\n    return dict(pin_memory=True)\n")
+    (root / "cli.py").write_text(
+        'import importlib.metadata\nv = importlib.metadata.version("fakehost")\n'
+    )
+    (root / "conn.py").write_text(
+        "VALUE = 1\n\n\ndef pinned():\n    return dict(pin_memory=True)\n"
+    )
     if caller:
         (root / "caller.py").write_text("# uses VALUE\n")
     return root
@@ -152,7 +168,9 @@ def test_serve_shims_apply_where_the_source_shows_the_line(tmp_path: Path):
 
 def test_near_miss_serve_shims_stay_off_where_the_line_is_not_there(tmp_path: Path):
     root = _fake_host(tmp_path, caller=True)
-    (root / "conn.py").write_text("VALUE = 1\n\n\ndef pinned():\n    return dict(pin_memory=False)\n")
+    (root / "conn.py").write_text(
+        "VALUE = 1\n\n\ndef pinned():\n    return dict(pin_memory=False)\n"
+    )
     (root.parent / "fakehost-1.2.3.dist-info").mkdir()  # the distribution is there
     dest = tmp_path / "shims"
     lines = prepare(root, "1.2.3", dest, load_shims(SHIMS))

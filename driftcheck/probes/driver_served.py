@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
+import string
 import sys
 import time
 
@@ -53,6 +55,11 @@ class _Values:
     def resolve(self, value: object, sample: dict) -> object:
         if isinstance(value, str) and value.startswith("$") and value[1:].isidentifier():
             return self.provided(value[1:], sample)
+        if isinstance(value, str) and "${" in value:
+            names = re.findall(r"\$\{(\w+)\}", value)
+            return string.Template(value).substitute(
+                {n: str(self.provided(n, sample)) for n in names}
+            )
         if isinstance(value, list):
             return [self.resolve(v, sample) for v in value]
         if isinstance(value, dict):
@@ -152,8 +159,14 @@ def run(spec: dict) -> int:
     for step in spec["steps"]:
         t = time.monotonic()
         fn = functions[step["call"]]
+        skipped = 0
         for n, sample in enumerate(samples):
             try:
+                if step.get("if_exists") and not os.path.exists(
+                    str(values.resolve(step["if_exists"], sample))
+                ):
+                    skipped += 1
+                    continue
                 args = values.resolve(step.get("args", []), sample)
                 kwargs = values.resolve(step.get("kwargs", {}), sample)
                 _bind(step, fn(*args, **kwargs), sample["bound"])

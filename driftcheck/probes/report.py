@@ -24,12 +24,22 @@ def _cell(run: RunOutcome, stage: str) -> str:
         kind = err.get("type", "?").rsplit(".", 1)[-1]
         return f"FAILED ({kind})"
     detail = ""
-    if stage.startswith("generate"):
+    if "samples" in s:  # a served workload's step
+        skipped = f" ({s['skipped']} skipped)" if s.get("skipped") else ""
+        detail = f" {s['samples']} sample(s){skipped}"
+    elif stage.startswith("generate"):
         detail = f" {s.get('sequences')} seqs/{s.get('tokens')} tok"
     elif stage == "hidden-states":
         detail = f" {len(s.get('layers') or [])} layers x (tokens, {s.get('hidden_size')}) {s.get('dtype', '')}"
     elif stage == "reference":
         detail = f" min cos {s.get('min_cosine'):.5f}"
+        per_layer = s.get("per_layer") or {}
+        if len(per_layer) > 1:
+            detail += " (" + ", ".join(f"L{k} {v:.4f}" for k, v in per_layer.items()) + ")"
+    elif stage == "server-start":
+        detail = f" :{s.get('port')}" if s.get("port") else ""
+    elif stage == "states-file":
+        detail = f" {len(s.get('files') or [])} file(s) {s.get('dtype', '')}"
     elif stage == "worker-origin":
         ranks = s.get("tp_ranks")
         detail = f" {len(s.get('workers') or [])} worker(s)"

@@ -41,6 +41,8 @@ class Step:
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     returns: tuple[str, ...] = ()
+    #: Called only for a sample where this path exists (``"${states_file}.lock"``).
+    if_exists: str = ""
 
     @property
     def module(self) -> str:
@@ -53,6 +55,7 @@ class Step:
             "args": list(self.args),
             "kwargs": dict(self.kwargs),
             "returns": list(self.returns),
+            "if_exists": self.if_exists,
         }
 
 
@@ -174,7 +177,8 @@ def parse_served(table: dict, label: str) -> ServedWorkload:
         where = f"{label}: steps[{n}]"
         if not isinstance(raw, dict) or not re.fullmatch(r"[\w.]+:\w+", str(raw.get("call", ""))):
             raise UsageError(f"{where} needs call = 'module:function'")
-        for name in _references(raw.get("args", [])) | _references(raw.get("kwargs", {})):
+        used = _references(raw.get("args", [])) | _references(raw.get("kwargs", {}))
+        for name in used | _references(raw.get("if-exists", "")):
             if name not in known:
                 raise UsageError(f"{where} uses ${name}, which nothing before it provides")
         returns = _strings(raw.get("returns", []), f"{where}.returns") if raw.get("returns") else ()
@@ -186,6 +190,7 @@ def parse_served(table: dict, label: str) -> ServedWorkload:
                 args=tuple(raw.get("args", [])),
                 kwargs=dict(raw.get("kwargs", {})),
                 returns=returns,
+                if_exists=str(raw.get("if-exists", "")),
             )
         )
     if not steps:
@@ -213,9 +218,11 @@ def parse_served(table: dict, label: str) -> ServedWorkload:
 
 
 def _references(value: Any) -> set[str]:
-    """The ``$name`` values inside a step's arguments."""
+    """The ``$name`` values inside a step's arguments (``"${name}.lock"``: a string made of one)."""
     if isinstance(value, str):
-        return {value[1:]} if re.fullmatch(r"\$\w+", value) else set()
+        if re.fullmatch(r"\$\w+", value):
+            return {value[1:]}
+        return set(re.findall(r"\$\{(\w+)\}", value))
     if isinstance(value, list):
         return set().union(*(_references(v) for v in value)) if value else set()
     if isinstance(value, dict):
