@@ -176,7 +176,12 @@ def run(spec: dict) -> int:
                 res.stage(step["stage"], False, time.monotonic() - t, call=step["call"], error=err)
                 return 1
         res.stage(
-            step["stage"], True, time.monotonic() - t, call=step["call"], samples=len(samples)
+            step["stage"],
+            True,
+            time.monotonic() - t,
+            call=step["call"],
+            samples=len(samples) - skipped,
+            skipped_samples=skipped,
         )
 
     # states-file

@@ -25,7 +25,7 @@ def _cell(run: RunOutcome, stage: str) -> str:
         return f"FAILED ({kind})"
     detail = ""
     if "samples" in s:  # a served workload's step
-        skipped = f" ({s['skipped']} skipped)" if s.get("skipped") else ""
+        skipped = f" ({s['skipped_samples']} skipped)" if s.get("skipped_samples") else ""
         detail = f" {s['samples']} sample(s){skipped}"
     elif stage.startswith("generate"):
         detail = f" {s.get('sequences')} seqs/{s.get('tokens')} tok"
