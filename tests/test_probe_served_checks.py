@@ -82,12 +82,9 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from driftcheck.probes.builtin_models import ensure_model, recipe
-    from driftcheck.probes.managed_envs import managed_root
+    from driftcheck.probes.managed_envs import managed_env
 
-    root = managed_root("0.29.0")
-    if not (root / "bin" / "python").exists():
-        pytest.skip("no managed vllm 0.29.0 environment in the cache")
-    python = root / "bin" / "python"
+    python = managed_env("0.29.0").python  # built once into the cache where it is missing
     work = tmp_path_factory.mktemp("served-checks")
     for name in ("driver.py", "driver_states.py", "driver_served.py"):
         shutil.copyfile(HERE / name, work / name)
