@@ -21,7 +21,7 @@ from pathlib import Path
 
 from driftcheck.probes import runner
 from driftcheck.probes.builtin_models import ResolvedModel, vllm_dir
-from driftcheck.probes.driver_env import run_environment
+from driftcheck.probes.driver_env import run_environment, shown_env
 from driftcheck.probes.envs import ProbeEnv, _clean_env
 from driftcheck.probes.options import ProbeOptions
 from driftcheck.probes.outcome import RunOutcome, interpret
@@ -220,6 +220,7 @@ def run_served_variant(
     outcome.log_dir = str(log_dir)
     outcome.client_root = str(copy_root)
     start_stage["stopped"] = len(server.reaped)  # the server's processes, stopped at the end
+    start_stage["env"] = shown_env(server_env, extra=resolved.env)  # what the server ran with
     outcome.layer_ids = layer_ids
     return outcome, client_env
 
