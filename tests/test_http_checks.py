@@ -115,7 +115,12 @@ def test_without_a_launch_command_the_server_must_be_started_with_the_flag(tmp_p
     result = _scan("webhost", client)
     (f,) = [f for f in result.findings if f.rule == "http-route-flag"]
     assert (f.file, f.line, f.severity) == ("webclient/rest.py", 79, "warning")
-    assert "--enable-cache-admin" in f.message and f.fix is None
+    assert "--enable-cache-admin" in f.message
+    # The fix is for the user's own launch command: it names the flag to add (the probe adds
+    # it to a served workload's server command).
+    assert f.fix is not None and f.fix.safety == "manual" and f.fix.codemod is None
+    assert "add --enable-cache-admin to the command that starts the server" in f.fix.description
+    assert ("launch-flag", "--enable-cache-admin") in f.fix.params
 
 
 def test_a_use_gated_to_the_other_release_is_not_checked():

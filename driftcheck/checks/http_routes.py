@@ -175,7 +175,8 @@ def _flagged(
             return []
         message = (
             f"{ctx.target.name} {ctx.target.version} registers {where} only when the server is "
-            f"started with {names}; start it with that flag"
+            f"started with {names}; the client does not start it here: add the flag to the "
+            "command that does"
         )
         return [
             finding(
@@ -185,6 +186,7 @@ def _flagged(
                 message=message,
                 evidence=ev,
                 severity="warning",
+                fix=_launch_fix(flags),
             )
         ]
     out = []
@@ -222,6 +224,15 @@ def _add_flag_fix(launch: HttpUse, flag: CliFlag | None, name: str, choices: int
             params=(("flag", name),),
         )
     return Fix("manual", f"start the server with {name}")
+
+
+def _launch_fix(flags: list[str]) -> Fix:
+    """For a client that does not start the server itself: the flag to add to the user's own
+    launch command (a person's edit; ``launch-flag`` names it, so the probe can start its
+    server with it). Where several flags register the route, the first the host names."""
+    others = f" (or {' or '.join(flags[1:])})" if len(flags) > 1 else ""
+    text = f"add {flags[0]} to the command that starts the server{others}"
+    return Fix("manual", text, params=(("launch-flag", flags[0]),))
 
 
 def _is_switch(flag: CliFlag) -> bool:

@@ -55,6 +55,12 @@ def _layer_ids(
     "run passes (see 'driftcheck fix --confirmed-by').",
 )
 @click.option(
+    "--baseline",
+    metavar="VERSION",
+    help="With --fix: the host release the scan compares the target with (its HTTP checks "
+    "need one, as 'driftcheck scan --baseline').",
+)
+@click.option(
     "--env",
     "env_choice",
     metavar="current|managed|PATH",
@@ -100,6 +106,7 @@ def probe(
     patches: str | None,
     fix: bool,
     unsafe_fixes: bool,
+    baseline: str | None,
     env_choice: str | None,
     model: str | None,
     tensor_parallel_size: int,
@@ -136,6 +143,7 @@ def probe(
         patches=Path(patches) if patches else None,
         fix=fix,
         unsafe_fixes=unsafe_fixes,
+        baseline=baseline,
         env=env_choice,
         model=model,
         tensor_parallel_size=tensor_parallel_size,
@@ -146,6 +154,8 @@ def probe(
     )
     if unsafe_fixes and not fix:
         raise click.UsageError("--unsafe-fixes goes with --fix")
+    if baseline and not fix:
+        raise click.UsageError("--baseline goes with --fix (the scan that makes the fixes)")
     from driftcheck.probes.ranges import range_versions
 
     versions = range_versions(host, first, last, releases)

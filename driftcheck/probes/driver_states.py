@@ -79,7 +79,13 @@ def reference(spec: dict, batch: list[list[int]], results: list, layer_ids: list
 
         return fn
 
-    handles = [layers[i].register_forward_hook(hook(i)) for i in sorted(set(layer_ids))]
+    # Layer id k names the output of decoder layer k (``output``, the in-process workload's
+    # capture) or the residual stream after k decoder layers (``after``: 0 is the embeddings,
+    # vLLM's extract_hidden_states): as a count of layers run, ``after[k]``.
+    shift = 0 if spec.get("layer_index") == "after" else 1
+    after = {layer: layer + shift for layer in layer_ids}
+    hooked = sorted({a - 1 for a in after.values() if a >= 1})
+    handles = [layers[i].register_forward_hook(hook(i)) for i in hooked]
     worst = 1.0
     per_layer: dict[str, float] = {}
     try:
@@ -88,12 +94,10 @@ def reference(spec: dict, batch: list[list[int]], results: list, layer_ids: list
             with torch.no_grad():
                 out = model(torch.tensor([ids]), output_hidden_states=True)
             for j, layer in enumerate(layer_ids):
-                # output_hidden_states[k + 1] is the output of decoder layer k, except for the
-                # last layer, where transformers reports it after the final norm: use the hook.
-                if layer < n_layers - 1:
-                    ref = out.hidden_states[layer + 1][0]
-                else:
-                    ref = captured[layer][0]
+                # output_hidden_states[n] is the stream after n decoder layers, except after the
+                # last one, where transformers reports it after the final norm: use the hook.
+                ran = after[layer]
+                ref = out.hidden_states[ran][0] if ran < n_layers else captured[ran - 1][0]
                 got = item["hidden_states"][j].float()
                 cos = F.cosine_similarity(got, ref.float(), dim=-1)
                 low = float(cos.min())

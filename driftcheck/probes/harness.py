@@ -30,8 +30,15 @@ from driftcheck.cache import cache_root
 from driftcheck.errors import UsageError
 from driftcheck.probes import runner
 from driftcheck.probes.blame import blame, patch_hunks
-from driftcheck.probes.builtin_models import DEFAULT_MODEL, ResolvedModel, recipe, resolve_model
+from driftcheck.probes.builtin_models import (
+    DEFAULT_MODEL,
+    ResolvedModel,
+    recipe,
+    resolve_model,
+    vllm_dir,
+)
 from driftcheck.probes.client_deps import ensure_client_deps
+from driftcheck.probes.cpu_shims import load_shims, prepare
 from driftcheck.probes.driver_env import (
     cpu_thread_binding,
     driver_command,
@@ -45,7 +52,6 @@ from driftcheck.probes.env_cache import in_use, limit_bytes
 from driftcheck.probes.env_selection import select_env
 from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.gpu_memory import GpuMemorySampler
-from driftcheck.probes.host_shims import cpu_host_shims
 from driftcheck.probes.options import ProbeOptions, host_spec
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, interpret
 from driftcheck.probes.patches import (
@@ -54,10 +60,13 @@ from driftcheck.probes.patches import (
     copy_tree,
     ensure_dist_info,
     fix_patches,
+    launch_flags,
     patch_files,
     read_fixes,
 )
 from driftcheck.probes.probe_plan import make_plan
+from driftcheck.probes.served import ServedWorkload
+from driftcheck.probes.served_run import run_served_variant
 from driftcheck.probes.tensor_parallel import STATES_FILE, add_tp_match, keep_states, states_key
 from driftcheck.probes.workloads import COSINE_MIN, Workload, workload_for
 from driftcheck.sources.specs import parse_spec
@@ -105,10 +114,17 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             against = str(host) if host.kind == "release" else "installed"
             fix_dir = work / "fix-patches"
             patches = fix_patches(
-                options.client, against, fix_dir, options.model, unsafe=options.unsafe_fixes
+                options.client,
+                against,
+                fix_dir,
+                options.model,
+                unsafe=options.unsafe_fixes,
+                baseline=options.baseline,
+                launch_fixes=isinstance(workload, ServedWorkload),
             )
             fixes = read_fixes(fix_dir)
             left = read_fixes(fix_dir, LEFT_FILE)
+        flags = launch_flags(left) if isinstance(workload, ServedWorkload) else []
         # Fail early on patches that do not apply, before building anything.
         if patches:
             check_dir = work / "patch-check"
@@ -128,10 +144,16 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         if needs_platform_shim(env, work):
             shims.append(platform_plugin_dir(work / "shims"))
             extra_path.append(work / "shims")
-        host_shims = cpu_host_shims(env.python, work / "host-shims") if env.cpu_build else []
-        if host_shims:
-            shims += host_shims
-            extra_path.append(work / "host-shims")
+        if env.cpu_build:
+            # The corrections of vLLM's own code its CPU build needs (no distribution record:
+            # that is for the server's console entry point).
+            source = [s for s in load_shims() if s.kind == "source"]
+            host_shims = prepare(
+                vllm_dir(env.python), env.host_version, work / "host-shims", source
+            )
+            if host_shims:
+                shims += host_shims
+                extra_path.append(work / "host-shims")
 
         resolved = _resolve_model(options, env, say)
         model, tiny = resolved.path, resolved.builtin is not None
@@ -143,7 +165,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         install_driver(work)
         logs_root = _logs_dir()
         runs: list[RunOutcome] = []
-        variants = [("unpatched", [])] + ([("patched", patches)] if patches else [])
+        variants = [("unpatched", [])] + ([("patched", patches)] if patches or flags else [])
         last_env: dict[str, str] = {}
 
         def run(label: str, variant_patches: list[Path], opts: ProbeOptions) -> tuple:
@@ -163,6 +185,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                 logs_root / label,
                 say,
                 bind_env if opts.tensor_parallel_size > 1 else {},
+                flags if label.startswith("patched") else [],
             )
 
         single = replace(options, tensor_parallel_size=1)  # the TP=1 run tp-match compares with
@@ -210,6 +233,14 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             shutil.rmtree(work, ignore_errors=True)
 
 
+def client_site(env: ProbeEnv, name: str, version: str) -> Path | None:
+    """Where a served workload's client gets the requirements it installs (a managed
+    environment's; None for one the user owns)."""
+    if env.kind != "managed" or env.root is None:
+        return None
+    return env.root / "driftcheck-client-site" / f"{name}-{version}"
+
+
 def _resolve_model(options: ProbeOptions, env: ProbeEnv, say: Progress) -> ResolvedModel:
     """``--model``: a built-in model (generated on first use) or a path or hub name as given."""
     if recipe(options.model) is not None:
@@ -234,7 +265,7 @@ def _run_variant(
     tree: SourceTree,
     client_name: str,
     client_version: str,
-    workload: Workload,
+    workload: Workload | ServedWorkload,
     env: ProbeEnv,
     resolved: ResolvedModel,
     options: ProbeOptions,
@@ -244,6 +275,7 @@ def _run_variant(
     log_dir: Path,
     say: Progress,
     bind_env: dict[str, str],
+    launch: list[str],
 ) -> tuple[RunOutcome, dict[str, str]]:
     copy_root = (work / label / "client").resolve()
     copy_tree(tree, copy_root)
@@ -252,6 +284,35 @@ def _run_variant(
     if note:
         run_shims.append(note)
     applied = apply_patches(copy_root, patches) if patches else []
+    if isinstance(workload, ServedWorkload):
+        md = tree.metadata
+        site = client_site(env, client_name, client_version)
+        run_shims += ensure_client_deps(
+            env,
+            workload.modules[0],
+            list(md.requires) if md else [],
+            run_environment(copy_root, [], workload, cpu=env.cpu_build, offline=False),
+            key=f"{client_name}=={client_version}",
+            progress=say,
+            target=site,
+        )
+        outcome, run_env = run_served_variant(
+            label,
+            copy_root,
+            run_shims,
+            workload,
+            env,
+            resolved,
+            options,
+            work,
+            extra_path,
+            log_dir,
+            say,
+            launch,
+            [site] if site is not None else [],
+        )
+        outcome.patches = applied
+        return outcome, run_env
     result_path = work / label / "result.json"
     states_path = work / label / STATES_FILE
     spec = {

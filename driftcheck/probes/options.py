@@ -34,6 +34,8 @@ class ProbeOptions:
     timeout: float | None = None  # None: DEFAULT_TIMEOUT, or MODEL_TIMEOUT with another --model
     max_model_len: int | None = None
     keep: bool = False
+    #: With ``fix``: the release the scan compares the target with (its HTTP checks need one).
+    baseline: str | None = None
 
     @property
     def run_timeout(self) -> float:
@@ -65,6 +67,8 @@ class ProbeOptions:
             argv += ["--layer-ids", ",".join(str(i) for i in self.layer_ids)]
         if self.timeout is not None:
             argv += ["--timeout", f"{self.timeout:g}"]
+        if self.baseline:
+            argv += ["--baseline", self.baseline]
         return argv
 
 

@@ -193,8 +193,18 @@ def error_line(run: RunOutcome) -> str:
     return (f"{kind}: {text}" if text else kind)[:300]
 
 
-def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:
-    """Turn the driver's result file and the run into an outcome."""
+IN_PROCESS_REQUIRED = ("import", "build", "generate-1", "generate-2", "hidden-states")
+
+
+def interpret(
+    label: str,
+    data: dict,
+    res: runner.RunResult,
+    checks: list[tuple[str, str]] = CHECKS,
+    required: tuple[str, ...] = IN_PROCESS_REQUIRED,
+) -> RunOutcome:
+    """Turn the driver's result file and the run into an outcome: it passed when every stage
+    it ran passed and ``required`` were among them (``checks``: the workload's stages in order)."""
     stages = list(data.get("stages", []))
     out = RunOutcome(
         label=label,
@@ -218,14 +228,14 @@ def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:
         out.failed_stage = failed["name"]
         out.error = failed.get("error")
     elif res.timed_out:
-        out.failed_stage = _next_stage(stages)
+        out.failed_stage = _next_stage(stages, checks)
         out.error = {
             "type": "Timeout",
             "message": f"the run did not finish in {res.seconds:.0f} s",
             "from_worker": False,
         }
     elif not data.get("finished"):
-        out.failed_stage = _next_stage(stages)
+        out.failed_stage = _next_stage(stages, checks)
         out.error = {
             "type": "Crash",
             "message": f"the driver exited with code {res.returncode} before finishing "
@@ -234,9 +244,9 @@ def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:
         }
     else:
         names = {s["name"] for s in stages}
-        out.ok = {"import", "build", "generate-1", "generate-2", "hidden-states"} <= names
+        out.ok = set(required) <= names
         if not out.ok:
-            out.failed_stage = _next_stage(stages)
+            out.failed_stage = _next_stage(stages, checks)
             out.error = {
                 "type": "Incomplete",
                 "message": "the driver skipped checks",
@@ -247,9 +257,9 @@ def interpret(label: str, data: dict, res: runner.RunResult) -> RunOutcome:
     return out
 
 
-def _next_stage(stages: list[dict]) -> str:
+def _next_stage(stages: list[dict], checks: list[tuple[str, str]] = CHECKS) -> str:
     done = {s["name"] for s in stages}
-    return next((name for name, _ in CHECKS if name not in done), "unknown")
+    return next((name for name, _ in checks if name not in done), "unknown")
 
 
 def _last_line(text: str) -> str:

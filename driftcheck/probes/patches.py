@@ -198,14 +198,18 @@ def fix_patches(
     model: str | None = None,
     *,
     unsafe: bool = False,
+    baseline: str | None = None,
+    launch_fixes: bool = False,
 ) -> list[Path]:
     """Write driftcheck's own patches (``driftcheck.fixes.run.plan_patches``, with ``unsafe``
     fixes too when asked) into ``dest``, and the fixes they apply into ``dest/fixes.json``;
-    scanned for the served ``model`` when its config is on this machine (else the default).
+    scanned for the served ``model`` when its config is on this machine (else the default),
+    and against ``baseline`` (the HTTP checks compare two releases). With ``launch_fixes`` (a
+    served workload) a fix that only adds a flag to the server's command line is a fix too.
 
     Raises:
         UsageError: When this driftcheck has no fix machinery yet.
-        NoPatchError: When it made no patch.
+        NoPatchError: When it made no patch (and, with ``launch_fixes``, named no flag).
     """
     try:
         from driftcheck.fixes.run import plan_patches  # type: ignore[import-not-found]
@@ -214,8 +218,11 @@ def fix_patches(
             "--fix needs driftcheck.fixes.run.make_patches, which this driftcheck does not "
             f"have yet ({exc}); run 'driftcheck fix' yourself and pass --patches DIR"
         ) from None
-    made = plan_patches(client, against, model=_local_model(model), unsafe=unsafe)
-    if not made.patches:
+    made = plan_patches(
+        client, against, baseline=baseline, model=_local_model(model), unsafe=unsafe
+    )
+    flags = launch_flags(made.left) if launch_fixes else []
+    if not made.patches and not flags:
         raise NoPatchError(f"driftcheck fix made no patch for {client} against {against}")
     dest.mkdir(parents=True, exist_ok=True)
     out: list[Path] = []
@@ -227,6 +234,11 @@ def fix_patches(
     (dest / FIXES_FILE).write_text(json.dumps(made.fixes, indent=2) + "\n")
     (dest / LEFT_FILE).write_text(json.dumps(made.left, indent=2) + "\n")
     return out
+
+
+def launch_flags(left: list[dict]) -> list[str]:
+    """The flags the fixes left for a person say to add to the server's command line."""
+    return list(dict.fromkeys(str(d["launch_flag"]) for d in left if d.get("launch_flag")))
 
 
 def read_fixes(folder: Path, name: str = FIXES_FILE) -> list[dict]:

@@ -89,6 +89,11 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     client_spec = parse_spec(options.client)
     tree = open_tree(client_spec)
     workload = workload_for(tree)
+    if not isinstance(workload, Workload):
+        raise UsageError(
+            f"--plan describes in-process workloads; {tree.label}'s is served "
+            f"({workload.name}): run the probe without --plan"
+        )
     md = tree.metadata
     client_version = md.version if md and md.version else (client_spec.version or "")
     notes: list[str] = []

