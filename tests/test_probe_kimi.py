@@ -684,7 +684,7 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
     chained = _fix_of(data, "attribute-missing", "speculators/data_generation/custom_worker.py:30")
     assert chained["safety"] == "safe" and "embed_input_ids" in chained["description"]
     assert any(
-        s.startswith("cpu-moe-silu (vllm/model_executor/layers/fused_moe/") for s in data["shims"]
+        s.startswith("cpu-moe-silu: vllm/model_executor/layers/fused_moe/") for s in data["shims"]
     )
     stages = {s["name"]: s for s in patched["stages"]}
     before = ["import", "build", "worker-origin", "generate-1", "generate-2", "capture"]
