@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from driftcheck.probes.workloads import COSINE_MIN
+
 pytestmark = [pytest.mark.probe, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent.parent / "driftcheck" / "probes"
@@ -67,6 +69,11 @@ def case(name, shift=0, drop_layer=False, other_ids=False, no_file=False):
         batch = [list(r["input_ids"].tolist()) for r in results]
         out_["check"] = driver_states.check_results(batch, results, layer_ids, 64)
         out_["reference"] = driver_states.reference(spec, batch, results, layer_ids)
+    # The served driver's own stages, judged with the workloads' per-dtype thresholds.
+    res = driver_served._Result({"result": os.path.join(folder, "result.json")})
+    staged = {**spec, "reference": True, "cosine_min": json.loads(sys.argv[4])}
+    out_["code"] = driver_served.check_samples(staged, samples, layer_ids, 64, res)
+    out_["stages"] = {st["name"]: st["ok"] for st in res.data["stages"]}
     return out_
 
 print(json.dumps({
@@ -92,7 +99,15 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict:
         shutil.copyfile(HERE / name, work / name)
     model = ensure_model(recipe("tiny-llama"), python)
     proc = subprocess.run(
-        [str(python), "-c", SCRIPT, str(work), str(model), str(work / "out")],
+        [
+            str(python),
+            "-c",
+            SCRIPT,
+            str(work),
+            str(model),
+            str(work / "out"),
+            json.dumps(COSINE_MIN),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -108,12 +123,16 @@ def test_states_made_by_the_reference_pass(cases: dict):
     assert right["problems"] == [] and right["check"] == [] and right["dtype"] == "torch.bfloat16"
     assert set(right["reference"]["per_layer"]) == {"2", "4", "5", "8"}
     assert right["reference"]["min_cosine"] >= 0.99
+    stages = {"states-file": True, "hidden-states": True, "reference": True}
+    assert (right["code"], right["stages"]) == (0, stages)
 
 
 def test_states_one_layer_off_fail_the_reference(cases: dict):
     off = cases["one-layer-off"]
     assert off["problems"] == [] and off["check"] == []  # shapes are right
     assert off["reference"]["min_cosine"] < 0.99
+    assert off["code"] == 1 and off["stages"]["reference"] is False
+    assert cases["no-file"]["stages"] == {"states-file": False}
 
 
 def test_a_layer_short_other_token_ids_or_no_file_fail_the_file_check(cases: dict):
