@@ -71,13 +71,24 @@ def test_exit_before_healthy_is_reported(tmp_path: Path) -> None:
 
 def test_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
     server = _server(tmp_path, "--never-healthy", "--child")
-    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    stop = threading.Event()
+
+    def interrupt() -> None:
+        # Ctrl-C once the server and its child are both recorded (a fixed delay raced a slow
+        # machine's start), or after 20 s in any case.
+        deadline = time.monotonic() + 20
+        while not stop.is_set() and len(server.seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not stop.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt, daemon=True)
+    thread.start()
     try:
         with pytest.raises(KeyboardInterrupt), server:
             server.wait_healthy(30)
     finally:
-        timer.cancel()
+        stop.set()
     assert len(server.seen) >= 2
     assert _left(server) == []
 
