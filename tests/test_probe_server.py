@@ -82,6 +82,9 @@ def test_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
         if not stop.is_set():
             os.kill(os.getpid(), signal.SIGINT)
 
+    # Python leaves SIGINT ignored when its parent ignored it (a run started in the background
+    # of a script): Ctrl-C is KeyboardInterrupt here whatever this run inherited.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     thread = threading.Thread(target=interrupt, daemon=True)
     thread.start()
     try:
@@ -89,6 +92,7 @@ def test_ctrl_c_leaves_nothing(tmp_path: Path) -> None:
             server.wait_healthy(30)
     finally:
         stop.set()
+        signal.signal(signal.SIGINT, before)
     assert len(server.seen) >= 2
     assert _left(server) == []
 
