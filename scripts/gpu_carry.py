@@ -11,9 +11,10 @@ The tar holds ``wheels/``: vLLM's closure and speculators' requirements, less wh
 has and what ``gpu_carry_data.LEAVE_OUT`` names, with the pins of ``HAND_PINS``; then
 driftcheck's wheel, built from this working tree, and those of its requirements the machine
 lacks. ``client/``: speculators' wheel, which the probe takes as its client (a file: nothing is
-fetched, no driftcheck cache is needed there). ``patches/``: ``driftcheck fix speculators==0.3.0
---against vllm==0.25.0``, made here by the carried driftcheck itself and checked to apply, for
-``probe --patches`` (so the machine needs no host source and no scan). driftcheck's part begins
+fetched, no driftcheck cache is needed there). ``patches/``: ``driftcheck fix speculators==0.9.0
+--against vllm==0.25.0 --baseline 0.18.0``, made here by the carried driftcheck itself and
+checked to apply, for ``probe --patches`` (so the machine needs no host source and no scan;
+the folder may hold none: the scan finds no drift of 0.9.0 on 0.25.0). driftcheck's part begins
 a piece of its own: rebuilding it leaves vLLM's pieces as they are.
 
 Here (any Python with pip and the index; downloads stay in --work, /root/gpu-wheels, ~0.9 GB;
@@ -29,8 +30,8 @@ There, one call per piece, in order and back to back, as ``plan`` prints them::
 
     python3 scripts/gpu_carry.py receive N   # carry [".carry/pNN"]: check piece N, append it
     python3 scripts/gpu_carry.py install     # in the last call: sha256, untar, pip, env.sh
-    cd /root/carry && . ./env.sh && driftcheck probe x/client/speculators-0.3.0-py3-none-any.whl \\
-        --env "$(command -v python3)" --patches x/patches --timeout 240
+    cd /root/carry && . ./env.sh && driftcheck probe x/client/speculators-0.9.0-py3-none-any.whl \\
+        --env "$(command -v python3)" --timeout 400
 
 ``receive`` may be repeated; when the machine was given back in between it names the piece to
 start again from. ``install`` also writes a ``.pth`` into python3's site-packages, since
@@ -164,7 +165,8 @@ def prepare(args: argparse.Namespace) -> dict:
 
     patches = args.patches
     if patches is None:
-        say(f"making the patches: driftcheck fix {data.CLIENT} --against {data.HOST}")
+        fix = f"driftcheck fix {data.CLIENT} --against {data.HOST} --baseline {data.BASELINE}"
+        say(f"making the patches: {fix}")
         py = sim_venv(args.work, args.python312 or find_python312(), standins)
         patches = make_patches(py, dc_wheels, args.work)
     patch_files = carried_patches(patches)

@@ -8,8 +8,14 @@ there on 2026-12-01 (the shared GPU.md). Change these tables, not the code, when
 from __future__ import annotations
 
 #: What the run carries: the host, the client (given to the probe as its wheel) and where.
+#: speculators 0.9.0: the newest, whose served workload (``vllm serve`` + its render and
+#: generate clients) is what its users run; 0.3.0/0.4.0 cannot import with the transformers 5
+#: that vLLM 0.24+ needs (GPU.md), and 0.9.0 allows the machine's transformers 5.17.0 and torch.
 HOST = "vllm==0.25.0"
-CLIENT = "speculators==0.3.0"
+CLIENT = "speculators==0.9.0"
+#: The scan's baseline for the carried patches (speculators 0.9.0 pins no vLLM): the release
+#: before the served extraction's connector existed in the form 0.9.0 uses.
+BASELINE = "0.18.0"
 
 #: Distributions installed on the GPU machine's ``python3`` (never carried).
 DEVICE_NAMES = frozenset(
@@ -96,7 +102,7 @@ LEAVE_OUT = {
     "pynvvideocodec": "video decoding: the probe feeds text only",
     "torchcodec": "video and audio decoding: the probe feeds text only",
     "deepspeed": "speculators' training backend: published as an sdist only (it builds against "
-    "torch), and no module of speculators 0.3.0 imports it",
+    "torch), and no module of speculators imports it",
 }
 
 #: Unmet requirements known not to matter: (who asks, what) -> why.

@@ -89,7 +89,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def make_patches(py: Path, wheels: list[Path], work: Path) -> Path:
-    """``driftcheck fix CLIENT --against HOST --out DIR``, run by the carried driftcheck (its
+    """``driftcheck fix CLIENT --against HOST [--baseline B] --out DIR``, run by the carried driftcheck (its
     wheels in a --target folder, on the stand-in venv). Returns DIR (it may hold no patch)."""
     site, out = work / "patch-site", work / "patches"
     for folder in (site, out):
@@ -98,6 +98,7 @@ def make_patches(py: Path, wheels: list[Path], work: Path) -> Path:
     subprocess.run([*cmd, "--target", str(site), *map(str, wheels)], check=True)
     main = "import sys; from driftcheck.cli import main; sys.argv[0] = 'driftcheck'; main()"
     fix = [str(py), "-c", main, "fix", data.CLIENT, "--against", data.HOST, "--out", str(out)]
+    fix += ["--baseline", data.BASELINE] if getattr(data, "BASELINE", None) else []
     proc = subprocess.run(
         fix, cwd=work, env=clean_env(PYTHONPATH=str(site)), capture_output=True, text=True
     )

@@ -6,6 +6,9 @@
 #   speculators-kimi    the same on tiny-kimi-k2.5
 #   kimiclient-llama    our fixture client (fixtures/clients/kimiclient), tiny Llama
 #   kimiclient-kimi     the same on tiny-kimi-k2.5 (MLA and MoE on the GPU's kernels)
+#   served-llama        speculators 0.9.0 (its wheel), the served workload: `vllm serve` with the
+#                       hidden-states connector, the client's own render and generate functions
+#   served-kimi         the same on tiny-kimi-k2.5
 #
 # The built-in models travel generated (carry .carry/models): generating them there would use
 # that machine's transformers. Each run's JSON report goes to $OUT/NAME.json; progress and
@@ -33,7 +36,9 @@ probe() {
   shift
   local start=$SECONDS
   echo "== $name: driftcheck probe $*" | tee -a "$OUT/runs.log"
-  timeout 280 driftcheck probe "$@" --env "$PY" --timeout 240 --format json -o "$OUT/$name.json" \
+  local limit=${TIMEOUT:-240}
+  timeout $((limit + 40)) driftcheck probe "$@" --env "$PY" --timeout "$limit" --format json \
+    -o "$OUT/$name.json" \
     >>"$OUT/runs.log" 2>&1
   local rc=$?
   echo "== $name: exit $rc in $((SECONDS - start)) s" | tee -a "$OUT/runs.log"
@@ -53,12 +58,16 @@ for run in report.get("runs", []):
 EOF
 }
 
-SPEC="x/client/speculators-0.3.0-py3-none-any.whl"
+SPEC="$(ls x/client/speculators-*.whl | head -n 1)"
+PATCHES=()
+if ls x/patches/*.patch >/dev/null 2>&1; then PATCHES=(--patches x/patches); fi
 KIMI="$ROOT/fixtures/clients/kimiclient"
 for run in "$@"; do
   case "$run" in
-    speculators-llama) probe "$run" "$SPEC" --patches x/patches ;;
-    speculators-kimi) probe "$run" "$SPEC" --patches x/patches --model tiny-kimi-k2.5 ;;
+    speculators-llama) probe "$run" "$SPEC" "${PATCHES[@]}" ;;
+    speculators-kimi) probe "$run" "$SPEC" "${PATCHES[@]}" --model tiny-kimi-k2.5 ;;
+    served-llama) TIMEOUT=400 probe "$run" "$SPEC" "${PATCHES[@]}" ;;
+    served-kimi) TIMEOUT=400 probe "$run" "$SPEC" "${PATCHES[@]}" --model tiny-kimi-k2.5 ;;
     kimiclient-llama) probe "$run" "$KIMI" ;;
     kimiclient-kimi) probe "$run" "$KIMI" --model tiny-kimi-k2.5 ;;
     *) echo "unknown run $run" ;;

@@ -24,6 +24,7 @@ from driftcheck.probes.builtin_models import ResolvedModel, vllm_dir
 from driftcheck.probes.cpu_shims import prepare
 from driftcheck.probes.driver_env import run_environment, shown_env
 from driftcheck.probes.envs import ProbeEnv, _clean_env
+from driftcheck.probes.gpu_memory import GpuMemorySampler
 from driftcheck.probes.options import ProbeOptions
 from driftcheck.probes.outcome import RunOutcome, interpret
 from driftcheck.probes.served import ServedWorkload
@@ -148,7 +149,8 @@ def run_served_variant(
     res: runner.RunResult | None = None
     start_stage: dict
     client_env: dict[str, str] = {}
-    with server:
+    gpu = GpuMemorySampler(log_dir / "server-gpu-memory.csv", enabled=not env.cpu_build)
+    with gpu, server:
         say(f"  starting the server on 127.0.0.1:{port} (log: {server.log})")
         try:
             seconds = server.wait_healthy(options.run_timeout)
@@ -216,6 +218,7 @@ def run_served_variant(
     elif not outcome.ok and outcome.failed_stage not in (None, "server-start"):
         outcome.worker_traceback = outcome.worker_traceback or _server_traceback(server)
     outcome.seconds = time.monotonic() - started
+    outcome.peak_gpu_memory_mib = gpu.peaks()  # the server's and the client's, as measured
     outcome.shims = shims + list(data.get("shims", []))
     outcome.log_dir = str(log_dir)
     outcome.client_root = str(copy_root)
