@@ -46,6 +46,42 @@ def test_builtin_models_table():
         assert isinstance(rec.TRUST_REMOTE_CODE, bool) and isinstance(rec.REFERENCE, str)
 
 
+SEED_TP = 8  # the seed's run: 8 ranks
+
+
+def _text_config(rec) -> dict:
+    cfg = rec.plan_config()
+    return cfg.get("text_config", cfg)
+
+
+@pytest.mark.parametrize("name", sorted(builtin_models.BUILTIN_MODELS))
+def test_the_built_in_models_divide_among_the_seeds_8_ranks(name):
+    """Every size tensor parallelism shards divides by 8, the sizes are the config's own, and
+    the EAGLE-3 default layers (speculators 0.5+ ``[2, L//2, L-3, L]``, 0.3.0 ``[2, L//2, L-3,
+    L-1]``) are distinct layers."""
+    rec = recipe(name)
+    sizes = rec.sharded_sizes()
+    assert {"num_attention_heads", "num_key_value_heads", "intermediate_size"} <= set(sizes)
+    text = _text_config(rec)
+    for key, value in sizes.items():
+        assert value % SEED_TP == 0, (name, key, value)
+        if key in text:
+            assert value == text[key], (name, key)
+    n = text["num_hidden_layers"]
+    for layers in ([2, n // 2, n - 3, n], [2, n // 2, n - 3, n - 1]):
+        assert len(set(layers)) == len(layers), (name, layers)
+
+
+def test_tiny_kimi_shards_its_experts_and_vision_tower_too():
+    sizes, vision = tiny_kimi.sharded_sizes(), tiny_kimi.vision_config()
+    text = tiny_kimi.text_config(tiny_kimi.VOCAB, 1, 2)
+    assert sizes["n_routed_experts"] == text["n_routed_experts"] == 8
+    assert sizes["vision.num_attention_heads"] == vision["num_attention_heads"]
+    assert sizes["vision.intermediate_size"] == vision["intermediate_size"]
+    # each rank's gate/up output stays a multiple of 32 (vLLM's CPU MoE grouped GEMM)
+    assert (2 * text["moe_intermediate_size"] // SEED_TP) % 32 == 0
+
+
 def test_a_built_in_model_runs_with_the_tiny_timeout():
     from driftcheck.probes.options import DEFAULT_TIMEOUT, MODEL_TIMEOUT, ProbeOptions
 
@@ -425,7 +461,7 @@ def test_probe_kimiclient_reaches_hidden_states_on_tiny_kimi():
         run, indent=1
     )[:4000]
     hs = _stage(run, "hidden-states")
-    assert hs["hidden_size"] == 64 and hs["layers"] == [1, 2, 3] and hs["dtype"] == "torch.float32"
+    assert hs["hidden_size"] == 64 and hs["layers"] == [1, 4, 7] and hs["dtype"] == "torch.float32"
     ref = _stage(run, "reference")
     assert code == 1 and run["failed_stage"] == "reference"
     assert not ref["ok"] and ref["min_cosine"] < 0.9
@@ -637,7 +673,9 @@ def test_tiny_kimi_routes_survive_reduced_precision_and_a_divergence_still_fails
     python = _env_python()
     resolved = resolve_model("tiny-kimi-k2.5", python, cpu=True)
     ready = json.loads((Path(resolved.path) / "ready.json").read_text())
-    assert sorted(ready["route_margins"]) == ["1", "2", "3"]
+    text = tiny_kimi.text_config(tiny_kimi.VOCAB, 1, 2)
+    moe_layers = range(text["first_k_dense_replace"], text["num_hidden_layers"])
+    assert sorted(ready["route_margins"], key=int) == [str(i) for i in moe_layers]
     assert min(ready["route_margins"].values()) > 0.4
     probes = REPO / "driftcheck" / "probes"
     ref = str(resolved.reference_model)
@@ -664,8 +702,8 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
     drift it brings into reach (``get_input_embeddings``, renamed ``embed_input_ids``) is chained
     with it; the host shim for vLLM's CPU MoE SiLU is applied. Every stage passes up to the
     reference, which fails in vLLM's CPU rotary kernel (``test_vllm_0160_cpu_rotary...``: the
-    same fault in 0.20.0). The client's default layers on a 4-layer model repeat ([2, 2, 1, 3]),
-    so the layers are named."""
+    same fault in 0.20.0). The client's own default layers ``[2, L // 2, L - 3, L - 1]`` are
+    distinct on the 8-layer model (on recipe 4's 4 layers they repeated: [2, 2, 1, 3])."""
     code, data, _ = _probe_json(
         "speculators==0.3.0",
         "--host",
@@ -674,8 +712,6 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
         "tiny-kimi-k2.5",
         "--fix",
         "--unsafe-fixes",
-        "--layer-ids",
-        "1,2,3",
     )
     unpatched, patched = data["runs"]
     assert unpatched["failed_stage"] == "build"
@@ -689,7 +725,7 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
     stages = {s["name"]: s for s in patched["stages"]}
     before = ["import", "build", "worker-origin", "generate-1", "generate-2", "capture"]
     assert all(stages[n]["ok"] for n in [*before, "hidden-states"]), json.dumps(patched)[:4000]
-    assert stages["hidden-states"]["layers"] == [1, 2, 3]
+    assert stages["hidden-states"]["layers"] == [2, 4, 5, 7]
     assert code == 1 and patched["failed_stage"] == "reference"
     assert stages["reference"]["min_cosine"] < 0.9
 

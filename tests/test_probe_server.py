@@ -43,6 +43,24 @@ def test_success_leaves_nothing(tmp_path: Path) -> None:
     assert _left(server) == []
 
 
+def test_the_peak_memory_counts_the_whole_tree(tmp_path: Path) -> None:
+    """The sampled peak is the server's and its descendants' resident memory together (a
+    served CPU run's workers are the server's grandchildren), not the server process alone."""
+    server = _server(tmp_path, "--child")
+    with server:
+        server.wait_healthy(20)
+        deadline = time.monotonic() + 10
+        while len(server.seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            server._record()
+        time.sleep(1.5)  # a few samples with the child alive
+        own = runner._rss(server.proc.pid)
+        tree = sum(runner._rss(pid) for pid in server.seen)
+    assert len(server.seen) >= 2 and tree > own > 0
+    assert server.peak_rss >= 0.9 * tree and server.peak_rss > own
+    assert _left(server) == []
+
+
 def test_failure_inside_leaves_nothing(tmp_path: Path) -> None:
     server = _server(tmp_path, "--child")
     with pytest.raises(RuntimeError, match="client failed"), server:

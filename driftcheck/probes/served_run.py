@@ -85,6 +85,31 @@ def server_command(
     return head + workload.server_args(model, layer_ids, str(storage), own + extra)
 
 
+def server_environment(
+    env: ProbeEnv,
+    resolved: ResolvedModel,
+    shim_dir: Path,
+    extra_path: list[Path],
+    bind_env: dict[str, str],
+) -> dict[str, str]:
+    """The server's environment: the shims first on its path, the CPU's KV cache size, the
+    built-in model's offline mode and needs, and the OpenMP binding of N>1 CPU workers
+    (``bind_env``, from :func:`~driftcheck.probes.driver_env.cpu_thread_binding`: vLLM's own
+    binding refuses more workers than NUMA nodes, in the server's engine as in process)."""
+    server_env = _clean_env()
+    server_env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [shim_dir, *extra_path])
+    for key in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "TOKENIZERS_PARALLELISM"):
+        server_env[key] = "1" if key != "TOKENIZERS_PARALLELISM" else "false"
+    server_env["PYTHONUNBUFFERED"] = "1"
+    if env.cpu_build:
+        server_env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    if resolved.builtin is not None:
+        server_env["HF_HUB_OFFLINE"] = server_env["TRANSFORMERS_OFFLINE"] = "1"
+    server_env.update(resolved.env)
+    server_env.update(bind_env)
+    return server_env
+
+
 def run_served_variant(
     label: str,
     copy_root: Path,
@@ -99,8 +124,10 @@ def run_served_variant(
     say: Progress,
     launch_flags: list[str],
     client_path: list[Path] = (),
+    bind_env: dict[str, str] | None = None,
 ) -> tuple[RunOutcome, dict[str, str]]:
-    """Run one variant (the client copy is written and patched already)."""
+    """Run one variant (the client copy is written and patched already); ``bind_env`` is the
+    OpenMP binding of the server's CPU workers (none for one worker)."""
     model = resolved.path
     cfg = text_config(model)
     layers = int(cfg.get("num_hidden_layers") or 0)
@@ -127,16 +154,7 @@ def run_served_variant(
     shim_dir = work / label / "server-shims"
     if env.cpu_build:
         shims += prepare(vllm_dir(env.python), env.host_version, shim_dir)
-    server_env = _clean_env()
-    server_env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [shim_dir, *extra_path])
-    for key in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "TOKENIZERS_PARALLELISM"):
-        server_env[key] = "1" if key != "TOKENIZERS_PARALLELISM" else "false"
-    server_env["PYTHONUNBUFFERED"] = "1"
-    if env.cpu_build:
-        server_env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    if resolved.builtin is not None:
-        server_env["HF_HUB_OFFLINE"] = server_env["TRANSFORMERS_OFFLINE"] = "1"
-    server_env.update(resolved.env)
+    server_env = server_environment(env, resolved, shim_dir, extra_path, bind_env or {})
 
     port = free_port()
     cmd = server_command(env, workload, model, layer_ids, storage, port, options, extra)
@@ -223,6 +241,10 @@ def run_served_variant(
     outcome.log_dir = str(log_dir)
     outcome.client_root = str(copy_root)
     start_stage["stopped"] = len(server.reaped)  # the server's processes, stopped at the end
+    start_stage["peak_rss_bytes"] = server.peak_rss  # the server's whole tree, sampled
+    # The run's peak: the server's and the client's, each sampled over its own tree (they run
+    # at the same time, so their sum bounds the probe's tree from above).
+    outcome.peak_rss = server.peak_rss + (res.peak_rss if res is not None else 0)
     start_stage["env"] = shown_env(server_env, extra=resolved.env)  # what the server ran with
     outcome.layer_ids = layer_ids
     return outcome, client_env

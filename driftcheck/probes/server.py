@@ -7,7 +7,8 @@ output in a log file. :meth:`Server.wait_healthy` polls its health route until a
 fails early when the process exits. Leaving the ``with`` block in any way (success, an
 exception, a timeout, ``KeyboardInterrupt``) sends SIGTERM to the group and every descendant
 recorded from ``/proc``, then SIGKILL after a grace period (:func:`driftcheck.probes.runner`'s
-reaping, shared with the driver's run).
+reaping, shared with the driver's run). While it runs a thread samples the resident memory of
+its whole process tree (:attr:`Server.peak_rss`: API servers, engine core, every CPU worker).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -57,6 +59,7 @@ class Server:
         cwd: Path | None = None,
         host: str = "127.0.0.1",
         grace: float = 10.0,
+        sample_every: float = 0.5,
     ) -> None:
         self.cmd, self.port, self.log, self.env, self.cwd = cmd, port, log, env, cwd
         self.host, self.grace = host, grace
@@ -66,6 +69,10 @@ class Server:
         self.reaped: list[int] = []
         self.reaped_names: list[str] = []
         self.returncode: int | None = None
+        self.peak_rss = 0  # bytes, summed over the process tree, sampled every sample_every s
+        self._sample_every = sample_every
+        self._stop_sampling = threading.Event()
+        self._sampler: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -85,7 +92,19 @@ class Server:
                 start_new_session=True,
             )
         self._record()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
         return self
+
+    def _sample(self) -> None:
+        """Keep the largest resident memory of the server's process tree until it stops."""
+        proc = self.proc
+        while proc is not None and not self._stop_sampling.is_set():
+            tree = [proc.pid, *runner.descendants(proc.pid)]
+            self.peak_rss = max(self.peak_rss, sum(runner._rss(p) for p in tree))
+            if proc.poll() is not None:
+                return
+            self._stop_sampling.wait(self._sample_every)
 
     def __exit__(
         self,
@@ -144,6 +163,9 @@ class Server:
         A Ctrl-C while it waits does not cut the reaping short."""
         if self.proc is None:
             return
+        self._stop_sampling.set()
+        if self._sampler is not None:
+            self._sampler.join(timeout=5)
         self._record()
         old = signal.getsignal(signal.SIGINT)
         try:

