@@ -38,6 +38,27 @@ class ServeShim:
     new: str = ""
     name: str = ""  # dist-record: the distribution's name
     needs: tuple[str, str] | None = None
+    # A line that comes before ``old`` in the file: the shim corrects the first ``old`` after it
+    # (a line such as ``return query, key`` that several methods of one module share).
+    after: str = ""
+    # Further (old, new) lines of the same file, corrected with this one: the shim applies only
+    # where every one of them is there (after ``after``).
+    also: tuple[tuple[str, str], ...] = ()
+
+
+def find_after(root: Path | None, rel: str, after: str, text: str) -> int | None:
+    """The first line of ``root/rel`` that contains ``text`` after the first one that contains
+    ``after`` (``after`` empty: the first line with ``text``)."""
+    if not after:
+        return find_line(root, rel, text)
+    start = find_line(root, rel, after)
+    if start is None or root is None:
+        return None
+    try:
+        lines = (root / rel).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((i for i, ln in enumerate(lines, start=1) if i > start and text in ln), None)
 
 
 def load_shims(text: str | None = None) -> list[ServeShim]:
@@ -61,6 +82,8 @@ def load_shims(text: str | None = None) -> list[ServeShim]:
                     new=raw.get("new", ""),
                     name=raw.get("name", ""),
                     needs=(needs[0], needs[1]) if needs else None,
+                    after=raw.get("after", ""),
+                    also=tuple((e["old"], e["new"]) for e in raw.get("also", [])),
                 )
             )
     return out
@@ -80,7 +103,7 @@ def prepare(
     replacements: dict[str, list[list[str]]] = {}
     dest.mkdir(parents=True, exist_ok=True)
     for shim in shims:
-        line = find_line(vllm_root, shim.file, shim.old)
+        line = find_after(vllm_root, shim.file, shim.after, shim.old)
         if line is None:
             continue
         where = f"vllm/{shim.file}:{line}"
@@ -102,7 +125,15 @@ def prepare(
                 f"path: {shim.why} ({where})"
             )
             continue
-        replacements.setdefault(_module(shim.file), []).append([shim.old, shim.new])
+        edits = [(shim.old, shim.new), *shim.also]
+        more = [find_after(vllm_root, shim.file, shim.after, o) for o, _n in shim.also]
+        if None in more:
+            continue  # the lines are corrected together or not at all
+        where += "".join(f", :{n}" for n in more)
+        for o, n in edits:
+            replacements.setdefault(_module(shim.file), []).append(
+                [o, n, shim.after] if shim.after else [o, n]
+            )
         lines.append(f"{shim.id}: {where} reads {shim.new!r} in the server: {shim.why}")
     if replacements:
         (dest / "driftcheck_source_shims.json").write_text(json.dumps(replacements, indent=2))

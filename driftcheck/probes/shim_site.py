@@ -2,8 +2,9 @@
 
 Copied as ``sitecustomize.py`` into a folder on the server's ``PYTHONPATH`` (so every process the
 server spawns runs it too), next to ``driftcheck_source_shims.json``: module name -> list of
-``[old, new]`` replacements. A module is compiled from its own file with each ``old`` replaced
-(tracebacks keep its file and lines); a replacement whose ``old`` is not there is skipped.
+``[old, new]`` or ``[old, new, after]`` replacements. A module is compiled from its own file with
+the first ``old`` (after the first ``after``, where given) replaced (tracebacks keep its file and
+lines); a replacement whose ``old`` is not there is skipped.
 Runs under the target's interpreter and imports nothing from driftcheck.
 """
 
@@ -23,8 +24,11 @@ except (OSError, ValueError):
 class _ShimLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):  # noqa: ANN001, ANN201
         source = self.get_data(self.path).decode("utf-8")
-        for old, new in _SHIMS.get(fullname, []):
-            source = source.replace(old, new, 1)
+        for old, new, *after in _SHIMS.get(fullname, []):
+            start = source.find(after[0]) if after else 0
+            at = source.find(old, start) if start >= 0 else -1
+            if at >= 0:
+                source = source[:at] + new + source[at + len(old) :]
         return compile(source, self.path, "exec", dont_inherit=True)
 
 
