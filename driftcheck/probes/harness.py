@@ -97,6 +97,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
     client_spec = parse_spec(options.client)
     tree = open_tree(client_spec)
     workload = workload_for(tree)
+    options.check_workload(served=isinstance(workload, ServedWorkload))
     md = tree.metadata
     client_name = md.name if md and md.name else (client_spec.name or workload.entry.split(".")[0])
     client_version = md.version if md and md.version else (client_spec.version or "")

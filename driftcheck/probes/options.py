@@ -6,6 +6,7 @@ a package spec). Both the run (:mod:`driftcheck.probes.harness`) and the plan
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,9 @@ class ProbeOptions:
     keep: bool = False
     #: With ``fix``: the release the scan compares the target with (its HTTP checks need one).
     baseline: str | None = None
+    #: A served workload's extra server arguments, after the workload's own (so they win, as
+    #: the arguments after ``--`` of a launcher such as speculators' launch_vllm.py do).
+    server_args: list[str] | None = None
 
     @property
     def run_timeout(self) -> float:
@@ -45,6 +49,18 @@ class ProbeOptions:
         if self.timeout is not None:
             return self.timeout
         return DEFAULT_TIMEOUT if recipe(self.model) is not None else MODEL_TIMEOUT
+
+    def check_workload(self, served: bool) -> None:
+        """Options that need a served workload, refused for an in-process one.
+
+        Raises:
+            UsageError: ``--server-args`` for a workload that starts no server.
+        """
+        if self.server_args and not served:
+            raise UsageError(
+                f"--server-args: {self.client}'s workload starts no server (it runs vLLM in "
+                "process); the option is for a served workload"
+            )
 
     def argv(self) -> list[str]:
         """The ``driftcheck probe`` command line for these options."""
@@ -69,6 +85,8 @@ class ProbeOptions:
             argv += ["--timeout", f"{self.timeout:g}"]
         if self.baseline:
             argv += ["--baseline", self.baseline]
+        if self.server_args:
+            argv += ["--server-args", shlex.join(self.server_args)]
         return argv
 
 

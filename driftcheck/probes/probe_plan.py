@@ -89,6 +89,7 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     client_spec = parse_spec(options.client)
     tree = open_tree(client_spec)
     workload = workload_for(tree)
+    options.check_workload(served=not isinstance(workload, Workload))
     if not isinstance(workload, Workload):
         raise UsageError(
             f"--plan describes in-process workloads; {tree.label}'s is served "

@@ -82,7 +82,8 @@ def server_command(
         own += ["--tensor-parallel-size", str(options.tensor_parallel_size)]
     if options.max_model_len:
         own += ["--max-model-len", str(options.max_model_len)]
-    return head + workload.server_args(model, layer_ids, str(storage), own + extra)
+    last = list(options.server_args or [])  # the user's own, last: they win
+    return head + workload.server_args(model, layer_ids, str(storage), own + extra + last)
 
 
 def server_environment(
@@ -139,6 +140,11 @@ def run_served_variant(
     if launch_flags:
         shims.append(
             f"the fixes' launch flags on the server's command line: {' '.join(launch_flags)}"
+        )
+    if options.server_args:
+        shims.append(
+            "the probe's --server-args on the server's command line: "
+            + " ".join(options.server_args)
         )
     trust = options.trust_remote_code or resolved.trust_remote_code
     if trust:
