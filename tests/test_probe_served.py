@@ -321,3 +321,26 @@ def test_the_text_report_shows_a_served_runs_stages(tmp_path: Path):
     ]
     assert "server-start   ok 129.1s :4321" in text
     assert 'Render endpoint returned 404: {"detail":"Not Found"}' in text
+
+
+def test_a_server_that_dies_at_startup_is_named_by_its_exception_not_its_last_line():
+    """The log's exception line (and the reason pydantic puts under it) names the failure; the
+    link pydantic prints last does not; a log with no exception gives its last line."""
+    from driftcheck.probes.served_run import _cause
+
+    log = "\n".join(
+        [
+            "INFO starting",
+            "Traceback (most recent call last):",
+            '  File "x.py", line 1, in <module>',
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+            "  Value error, Cannot use --flag 2 with the cache on. [type=value_error]",
+            "    For further information visit https://example.invalid/v/value_error",
+        ]
+    )
+    got = _cause(log)
+    assert got.startswith("the log's error: pydantic_core._pydantic_core.ValidationError")
+    assert "Cannot use --flag 2 with the cache on" in got and "further information" not in got
+    plain = _cause("INFO a\nRuntimeError: engine core died\n")
+    assert plain == "the log's error: RuntimeError: engine core died"
+    assert _cause("INFO a\nbye") == "the log's last line: bye"  # near miss: no exception

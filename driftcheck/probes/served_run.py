@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -188,7 +189,7 @@ def run_served_variant(
                 "seconds": round(time.monotonic() - started, 3),
                 "error": {
                     "type": "ServerError",
-                    "message": f"{exc}; the log's last line: {_last(tail)}",
+                    "message": f"{exc}; {_cause(tail)}",
                     "from_worker": False,
                     "traceback": tail,
                 },
@@ -256,9 +257,25 @@ def run_served_variant(
     return outcome, client_env
 
 
-def _last(text: str) -> str:
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+
+
+def _cause(text: str) -> str:
+    """What the log says stopped the server: its last exception line (with the first detail
+    line under it, as pydantic's validation errors put the reason there), else its last line."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1][-300:] if lines else "none"
+    for i in range(len(lines) - 1, -1, -1):
+        if _EXCEPTION.match(lines[i]):
+            detail = next(
+                (
+                    d.strip()
+                    for d in lines[i + 1 : i + 4]
+                    if d[:1].isspace() and "further information" not in d
+                ),
+                "",
+            )
+            return "the log's error: " + (f"{lines[i]}: {detail}" if detail else lines[i])[:600]
+    return f"the log's last line: {lines[-1][-300:] if lines else 'none'}"
 
 
 def _server_traceback(server: Server) -> str | None:
