@@ -196,3 +196,14 @@ def test_a_torch_extension_that_does_not_import_is_uninstalled(monkeypatch, tmp_
         "uninstalled torchvision: it does not import with this torch "
         "(RuntimeError: operator torchvision::nms does not exist)"
     ]
+
+
+def test_managed_envs_help_is_help_not_a_version(capsys):
+    """``python -m driftcheck.probes.managed_envs --help`` prints its usage; it once took
+    ``--help`` for a vLLM version to build."""
+    from driftcheck.probes.managed_envs import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    assert stop.value.code == 0
+    assert "VERSION" in capsys.readouterr().out

@@ -391,10 +391,30 @@ def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, 
         return {v: f.result() for v, f in futures.items()}
 
 
-if __name__ == "__main__":  # python -m driftcheck.probes.managed_envs 0.11.0 0.16.0
+def main(argv: list[str] | None = None) -> int:
+    """``python -m driftcheck.probes.managed_envs [VERSION ...]``: build (or find) the probe's
+    managed vLLM environments, two at a time; one line per failure, exit 1."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m driftcheck.probes.managed_envs",
+        description="Build the probe's managed vLLM environments in the driftcheck cache.",
+    )
+    ap.add_argument("versions", nargs="*", default=["0.11.0", "0.16.0"], metavar="VERSION")
+    args = ap.parse_args(argv)
 
     def _say(message: str) -> None:
         print(time.strftime("%H:%M:%S"), message, flush=True)
 
-    for version, built in prepare(sys.argv[1:] or ["0.11.0", "0.16.0"], _say).items():
-        _say(f"vllm=={version}: {built.describe()}")
+    try:
+        built = prepare(args.versions, _say)
+    except EnvError as exc:
+        print(f"managed_envs: {exc}", file=sys.stderr)
+        return 1
+    for version, env in built.items():
+        _say(f"vllm=={version}: {env.describe()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
