@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -70,41 +72,80 @@ def _module(file: str) -> str:
     return "vllm." + file.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
 
 
+#: Finds the first line of a file under the vllm package that holds a text (None: not there).
+LineFinder = Callable[[str, str], int | None]
+
+
+@dataclass(frozen=True)
+class Needed:
+    """A shim the target's source shows a need for, and where (``vllm/FILE:LINE``, and the line
+    that needs it)."""
+
+    shim: ServeShim
+    where: str
+
+    def line(self, version: str) -> str:
+        """The report's line for it."""
+        shim = self.shim
+        if shim.kind == "dist-record":
+            return (
+                f"{shim.id}: a '{shim.name}' distribution record ({version}+cpu) on the server's "
+                f"path: {shim.why} ({self.where})"
+            )
+        return f"{shim.id}: {self.where} reads {shim.new!r} in the server: {shim.why}"
+
+
+def needed(
+    find: LineFinder, has_dist: Callable[[str], bool], shims: list[ServeShim] | None = None
+) -> list[Needed]:
+    """The shims whose line ``find`` finds in the target's source (and the line that needs
+    it, where one is named); a distribution record only where ``has_dist`` says the
+    distribution is not installed."""
+    out = []
+    for shim in load_shims() if shims is None else shims:
+        line = find(shim.file, shim.old)
+        if line is None:
+            continue
+        where = f"vllm/{shim.file}:{line}"
+        if shim.needs is not None:
+            need = find(*shim.needs)
+            if need is None:
+                continue
+            where += f", vllm/{shim.needs[0]}:{need}"
+        if shim.kind == "dist-record" and has_dist(shim.name):
+            continue  # the distribution is there
+        out.append(Needed(shim, where))
+    return out
+
+
+def installed_finders(vllm_root: Path | None) -> tuple[LineFinder, Callable[[str], bool]]:
+    """The line finder and distribution check of an installed vllm package folder."""
+
+    def has_dist(name: str) -> bool:
+        return vllm_root is not None and any(vllm_root.parent.glob(f"{name}-*.dist-info"))
+
+    return partial(find_line, vllm_root), has_dist
+
+
 def prepare(
     vllm_root: Path | None, version: str, dest: Path, shims: list[ServeShim] | None = None
 ) -> list[str]:
     """Write the shims that ``vllm_root`` (the target's vllm package folder) shows a need for
     into ``dest`` (a folder for the server's ``PYTHONPATH``); returns the report's lines."""
-    shims = load_shims() if shims is None else shims
-    lines: list[str] = []
     replacements: dict[str, list[list[str]]] = {}
     dest.mkdir(parents=True, exist_ok=True)
-    for shim in shims:
-        line = find_line(vllm_root, shim.file, shim.old)
-        if line is None:
-            continue
-        where = f"vllm/{shim.file}:{line}"
-        if shim.needs is not None:
-            need = find_line(vllm_root, *shim.needs)
-            if need is None:
-                continue
-            where += f", vllm/{shim.needs[0]}:{need}"
+    chosen = needed(*installed_finders(vllm_root), shims)
+    for item in chosen:
+        shim = item.shim
         if shim.kind == "dist-record":
-            if vllm_root is not None and any(vllm_root.parent.glob(f"{shim.name}-*.dist-info")):
-                continue  # the distribution is there
             info = dest / f"{shim.name}-{version}.dist-info"
             info.mkdir(exist_ok=True)
             (info / "METADATA").write_text(
                 f"Metadata-Version: 2.1\nName: {shim.name}\nVersion: {version}+cpu\n"
             )
-            lines.append(
-                f"{shim.id}: a '{shim.name}' distribution record ({version}+cpu) on the server's "
-                f"path: {shim.why} ({where})"
-            )
-            continue
-        replacements.setdefault(_module(shim.file), []).append([shim.old, shim.new])
-        lines.append(f"{shim.id}: {where} reads {shim.new!r} in the server: {shim.why}")
+        else:
+            replacements.setdefault(_module(shim.file), []).append([shim.old, shim.new])
     if replacements:
         (dest / "driftcheck_source_shims.json").write_text(json.dumps(replacements, indent=2))
         shutil.copyfile(Path(__file__).with_name("shim_site.py"), dest / "sitecustomize.py")
-    return lines
+    return [item.line(version) for item in chosen]

@@ -73,9 +73,8 @@ def server_command(
     options: ProbeOptions,
     extra: list[str],
 ) -> list[str]:
-    """``vllm serve`` of the environment, the workload's arguments, then the probe's."""
-    exe = env.python.parent / "vllm"
-    head = [str(exe)] if exe.exists() else [str(env.python), "-m", "vllm.entrypoints.cli.main"]
+    """The workload's server command in the environment, its arguments, then the probe's."""
+    head = workload.command_head(env.python)
     own = ["--host", "127.0.0.1", "--port", str(port)]
     if options.tensor_parallel_size != 1:
         own += ["--tensor-parallel-size", str(options.tensor_parallel_size)]
