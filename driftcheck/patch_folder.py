@@ -5,6 +5,9 @@ and the combined one. The next run into the folder removes exactly those files (
 user's own), and ``probe --patches DIR`` applies exactly the patches listed there, so an
 earlier run's patch is never applied with the current ones (nor ``all.patch`` on top of the
 per-file patches it repeats). A folder without a manifest is the user's own: every patch in it.
+Beside them, ``fixes.json`` and ``left.json`` say what the patches fix and what they leave
+(``probe --patches`` reports the first and starts a served workload's patched server with the
+launch flags the second names).
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from pathlib import Path
 from driftcheck.errors import UsageError
 
 MANIFEST = "driftcheck-patches.json"
+#: Written beside the patches: the fixes they apply (file, line, rule, safety, ...) and the
+#: findings they leave for a person (with ``launch_flag`` where the fix is a server flag).
+FIXES_FILE = "fixes.json"
+LEFT_FILE = "left.json"
 _WRITER = "driftcheck fix --out"
 
 

@@ -160,8 +160,12 @@ def build_wheel(
     name: str = "tinypkg",
     version: str = "1.0",
     raw_members: dict[str, bytes] | None = None,
+    requires: tuple[str, ...] = (),
+    record: bool = False,
 ) -> Path:
-    """Write a minimal wheel at ``path``: ``files`` plus a ``.dist-info`` with METADATA.
+    """Write a minimal wheel at ``path``: ``files`` plus a ``.dist-info`` with METADATA
+    (``Requires-Dist`` lines for ``requires``) and, with ``record``, a RECORD (pip installs
+    only a wheel that has one).
 
     ``raw_members`` are written with their names as given (for unsafe names such as
     ``../evil.py``).
@@ -173,9 +177,12 @@ def build_wheel(
             zf.writestr(rel, data)
         zf.writestr(
             f"{dist_info}/METADATA",
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            + "".join(f"Requires-Dist: {r}\n" for r in requires),
         )
         zf.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n")
+        if record:
+            zf.writestr(f"{dist_info}/RECORD", "")
         for rel, data in (raw_members or {}).items():
             zf.writestr(zipfile.ZipInfo(rel), data)
     return path

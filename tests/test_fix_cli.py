@@ -24,7 +24,7 @@ from conftest import CliResult, assert_one_error_line, build_wheel, need_tool, r
 from test_fixes import FIXTURES, RULES_WITH_FIXES_ARGS
 
 from driftcheck.errors import UsageError
-from driftcheck.patch_folder import MANIFEST
+from driftcheck.patch_folder import FIXES_FILE, LEFT_FILE, MANIFEST
 from driftcheck.probes.patches import patch_files
 
 HOST = FIXTURES / "hosts" / "minihost"
@@ -451,9 +451,18 @@ def test_patches_one_per_file_plus_all_and_exit_1(client: Path, tmp_path: Path):
     assert contents(client) == before  # nothing rewritten without --apply
     names = sorted(p.name for p in out.iterdir())
     per_file = sorted(rel.replace("/", "__") + ".patch" for rel in SAFE_FILES)
-    assert names == sorted([*per_file, "all.patch", MANIFEST])
+    assert names == sorted([*per_file, "all.patch", MANIFEST, FIXES_FILE, LEFT_FILE])
     for name in [*per_file, "all.patch"]:
         assert f"wrote {out / name}" in result.stdout
+    # Beside the patches: the fixes they apply and the findings they leave (probe --patches
+    # reads both, as it does for its own --fix folder).
+    fixed = json.loads((out / FIXES_FILE).read_text())
+    assert {f["file"] for f in fixed} == set(SAFE_FILES)
+    assert all(f["safety"] == "safe" and f["rule"] for f in fixed)
+    left = json.loads((out / LEFT_FILE).read_text())
+    assert any(d["file"] == UNSAFE_FILE and d["why"].startswith("unsafe fix") for d in left)
+    assert sum(d["why"].startswith("manual:") for d in left) >= MANUAL_ERRORS
+    assert not {(d["file"], d["line"]) for d in left} & {(f["file"], f["line"]) for f in fixed}
     assert (out / "all.patch").read_text() == "".join((out / n).read_text() for n in per_file)
 
     for tool in (["git", "apply", "--check"], ["patch", "-p1", "--dry-run", "-i"]):
@@ -506,7 +515,10 @@ def test_out_replaces_only_the_patches_of_the_earlier_run(client: Path, tmp_path
     assert "engine.describe" not in (out / "all.patch").read_text()
     nothing = "engine-describe-rename,attribute-missing,load-items-unwrap,moved-symbol"
     result = fix(client, "--out", str(out), "--disable", nothing)
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "mine.patch", "notes.txt"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [MANIFEST, FIXES_FILE, LEFT_FILE, "mine.patch", "notes.txt"]
+    )
+    assert json.loads((out / FIXES_FILE).read_text()) == []  # this run's, not the first's
     with pytest.raises(UsageError, match="wrote no patch"):
         patch_files(out)
 

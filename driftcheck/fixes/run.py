@@ -165,10 +165,15 @@ def fix(
             root = require_directory(result.client_root, client)
             done.rewritten, done.refused = apply_in_place(fix_plan, root)
     elif out is not None:
-        from driftcheck.patch_folder import previous
+        from driftcheck.patch_folder import FIXES_FILE, LEFT_FILE, previous
 
         before = previous(Path(out))
-        done.written = write_patches(fix_plan, Path(out))
+        fixes, left = fix_records(done)
+        # A fix that is only a flag for the server's command line is worth a folder too
+        # (``probe --patches`` starts the patched run's server with it).
+        flags = any(d.get("launch_flag") for d in left)
+        records = {FIXES_FILE: fixes, LEFT_FILE: left}
+        done.written = write_patches(fix_plan, Path(out), records, make=flags)
         done.removed = [p for p in before if p not in done.written and not p.exists()]
     return done
 
@@ -214,6 +219,13 @@ def plan_patches(
     of the fixed copy bears out, as ``driftcheck fix`` applies them); ``model``: the served
     model (as for :func:`driftcheck.scan`)."""
     done = fix(client, against, baseline=baseline, unsafe=unsafe, model=model)
+    fixes, left = fix_records(done)
+    return PatchSet({ff.file: ff.patch() for ff in done.plan.pending}, fixes, left)
+
+
+def fix_records(done: FixResult) -> tuple[list[dict], list[dict]]:
+    """The fixes a run's patches apply and the findings they leave (``PatchSet.fixes`` and
+    ``PatchSet.left``: what a patch folder's ``fixes.json`` and ``left.json`` hold)."""
     fixes = [
         {
             "file": f.file,
@@ -232,24 +244,20 @@ def plan_patches(
     left = [(f, f"manual: {f.fix.description if f.fix else f.message}") for f in plan_.manual]
     left += [(f, f"unsafe fix not applied: {f.fix.description}") for f in plan_.skipped_unsafe]  # type: ignore[union-attr]
     left += [(f, f"fix declined: {why}") for ff in plan_.files for f, why in ff.declined]
-    return PatchSet(
-        {ff.file: ff.patch() for ff in plan_.pending},
-        fixes,
-        [
-            {
-                "file": f.file,
-                "line": f.line,
-                "end_line": max(f.end_line, f.line),
-                "use_line": f.anchor[0] if f.anchor else f.line,
-                "use_text": _line_text(done.scan, f.file, f.anchor[0] if f.anchor else f.line),
-                "rule": f.rule,
-                "symbol": f.symbol,
-                "why": why,
-                **_launch_flag(f),
-            }
-            for f, why in left
-        ],
-    )
+    return fixes, [
+        {
+            "file": f.file,
+            "line": f.line,
+            "end_line": max(f.end_line, f.line),
+            "use_line": f.anchor[0] if f.anchor else f.line,
+            "use_text": _line_text(done.scan, f.file, f.anchor[0] if f.anchor else f.line),
+            "rule": f.rule,
+            "symbol": f.symbol,
+            "why": why,
+            **_launch_flag(f),
+        }
+        for f, why in left
+    ]
 
 
 def _launch_flag(f: Finding) -> dict:

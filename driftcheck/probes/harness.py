@@ -37,7 +37,7 @@ from driftcheck.probes.builtin_models import (
     resolve_model,
     vllm_dir,
 )
-from driftcheck.probes.client_deps import ensure_client_deps
+from driftcheck.probes.client_deps import client_site, ensure_client_deps
 from driftcheck.probes.cpu_shims import load_shims, prepare
 from driftcheck.probes.driver_env import (
     cpu_thread_binding,
@@ -61,8 +61,8 @@ from driftcheck.probes.patches import (
     ensure_dist_info,
     fix_patches,
     launch_flags,
-    patch_files,
     read_fixes,
+    read_patch_folder,
 )
 from driftcheck.probes.probe_plan import make_plan
 from driftcheck.probes.served import ServedWorkload
@@ -108,9 +108,9 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         patches: list[Path] = []
         fixes: list[dict] = []
         left: list[dict] = []
+        served = isinstance(workload, ServedWorkload)
         if options.patches is not None:
-            patches = patch_files(options.patches)
-            fixes = read_fixes(options.patches)
+            patches, fixes, left = read_patch_folder(options.patches, served=served)
         elif options.fix:
             against = str(host) if host.kind == "release" else "installed"
             fix_dir = work / "fix-patches"
@@ -121,11 +121,11 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                 options.model,
                 unsafe=options.unsafe_fixes,
                 baseline=options.baseline,
-                launch_fixes=isinstance(workload, ServedWorkload),
+                launch_fixes=served,
             )
             fixes = read_fixes(fix_dir)
             left = read_fixes(fix_dir, LEFT_FILE)
-        flags = launch_flags(left) if isinstance(workload, ServedWorkload) else []
+        flags = launch_flags(left) if served else []
         # Fail early on patches that do not apply, before building anything.
         if patches:
             check_dir = work / "patch-check"
@@ -232,14 +232,6 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         held.close()
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)
-
-
-def client_site(env: ProbeEnv, name: str, version: str) -> Path | None:
-    """Where a served workload's client gets the requirements it installs (a managed
-    environment's; None for one the user owns)."""
-    if env.kind != "managed" or env.root is None:
-        return None
-    return env.root / "driftcheck-client-site" / f"{name}-{version}"
 
 
 def _resolve_model(options: ProbeOptions, env: ProbeEnv, say: Progress) -> ResolvedModel:

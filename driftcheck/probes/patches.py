@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from driftcheck.errors import UsageError
+from driftcheck.patch_folder import FIXES_FILE, LEFT_FILE
 from driftcheck.sources.trees import SourceTree
 
 _TARGET = re.compile(r"^(?:\+\+\+|---) (\S+)", re.MULTILINE)
@@ -85,10 +86,12 @@ def patch_targets(text: str) -> list[str]:
     return out
 
 
-def patch_files(folder: Path) -> list[Path]:
+def patch_files(folder: Path, *, allow_none: bool = False) -> list[Path]:
     """The patches of a folder: those the last ``driftcheck fix --out`` run there listed in its
     manifest (:mod:`driftcheck.patch_folder`: its per-file patches, not an earlier run's, not
     ``all.patch`` on top of them), else every ``.patch``/``.diff`` file, in name order.
+    ``allow_none``: a folder without a patch is no error (its ``left.json`` names a launch
+    flag, the only fix a served workload's patched run needs).
 
     Raises:
         UsageError: When the folder does not exist or holds no patch, or a patch its manifest
@@ -100,7 +103,7 @@ def patch_files(folder: Path) -> list[Path]:
         raise UsageError(f"--patches {folder}: not a directory")
     listed = read_manifest(folder)
     if listed is not None:
-        if not listed:
+        if not listed and not allow_none:
             raise UsageError(
                 f"--patches {folder}: the last 'driftcheck fix --out' there wrote no patch"
             )
@@ -109,7 +112,7 @@ def patch_files(folder: Path) -> list[Path]:
             raise UsageError(f"--patches {folder}: {missing[0]} (listed in {MANIFEST}) is gone")
         return [folder / name for name in listed]
     found = sorted(p for p in folder.iterdir() if p.suffix in (".patch", ".diff") and p.is_file())
-    if not found:
+    if not found and not allow_none:
         raise UsageError(f"--patches {folder}: no .patch files there")
     return found
 
@@ -181,12 +184,6 @@ def _why(proc: subprocess.CompletedProcess) -> str:
     return " | ".join((useful or lines)[:3])[:400] or f"exit {proc.returncode}"
 
 
-#: Written next to driftcheck's own patches: the fixes they apply, with their safety, and the
-#: findings they leave (a person's to fix).
-FIXES_FILE = "fixes.json"
-LEFT_FILE = "left.json"
-
-
 class NoPatchError(UsageError):
     """``driftcheck fix`` made no patch for this client and target (nothing to fix)."""
 
@@ -234,6 +231,15 @@ def fix_patches(
     (dest / FIXES_FILE).write_text(json.dumps(made.fixes, indent=2) + "\n")
     (dest / LEFT_FILE).write_text(json.dumps(made.left, indent=2) + "\n")
     return out
+
+
+def read_patch_folder(folder: Path, *, served: bool) -> tuple[list[Path], list[dict], list[dict]]:
+    """``probe --patches DIR``: its patches, the fixes they apply (``fixes.json``) and the
+    findings they leave (``left.json``); for a ``served`` workload a folder without a patch is
+    enough when ``left.json`` names a launch flag (the patched run's server gets it)."""
+    left = read_fixes(folder, LEFT_FILE)
+    patches = patch_files(folder, allow_none=served and bool(launch_flags(left)))
+    return patches, read_fixes(folder), left
 
 
 def launch_flags(left: list[dict]) -> list[str]:

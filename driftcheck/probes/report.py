@@ -9,6 +9,7 @@ from typing import TextIO
 from driftcheck.probes.gpu_memory import mib_text
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, left_at
 from driftcheck.probes.probe_plan import ProbePlan
+from driftcheck.probes.served import ServedWorkload
 
 
 def _cell(run: RunOutcome, stage: str) -> str:
@@ -243,12 +244,26 @@ def render_plan(plan: ProbePlan, out: TextIO) -> None:
     w(f"driftcheck probe --plan: {plan.client}{ver} against {plan.host} (nothing is run)\n\n")
     w("command\n")
     w(f"  {shlex.join(plan.argv)}\n")
+    servers = {label: (server, client) for label, server, client in plan.servers}
     for label, patches in plan.variants:
-        w(f"  {label}: {shlex.join(plan.driver_command)}\n")
+        if label in servers:
+            w(f"  {label} server: {shlex.join(servers[label][0])}\n")
+            w(f"  {label} client: {shlex.join(servers[label][1])}\n")
+        else:
+            w(f"  {label}: {shlex.join(plan.driver_command)}\n")
         for p in patches:
             w(f"    patch {p}\n")
     w(f"  workload: {plan.workload.description}\n")
-    w(f"    {plan.workload.entry} (worker extension: {plan.workload.worker_module})\n\n")
+    if isinstance(plan.workload, ServedWorkload):
+        w("    the client's steps, once per sample:\n")
+        for step in plan.workload.steps:
+            args = [json.dumps(a) for a in step.args]
+            args += [f"{k}={json.dumps(v)}" for k, v in step.kwargs.items()]
+            when = f" (where {step.if_exists} exists)" if step.if_exists else ""
+            w(f"      {step.stage}: {step.call}({', '.join(args)}){when}\n")
+        w(f"    {len(plan.workload.dataset)} samples\n\n")
+    else:
+        w(f"    {plan.workload.entry} (worker extension: {plan.workload.worker_module})\n\n")
     w("environment\n")
     for line in plan.env_lines:
         w(f"  {line}\n")
@@ -270,7 +285,8 @@ def render_plan(plan: ProbePlan, out: TextIO) -> None:
         w(f"  {stage.ljust(14)} {text}\n")
     w("\nstatic model check (host API, nothing imported)\n")
     if not plan.model_checks:
-        w("  not done\n")
+        served = isinstance(plan.workload, ServedWorkload)
+        w("  not done (a served workload's model is the server's)\n" if served else "  not done\n")
     for label, mc in plan.model_checks:
         w(f"  {label} client:\n")
         if mc.get("config_file"):

@@ -20,6 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
@@ -30,6 +31,10 @@ LayerIndex = Literal["after", "output"]
 PROVIDED = ("url", "openai_client", "model", "messages")
 #: The placeholders of the server's argv template.
 SERVER_FIELDS = ("model", "layer_ids", "storage")
+#: How a workload that names no ``[server] command`` starts its server: the target
+#: environment's ``vllm`` console script, else its interpreter with ``-m`` this module.
+DEFAULT_COMMAND = ("vllm",)
+DEFAULT_MODULE = "vllm.entrypoints.cli.main"
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,10 @@ class ServedWorkload:
     steps: tuple[Step, ...]
     validate: dict
     dataset: tuple[dict, ...]
+    #: The server's command: a console script of the target environment, then its words.
+    command: tuple[str, ...] = DEFAULT_COMMAND
+    #: Where the environment has no such script: ``python -m`` this module instead ("": none).
+    module: str = DEFAULT_MODULE
 
     @property
     def entry(self) -> str:
@@ -100,11 +109,18 @@ class ServedWorkload:
         """The layer ids the launch asks for, for a model of ``num_layers`` decoder layers."""
         return [_layer_expr(e, num_layers) for e in self.layer_ids]
 
+    def command_head(self, python: Path) -> list[str]:
+        """The server command's first words for the environment of ``python``: its console
+        script (beside the interpreter) where it is installed, else ``python -m`` the module."""
+        script = python.parent / self.command[0]
+        if script.exists() or not self.module:
+            return [str(script), *self.command[1:]]
+        return [str(python), "-m", self.module, *self.command[1:]]
+
     def server_args(
         self, model: str, layer_ids: list[int], storage: str, extra: list[str] = ()
     ) -> list[str]:
-        """The ``vllm serve`` arguments (after ``-m vllm.entrypoints.cli.main``), placeholders
-        filled, then ``extra`` (the probe's own: host, port, a fix's flag)."""
+        """The server's arguments (after :meth:`command_head`), placeholders filled, then ``extra`` (the probe's own: host, port, a fix's flag)."""
         values = {"model": model, "layer_ids": json.dumps(layer_ids), "storage": storage}
         return [Template(a).substitute(values) for a in self.server_argv] + list(extra)
 
@@ -162,6 +178,12 @@ def parse_served(table: dict, label: str) -> ServedWorkload:
         if unknown:
             known = ", ".join(f"${n}" for n in SERVER_FIELDS)
             raise UsageError(f"{label}: server.argv uses ${unknown[0]} (known: {known})")
+    command = _strings(server.get("command", list(DEFAULT_COMMAND)), f"{label}: server.command")
+    if not command or not re.fullmatch(r"[\w.+-]+", command[0]):
+        raise UsageError(f"{label}: server.command starts with a console script's name")
+    module = server.get("module", DEFAULT_MODULE if "command" not in server else "")
+    if not isinstance(module, str) or (module and not re.fullmatch(r"[\w.]+", module)):
+        raise UsageError(f"{label}: server.module is a module name ('a.b.c')")
     layer_ids = _strings(server.get("layer-ids", []), f"{label}: server.layer-ids")
     for expr in layer_ids:
         try:
@@ -214,6 +236,8 @@ def parse_served(table: dict, label: str) -> ServedWorkload:
         steps=tuple(steps),
         validate=dict(validate),
         dataset=dataset,
+        command=command,
+        module=module,
     )
 
 

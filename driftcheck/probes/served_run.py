@@ -65,6 +65,39 @@ def has_chat_template(model: str) -> bool:
         return False
 
 
+def launch_extras(
+    model: str,
+    launch_flags: list[str],
+    trust: bool,
+    work: Path,
+    *,
+    write: bool = True,
+    template: bool | None = None,
+) -> tuple[list[str], list[str]]:
+    """The probe's additions to the server's command line (the fixes' flags,
+    ``--trust-remote-code``, a chat template where the model has none, written into ``work``
+    unless ``write`` is off; ``template``: whether it has one, None: look) and a shim line for
+    each the report lists."""
+    extra: list[str] = list(launch_flags)
+    shims: list[str] = []
+    if launch_flags:
+        shims.append(
+            f"the fixes' launch flags on the server's command line: {' '.join(launch_flags)}"
+        )
+    if trust:
+        extra.append("--trust-remote-code")
+    if not (has_chat_template(model) if template is None else template):
+        path = work / "chat_template.jinja"
+        if write:
+            path.write_text(CHAT_TEMPLATE)
+        extra += ["--chat-template", str(path)]
+        shims.append(
+            f"--chat-template {path.name}: the model has no chat template, and the "
+            "workload's chats are rendered by the server"
+        )
+    return extra, shims
+
+
 def server_command(
     env: ProbeEnv,
     workload: ServedWorkload,
@@ -75,9 +108,8 @@ def server_command(
     options: ProbeOptions,
     extra: list[str],
 ) -> list[str]:
-    """``vllm serve`` of the environment, the workload's arguments, then the probe's."""
-    exe = env.python.parent / "vllm"
-    head = [str(exe)] if exe.exists() else [str(env.python), "-m", "vllm.entrypoints.cli.main"]
+    """The workload's server command in the environment, its arguments, then the probe's."""
+    head = workload.command_head(env.python)
     own = ["--host", "127.0.0.1", "--port", str(port)]
     if options.tensor_parallel_size != 1:
         own += ["--tensor-parallel-size", str(options.tensor_parallel_size)]
@@ -136,27 +168,13 @@ def run_served_variant(
     layer_ids = list(options.layer_ids or workload.layers_for(layers))
     storage = work / label / "hidden-states"
     storage.mkdir(parents=True, exist_ok=True)
-    extra: list[str] = list(launch_flags)
-    shims = list(run_shims)
-    if launch_flags:
-        shims.append(
-            f"the fixes' launch flags on the server's command line: {' '.join(launch_flags)}"
-        )
+    trust = options.trust_remote_code or resolved.trust_remote_code
+    extra, added = launch_extras(model, launch_flags, trust, work)
+    shims = list(run_shims) + added
     if options.server_args:
         shims.append(
             "the probe's --server-args on the server's command line: "
             + " ".join(options.server_args)
-        )
-    trust = options.trust_remote_code or resolved.trust_remote_code
-    if trust:
-        extra.append("--trust-remote-code")
-    if not has_chat_template(model):
-        template = work / "chat_template.jinja"
-        template.write_text(CHAT_TEMPLATE)
-        extra += ["--chat-template", str(template)]
-        shims.append(
-            f"--chat-template {template.name}: the model has no chat template, and the "
-            "workload's chats are rendered by the server"
         )
     shim_dir = work / label / "server-shims"
     if env.cpu_build:
