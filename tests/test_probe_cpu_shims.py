@@ -120,3 +120,41 @@ def test_the_swap_space_refusal_of_8_cpu_workers_becomes_a_warning(tmp_path: Pat
     assert _verify(dest, root) == "ok"
     (root / "config" / "cache.py").write_text("def verify(*a):\n    return 'ok'\n")
     assert prepare(root, "0.18.0", tmp_path / "shims2", _driver_shims()) == []
+
+
+# The shape of DeepseekV2Attention.forward's rotation (written here, not copied).
+DEEPSEEK_ATTN = """class Attention:
+    qk_rope_head_dim = 2
+
+    def rotate(self, positions, q, k_pe):
+        q_nope, q_pe = q, q
+        q_pe, k_pe = self.rotary_emb(positions, q_pe, k_pe)
+        return q_pe, k_pe
+"""
+
+
+def test_the_rope_correction_needs_deepseeks_call_and_a_cpu_rotary(tmp_path: Path):
+    """Applied where DeepSeek-V2's attention rotates its 3-D q_pe and the rotary layer has a CPU
+    path (the compiled kernel that misreads it); the corrected line keeps the module's line
+    count. Without the CPU path, nothing."""
+    root = _vllm(tmp_path / "d", STATIC)
+    models = root / "model_executor" / "models"
+    rotary = root / "model_executor" / "layers" / "rotary_embedding"
+    models.mkdir(parents=True)
+    rotary.mkdir(parents=True)
+    (models / "deepseek_v2.py").write_text(DEEPSEEK_ATTN)
+    (rotary / "base.py").write_text(
+        "class RotaryEmbedding:\n    def forward_native(self):\n        pass\n"
+    )
+    assert prepare(root, "0.16.0", tmp_path / "s1", _driver_shims()) == []
+    (rotary / "base.py").write_text(
+        "class RotaryEmbedding:\n    def forward_cpu(self):\n        pass\n"
+    )
+    lines = prepare(root, "0.16.0", tmp_path / "s2", _driver_shims())
+    assert [ln.split(":", 1)[0] for ln in lines] == ["cpu-rope-multi-head-query"]
+    assert "vllm/model_executor/models/deepseek_v2.py:6" in lines[0]
+    assert "vllm/model_executor/layers/rotary_embedding/base.py:2" in lines[0]
+    [shim] = [s for s in _driver_shims() if s.id == "cpu-rope-multi-head-query"]
+    fixed = DEEPSEEK_ATTN.replace(shim.old, shim.new, 1)
+    assert fixed != DEEPSEEK_ATTN and len(fixed.splitlines()) == len(DEEPSEEK_ATTN.splitlines())
+    compile(fixed, "deepseek_v2.py", "exec")

@@ -510,6 +510,56 @@ def test_vllm_0160_cpu_rotary_kernel_misreads_a_3d_multi_head_query():
     assert err["3d"] > 0.5
 
 
+_ROPE_SHIM = r"""
+import json, sys, torch
+from vllm import _custom_ops as ops
+
+T, H, nope, rope, latent = 30, 4, 48, 64, 512
+inv = 1.0 / (50000 ** (torch.arange(0, rope, 2).float() / rope))
+angles = torch.outer(torch.arange(64).float(), inv)
+cache = torch.cat([angles.cos(), angles.sin()], -1)
+positions = torch.arange(T)
+
+def gptj(x):
+    c, s = angles[:T].cos()[:, None, :], angles[:T].sin()[:, None, :]
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * c - x2 * s, x2 * c + x1 * s], -1).flatten(-2)
+
+class Attention:  # what the line sees: RotaryEmbedding.forward_cpu's call, the rope width
+    qk_rope_head_dim = rope
+    def rotary_emb(self, positions, query, key):
+        ops.rotary_embedding(positions, query, key, rope, cache, False)
+        return query, key
+
+def error(line):
+    torch.manual_seed(0)
+    q, cached = torch.randn(T, H, nope + rope), torch.randn(T, 1, latent + rope)
+    q_pe, k_pe = q[..., nope:], cached[:, :, latent:]  # DeepseekV2Attention's strided views
+    want_q, want_k = gptj(q_pe.clone()), gptj(k_pe.clone())
+    scope = {"self": Attention(), "positions": positions, "q_pe": q_pe, "k_pe": k_pe}
+    exec(line.strip(), {}, scope)
+    got_q, got_k = scope["q_pe"], scope["k_pe"]
+    assert got_q.shape == want_q.shape and got_k.shape == want_k.shape
+    return max(float((got_q - want_q).abs().max()), float((got_k - want_k).abs().max()))
+
+print(json.dumps({"old": error(sys.argv[1]), "new": error(sys.argv[2])}))
+"""
+
+
+@pytest.mark.probe
+@pytest.mark.slow
+@pytest.mark.network
+def test_the_cpu_rope_shim_rotates_deepseeks_multi_head_query_right():
+    """The shim's line, run with vLLM 0.16.0's CPU rotary kernel on DeepseekV2Attention's own
+    strided (tokens, 4 heads, 64) q_pe: the line it corrects rotates the wrong rows, the
+    corrected one matches the rotation exactly, in the shape the next line assigns."""
+    from driftcheck.probes.cpu_shims import load_shims
+
+    [shim] = [s for s in load_shims() if s.id == "cpu-rope-multi-head-query"]
+    err = _in_env(_env_python(), _ROPE_SHIM, shim.old, shim.new)
+    assert err["old"] > 0.5 and err["new"] < 1e-5, err
+
+
 @pytest.mark.probe
 @pytest.mark.slow
 @pytest.mark.network
