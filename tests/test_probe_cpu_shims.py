@@ -76,3 +76,47 @@ def test_no_correction_where_the_target_is_right(tmp_path: Path):
     dest = tmp_path / "shims"
     assert prepare(root, "0.25.0", dest, _driver_shims()) == []
     assert _act(dest, root) == "42"
+
+
+# The shape of vLLM 0.16.0's config/cache.py check (written here, not copied).
+SWAP_CHECK = """import logging
+logger = logging.getLogger("vllm")
+
+
+def verify(swap_gib, ranks, total_gib):
+    usage = swap_gib * ranks
+    msg = f"{usage} GiB out of the {total_gib} GiB total CPU memory is allocated for the swap space."
+    if usage > 0.7 * total_gib:
+        raise ValueError("Too large swap space. " + msg)
+    return "ok"
+"""
+
+
+def _verify(dest: Path, root: Path) -> str:
+    code = "import vllm.config.cache as c; print(c.verify(4, 8, 23.5))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": f"{dest}:{root.parent}", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.strip() or out.stderr.strip().splitlines()[-1]
+
+
+def test_the_swap_space_refusal_of_8_cpu_workers_becomes_a_warning(tmp_path: Path):
+    """vLLM 0.16.0 refuses 4 GiB x 8 ranks of swap space on a 24 GiB host, space its V1 engine
+    never allocates; corrected, the check warns and the config is made. A release without the
+    check (0.18.0 on) is left alone."""
+    root = _vllm(tmp_path / "c", STATIC)
+    (root / "config").mkdir()
+    (root / "config" / "__init__.py").touch()
+    (root / "config" / "cache.py").write_text(SWAP_CHECK)
+    assert _verify(tmp_path / "none", root).startswith("ValueError: Too large swap space. 32 GiB")
+    dest = tmp_path / "shims"
+    lines = prepare(root, "0.16.0", dest, _driver_shims())
+    assert [ln.split(":", 1)[0] for ln in lines] == ["cpu-swap-space-check"]
+    assert "vllm/config/cache.py:9" in lines[0]
+    assert _verify(dest, root) == "ok"
+    (root / "config" / "cache.py").write_text("def verify(*a):\n    return 'ok'\n")
+    assert prepare(root, "0.18.0", tmp_path / "shims2", _driver_shims()) == []

@@ -159,6 +159,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         resolved = _resolve_model(options, env, say)
         model, tiny = resolved.path, resolved.builtin is not None
         shims += resolved.shims
+        host_facts = list(shims)  # what changes the host's code or setup (not the TP binding)
 
         tp = options.tensor_parallel_size
         bind_env, bind_shims = cpu_thread_binding(tp, env.python) if env.cpu_build else ({}, [])
@@ -187,6 +188,7 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
                 say,
                 bind_env if opts.tensor_parallel_size > 1 else {},
                 flags if label.startswith("patched") else [],
+                host_facts,
             )
 
         single = replace(options, tensor_parallel_size=1)  # the TP=1 run tp-match compares with
@@ -269,6 +271,7 @@ def _run_variant(
     say: Progress,
     bind_env: dict[str, str],
     launch: list[str],
+    host_facts: list[str] | None = None,
 ) -> tuple[RunOutcome, dict[str, str]]:
     copy_root = (work / label / "client").resolve()
     copy_tree(tree, copy_root)
@@ -328,7 +331,8 @@ def _run_variant(
         "result": str(result_path),
     }
     (work / "spec.json").write_text(json.dumps(spec, indent=2))
-    key = states_key(copy_root, env, spec)
+    facts = [*(host_facts or []), json.dumps(resolved.env, sort_keys=True)]
+    key = states_key(copy_root, env, spec, host=facts)
     offline = resolved.builtin is not None
     run_env = run_environment(copy_root, extra_path, workload, cpu=env.cpu_build, offline=offline)
     run_env.update(resolved.env)

@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,10 @@ def _tree_digest(h: Any, root: Path, *, contents: bool) -> None:
             h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
 
 
-def states_key(copy_root: Path, env: ProbeEnv, spec: dict) -> str:
-    """What a run's hidden states depend on, as a digest (the tensor parallel size left out)."""
+def states_key(copy_root: Path, env: ProbeEnv, spec: dict, host: Iterable[str] = ()) -> str:
+    """What a run's hidden states depend on, as a digest (the tensor parallel size left out);
+    ``host``: what else the run changes in the host (the CPU shims' corrections of vLLM's code,
+    the model's variables), so states kept before a shim was added are not reused after."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     for name in DRIVER_FILES:
@@ -58,6 +60,7 @@ def states_key(copy_root: Path, env: ProbeEnv, spec: dict) -> str:
         _tree_digest(h, model, contents=False)  # weights can be large: names, sizes, times
     keys = ("entry", "model", "layer_ids", "max_model_len", "trust_remote_code")
     facts = [str(env.python), env.host_dist, env.host_version, *(spec.get(k) for k in keys)]
+    facts += list(host)
     h.update(json.dumps(facts, default=str).encode())
     return h.hexdigest()[:24]
 
