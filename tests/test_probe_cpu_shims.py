@@ -50,6 +50,11 @@ def _act(dest: Path, root: Path) -> str:
         "from vllm.model_executor.layers.fused_moe import cpu_fused_moe as m\n"
         "print(m._CPU_MOE_ACT_FN['silu'](21))\n"
     )
+    return _run(code, dest, root)
+
+
+def _run(code: str, dest: Path, root: Path) -> str:
+    """``code``'s output (or its last error line) with the shims in ``dest`` and the fake host."""
     out = subprocess.run(
         [sys.executable, "-c", code],
         env={"PYTHONPATH": f"{dest}:{root.parent}", "PATH": "/usr/bin:/bin"},
@@ -93,15 +98,7 @@ def verify(swap_gib, ranks, total_gib):
 
 
 def _verify(dest: Path, root: Path) -> str:
-    code = "import vllm.config.cache as c; print(c.verify(4, 8, 23.5))"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env={"PYTHONPATH": f"{dest}:{root.parent}", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return out.stdout.strip() or out.stderr.strip().splitlines()[-1]
+    return _run("import vllm.config.cache as c; print(c.verify(4, 8, 23.5))", dest, root)
 
 
 def test_the_swap_space_refusal_of_8_cpu_workers_becomes_a_warning(tmp_path: Path):

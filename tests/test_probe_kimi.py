@@ -446,10 +446,10 @@ def test_probe_speculators_030_on_tiny_kimi_fails_at_build_in_the_worker_extensi
 @pytest.mark.network
 def test_probe_kimiclient_reaches_hidden_states_on_tiny_kimi():
     """A client that reaches the text model under the wrapper gets every hidden state on Kimi's
-    architecture (dense and MoE layers, MLA weights run as DeepseekV2Attention). The reference
-    stage then fails, and that is vLLM's: its CPU rotary kernel misreads the 3-D multi-head
-    query that DeepseekV2Attention hands it (see the next test); with the kernel replaced by
-    vLLM's own forward_native the same run matches transformers' DeepseekV3 at cosine 1.0."""
+    architecture (dense and MoE layers, MLA weights run as DeepseekV2Attention), and they match
+    transformers' DeepseekV3: the CPU shim ``cpu-rope-multi-head-query`` hands vLLM's CPU
+    rotary kernel the 2-D query it reads right (without it the 3-D 8-head q_pe is misread and
+    the reference stage fails below 0.9; see the next tests)."""
     code, data, _ = _probe_json(
         str(KIMICLIENT), "--host", "vllm==0.16.0", "--model", "tiny-kimi-k2.5"
     )
@@ -457,15 +457,11 @@ def test_probe_kimiclient_reaches_hidden_states_on_tiny_kimi():
     assert data["run_env"]["VLLM_MLA_DISABLE"] == "1"
     names = [s["name"] for s in run["stages"]]
     assert names[:4] == ["import", "build", "worker-origin", "generate-1"]
-    assert all(s["ok"] for s in run["stages"] if s["name"] != "reference"), json.dumps(
-        run, indent=1
-    )[:4000]
+    assert any(x.startswith("cpu-rope-multi-head-query: ") for x in data["shims"])
+    assert all(s["ok"] for s in run["stages"]), json.dumps(run, indent=1)[:4000]
     hs = _stage(run, "hidden-states")
     assert hs["hidden_size"] == 64 and hs["layers"] == [1, 4, 7] and hs["dtype"] == "torch.float32"
-    ref = _stage(run, "reference")
-    assert code == 1 and run["failed_stage"] == "reference"
-    assert not ref["ok"] and ref["min_cosine"] < 0.9
-    assert ref["error"]["message"].endswith("< 0.999878 (torch.float32) against transformers")
+    assert code == 0 and _stage(run, "reference")["min_cosine"] >= 0.999878
 
 
 _ROPE_KERNEL = r"""
@@ -513,10 +509,12 @@ def test_vllm_0160_cpu_rotary_kernel_misreads_a_3d_multi_head_query():
 @pytest.mark.probe
 @pytest.mark.slow
 @pytest.mark.network
-def test_probe_kimiclient_tp2_matches_transformers_with_one_head_per_rank():
-    """The kernel's fault, seen in the probe: at tensor-parallel size 2 each rank holds one of
-    the two heads, q_pe is (tokens, 1, dim), the CPU rotary kernel reads it right, and the
-    reference stage passes at cosine 1.0, while the TP=1 run it is compared with does not."""
+def test_probe_kimiclient_tp8_matches_transformers_and_tp1():
+    """Eight ranks, as in the seed's run, on 2 CPU cores (about 4 minutes, 16.4 GiB resident
+    summed over the tree): each rank holds one of the 8 heads and one eighth of every expert,
+    rank 0 answers the client's gather alone (``unique_reply_rank=0``: one reply, not 8), the
+    states match transformers and the TP=1 run. vLLM 0.16.0 refuses 8 ranks' default swap space
+    on a 24 GiB host, space it never allocates (the shim ``cpu-swap-space-check``)."""
     code, data, _ = _probe_json(
         str(KIMICLIENT),
         "--host",
@@ -524,13 +522,15 @@ def test_probe_kimiclient_tp2_matches_transformers_with_one_head_per_rank():
         "--model",
         "tiny-kimi-k2.5",
         "--tensor-parallel-size",
-        "2",
+        "8",
     )
     [run] = data["runs"]
-    ref = _stage(run, "reference")
-    assert ref["ok"] and ref["min_cosine"] >= 0.999, json.dumps(run, indent=1)[:4000]
-    assert code == 1 and run["failed_stage"] == "tp-match"
-    assert "the TP=1 run is the one that differs from transformers" in run["error"]["message"]
+    assert code == 0, json.dumps(run, indent=1)[:4000]
+    capture = _stage(run, "capture")
+    assert capture["tp_ranks"] == list(range(8)) and capture["captured_ranks"] == [0]
+    assert all(g["replies"] == 1 and not g["as_list"] for g in capture["gathers"])
+    assert _stage(run, "reference")["min_cosine"] >= 0.999878
+    assert _stage(run, "tp-match")["min_cosine"] >= 0.999878
 
 
 # -- the router's margin and the reference's thresholds ----------------------------------------
@@ -700,9 +700,9 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
     """On vLLM 0.20.0 KimiK25ForConditionalGeneration is a SupportsEagle3: the unsafe served
     fix (``model.language_model.model``) lets the worker extension patch the text model, and the
     drift it brings into reach (``get_input_embeddings``, renamed ``embed_input_ids``) is chained
-    with it; the host shim for vLLM's CPU MoE SiLU is applied. Every stage passes up to the
-    reference, which fails in vLLM's CPU rotary kernel (``test_vllm_0160_cpu_rotary...``: the
-    same fault in 0.20.0). The client's own default layers ``[2, L // 2, L - 3, L - 1]`` are
+    with it; the host shims for vLLM's CPU MoE SiLU and its CPU rotary kernel are applied (the
+    kernel misreads the 8-head 3-D query otherwise, ``test_vllm_0160_cpu_rotary...``: the same
+    fault in 0.20.0). Every stage passes, the reference too. The client's own default layers ``[2, L // 2, L - 3, L - 1]`` are
     distinct on the 8-layer model (on recipe 4's 4 layers they repeated: [2, 2, 1, 3])."""
     code, data, _ = _probe_json(
         "speculators==0.3.0",
@@ -726,18 +726,17 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
     before = ["import", "build", "worker-origin", "generate-1", "generate-2", "capture"]
     assert all(stages[n]["ok"] for n in [*before, "hidden-states"]), json.dumps(patched)[:4000]
     assert stages["hidden-states"]["layers"] == [2, 4, 5, 7]
-    assert code == 1 and patched["failed_stage"] == "reference"
-    assert stages["reference"]["min_cosine"] < 0.9
+    assert any(s.startswith("cpu-rope-multi-head-query: ") for s in data["shims"])
+    assert code == 0 and stages["reference"]["min_cosine"] >= 0.992188, stages["reference"]
 
 
 @pytest.mark.probe
 @pytest.mark.slow
 @pytest.mark.network
 def test_probe_speculators_030_on_tiny_kimi_0200_tp2_matches_transformers():
-    """With two workers (one head per rank, which vLLM's CPU rotary kernel reads right) the
+    """With two workers (4 of the 8 heads per rank, rotated right through the CPU rope shim) the
     patched speculators 0.3.0 passes the reference on Kimi's architecture in bfloat16; rank 0
-    captures and the client's gather reads its one reply; tp-match then fails on the TP=1 run,
-    the one that differs from transformers."""
+    captures and the client's gather reads its one reply; the states match the TP=1 run's."""
     code, data, _ = _probe_json(
         "speculators==0.3.0",
         "--host",
@@ -746,8 +745,6 @@ def test_probe_speculators_030_on_tiny_kimi_0200_tp2_matches_transformers():
         "tiny-kimi-k2.5",
         "--fix",
         "--unsafe-fixes",
-        "--layer-ids",
-        "1,2,3",
         "--tensor-parallel-size",
         "2",
     )
@@ -756,5 +753,4 @@ def test_probe_speculators_030_on_tiny_kimi_0200_tp2_matches_transformers():
     assert stages["capture"]["ok"] and stages["capture"]["captured_ranks"] == [0]
     ref = stages["reference"]
     assert ref["ok"] and ref["cosine_min"] == 0.992188 and ref["min_cosine"] > 0.999, ref
-    assert code == 1 and patched["failed_stage"] == "tp-match"
-    assert "the TP=1 run is the one that differs from transformers" in patched["error"]["message"]
+    assert code == 0 and stages["tp-match"]["ok"], patched.get("error")

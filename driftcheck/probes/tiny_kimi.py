@@ -33,11 +33,12 @@ module (``configuration_kimi_k25.py``, named by ``auto_map``) and image processo
 4 tokens after the 2x2 merge). ``reference/`` holds the same language-model weights as a plain
 transformers ``DeepseekV3ForCausalLM``, for the probe's reference stage.
 
-On vLLM 0.16's CPU build the reference stage fails on this model, and the cause is vLLM's:
-``DeepseekV2Attention`` rotates ``q_pe`` as (tokens, heads, rope dim) and the CPU rotary kernel
-takes its heads from ``size(-1)`` and its token stride from ``stride(-2)``, so a multi-head query
-comes out wrong (``tests/test_probe_kimi.py`` shows the kernel alone; at tensor-parallel size 2,
-one head per rank, the reference stage passes: at 8 heads that is tensor-parallel size 8).
+On vLLM's CPU build ``DeepseekV2Attention`` rotates ``q_pe`` as (tokens, heads, rope dim) and
+the CPU rotary kernel takes its heads from ``size(-1)`` and its token stride from
+``stride(-2)``, so a multi-head query comes out wrong and the reference stage fails
+(``tests/test_probe_kimi.py`` shows the kernel alone; one head per rank, tensor-parallel size 8
+here, is read right). The probe's CPU shim ``cpu-rope-multi-head-query`` hands the kernel the
+2-D query it reads right (``probes/cpu_shims.toml``).
 
 Like :mod:`driftcheck.probes.model`, this file is also a script, run with the target
 environment's interpreter (``python tiny_kimi.py OUT_DIR``).
