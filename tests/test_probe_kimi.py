@@ -447,7 +447,7 @@ def test_probe_speculators_030_on_tiny_kimi_fails_at_build_in_the_worker_extensi
 def test_probe_kimiclient_reaches_hidden_states_on_tiny_kimi():
     """A client that reaches the text model under the wrapper gets every hidden state on Kimi's
     architecture (dense and MoE layers, MLA weights run as DeepseekV2Attention), and they match
-    transformers' DeepseekV3: the CPU shim ``cpu-rope-multi-head-query`` hands vLLM's CPU
+    transformers' DeepseekV3: the CPU shim ``cpu-rotary-rows`` hands vLLM's CPU
     rotary kernel the 2-D query it reads right (without it the 3-D 8-head q_pe is misread and
     the reference stage fails below 0.9; see the next tests)."""
     code, data, _ = _probe_json(
@@ -457,7 +457,7 @@ def test_probe_kimiclient_reaches_hidden_states_on_tiny_kimi():
     assert data["run_env"]["VLLM_MLA_DISABLE"] == "1"
     names = [s["name"] for s in run["stages"]]
     assert names[:4] == ["import", "build", "worker-origin", "generate-1"]
-    assert any(x.startswith("cpu-rope-multi-head-query: ") for x in data["shims"])
+    assert any(x.startswith("cpu-rotary-rows: ") for x in data["shims"])
     assert all(s["ok"] for s in run["stages"]), json.dumps(run, indent=1)[:4000]
     hs = _stage(run, "hidden-states")
     assert hs["hidden_size"] == 64 and hs["layers"] == [1, 4, 7] and hs["dtype"] == "torch.float32"
@@ -726,7 +726,7 @@ def test_probe_speculators_030_on_tiny_kimi_0200_runs_through_the_served_fix():
     before = ["import", "build", "worker-origin", "generate-1", "generate-2", "capture"]
     assert all(stages[n]["ok"] for n in [*before, "hidden-states"]), json.dumps(patched)[:4000]
     assert stages["hidden-states"]["layers"] == [2, 4, 5, 7]
-    assert any(s.startswith("cpu-rope-multi-head-query: ") for s in data["shims"])
+    assert any(s.startswith("cpu-rotary-rows: ") for s in data["shims"])
     assert code == 0 and stages["reference"]["min_cosine"] >= 0.992188, stages["reference"]
 
 

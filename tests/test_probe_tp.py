@@ -276,7 +276,7 @@ def test_states_key_follows_the_copy_not_its_place(tmp_path):
     assert tensor_parallel.states_key(a, ENV, spec) != tensor_parallel.states_key(a, ENV, other)
     # a CPU shim that corrects the host's code changes the states: kept ones are not reused
     shim = [
-        "cpu-rotary-rows: vllm/model_executor/layers/rotary_embedding/base.py:281, :292 reads ..."
+        "cpu-rotary-rows: vllm/model_executor/layers/rotary_embedding/base.py:281, :293 reads ..."
     ]
     key = tensor_parallel.states_key(a, ENV, spec)
     assert tensor_parallel.states_key(a, ENV, spec, host=shim) != key

@@ -37,8 +37,8 @@ On vLLM's CPU build ``DeepseekV2Attention`` rotates ``q_pe`` as (tokens, heads, 
 the CPU rotary kernel takes its heads from ``size(-1)`` and its token stride from
 ``stride(-2)``, so a multi-head query comes out wrong and the reference stage fails
 (``tests/test_probe_kimi.py`` shows the kernel alone; one head per rank, tensor-parallel size 8
-here, is read right). The probe's CPU shim ``cpu-rope-multi-head-query`` hands the kernel the
-2-D query it reads right (``probes/cpu_shims.toml``).
+here, is read right). The probe's CPU shim ``cpu-rotary-rows`` has vLLM's ``forward_cpu``
+hand the kernel the (tokens, heads * dim) rows it reads right (``probes/cpu_shims.toml``).
 
 Like :mod:`driftcheck.probes.model`, this file is also a script, run with the target
 environment's interpreter (``python tiny_kimi.py OUT_DIR``).
