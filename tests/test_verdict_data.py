@@ -1,5 +1,5 @@
 """The verdict data on real clients, read offline (no scan): every false verdict says why it is
-false, and the README's counts are the data's, once per distinct finding.
+false, and the counts in docs/verdicts.md are the data's, once per distinct finding.
 
 A false verdict's evidence names a place (``path:line``) other than the finding's own (the gate
 that keeps the line from running, or where the host has the name) and does not repeat
@@ -92,28 +92,28 @@ def test_a_false_verdict_that_names_its_gate_passes(evidence: str):
     assert evidence_problem({"evidence": evidence, "where": WHERE}, SCAN) is None
 
 
-README_ROW = re.compile(r"^\| (\w+) \| [^|]* \| (\d+) \| (\d+) \| (\d+) \|$", re.M)
-README_PER_SCAN = re.compile(r"Counted once per scan instead.*?they are (\d+) real,\s+(\d+) fixed")
+DOCS_ROW = re.compile(r"^\| (\w+) \| [^|]* \| (\d+) \| (\d+) \| (\d+) \|$", re.M)
+DOCS_PER_SCAN = re.compile(r"Counted once per scan instead.*?they are (\d+) real,\s+(\d+) fixed")
 
 
-def readme_section() -> str:
-    readme = (ROOT / "README.md").read_text()
-    return readme.split("### Measured on real clients", 1)[1].split("\n### ", 1)[0]
+def docs_page() -> str:
+    """The docs page "Measured on real clients", where the table lives."""
+    return (ROOT / "docs" / "verdicts.md").read_text()
 
 
-def test_the_readme_counts_each_finding_once():
-    """The README's table of verdicts is the data counted per distinct finding, host by host,
+def test_the_docs_count_each_finding_once():
+    """The docs' table of verdicts is the data counted per distinct finding, host by host,
     with the total row."""
-    table = {host.lower(): tuple(map(int, n)) for host, *n in README_ROW.findall(readme_section())}
+    table = {host.lower(): tuple(map(int, n)) for host, *n in DOCS_ROW.findall(docs_page())}
     counts = distinct_counts(recorded_scans())
     expected = {host: tuple(c[s] for s in STATES) for host, c in counts.items()}
     expected["all"] = tuple(sum(row[i] for row in expected.values()) for i in range(3))
     assert table == expected
 
 
-def test_the_readme_per_scan_counts_are_the_data():
-    found = README_PER_SCAN.search(readme_section())
-    assert found, "the README's per-scan sentence is gone"
+def test_the_docs_per_scan_counts_are_the_data():
+    found = DOCS_PER_SCAN.search(docs_page())
+    assert found, "the per-scan sentence of docs/verdicts.md is gone"
     total = sum(per_scan_counts(recorded_scans()).values(), Counter())
     assert tuple(map(int, found.groups())) == (total["real"], total["false, fixed"])
 

@@ -2,8 +2,8 @@
 counted per host once per distinct finding: the same fingerprint at the same place in the same
 client is one finding, however many scans (releases of the client or of the host) report it.
 
-``python tests/verdict_counts.py`` prints the README's table "Measured on real clients" from the
-data; ``tests/test_verdict_data.py`` holds the README to it.
+``python tests/verdict_counts.py`` prints the table of ``docs/verdicts.md`` ("Measured on real
+clients") from the data; ``tests/test_verdict_data.py`` holds the page to it.
 """
 
 from __future__ import annotations
