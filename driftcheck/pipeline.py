@@ -21,7 +21,7 @@ from driftcheck.gates import Gate
 from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.host.served_model import ServedModel
-from driftcheck.model_configs import served_for
+from driftcheck.models.configs import served_for
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.specs import PackageSpec, parse_spec
@@ -290,7 +290,7 @@ def scan(
         )
 
 
-#: The kinds of :class:`driftcheck.http.client_use.HttpUse` (named here so the pipeline need
+#: The kinds of :class:`driftcheck.client.http.use.HttpUse` (named here so the pipeline need
 #: not import the HTTP modules).
 HTTP_KINDS = frozenset({"http-request", "http-read", "launch"})
 

@@ -73,8 +73,8 @@ def witness_env(api: HostAPI, *, build: bool = True) -> WitnessEnv:
 
 def _probe_env(name: str, version: str, *, build: bool) -> WitnessEnv | None:
     """The probe's managed environment for this host release, when the probe knows the host."""
-    from driftcheck.probes.envs import HOST_DISTS, EnvError
-    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.envs.environment import HOST_DISTS, EnvError
+    from driftcheck.envs.managed import managed_env
 
     if canonicalize_name(name) not in HOST_DISTS:
         return None
@@ -151,11 +151,11 @@ def _build(root: Path, name: str, version: str) -> dict:
 
 
 def _run(cmd: list[str], timeout: float = BUILD_TIMEOUT) -> None:
-    from driftcheck.probes.envs import _clean_env
+    from driftcheck.envs.environment import clean_env
 
     try:
         done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, env=_clean_env(), check=False
+            cmd, capture_output=True, text=True, timeout=timeout, env=clean_env(), check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WitnessEnvError(str(exc)) from None

@@ -172,7 +172,7 @@ def run_batch(
     env: WitnessEnv, roots: list[str], specs: list[dict], *, cached: bool = True
 ) -> dict[str, dict]:
     """Every distinct program's result in ``env``, keyed by the program's JSON."""
-    from driftcheck.probes.envs import _clean_env
+    from driftcheck.envs.environment import clean_env
 
     todo: dict[str, dict] = {}
     done: dict[str, dict] = {}
@@ -214,7 +214,7 @@ def run_batch(
                 capture_output=True,
                 text=True,
                 timeout=budget,
-                env=_clean_env(),
+                env=clean_env(),
                 stdin=subprocess.DEVNULL,
                 check=False,
             )
