@@ -27,7 +27,6 @@ from packaging.version import InvalidVersion, Version
 
 from driftcheck.cache import cache_root, locked
 from driftcheck.envs.environment import HOST_DISTS, EnvError, clean_env
-from driftcheck.envs.managed import managed_env
 from driftcheck.host.release import HostRelease
 
 ENV_FORMAT = 1  # bump when the recipe changes: older witness environments are rebuilt
@@ -73,6 +72,8 @@ def witness_env(release: HostRelease, *, build: bool = True) -> WitnessEnv:
 
 def _probe_env(name: str, version: str, *, build: bool) -> WitnessEnv | None:
     """The probe's managed environment for this host release, when the probe knows the host."""
+    from driftcheck.envs.managed import managed_env  # only for a host the probe knows
+
     if canonicalize_name(name) not in HOST_DISTS:
         return None
     try:
