@@ -125,7 +125,7 @@ def test_an_existing_cache_of_driftcheck_kinds_only_is_adopted(cache: Path):
 
 def test_clear_leaves_an_entry_in_use_and_says_so(cache: Path):
     from driftcheck.cache import locked
-    from driftcheck.probes.env_cache import in_use
+    from driftcheck.envs.disk import in_use
 
     env = cache / "envs" / "vllm-0.16.0"
     _tree(env, {"bin/python": "#!", "env.json": "{}"})

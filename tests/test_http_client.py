@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from driftcheck.client.gate_reader import GateReader
+from driftcheck.client.http.calls import HttpCollector, Wrapper
+from driftcheck.client.http.openai_sdk import openai_sdk, parse_sdk
+from driftcheck.client.http.reads import ReadFinder
+from driftcheck.client.http.urls import path_matches, url_path
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.index import ClientIndex, parse_module
-from driftcheck.http.client import HttpCollector, Wrapper
-from driftcheck.http.client_openai import openai_sdk, parse_sdk
-from driftcheck.http.client_reads import ReadFinder
-from driftcheck.http.client_urls import path_matches, url_path
-from driftcheck.http.client_use import HttpUse
 from driftcheck.pipeline import scan
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -318,8 +318,8 @@ def test_launch_commands_come_from_the_hosts_console_scripts():
 
 
 def test_console_scripts_are_read_from_the_distribution():
+    from driftcheck.client.http.prefilter import console_scripts
     from driftcheck.host.load import load_host
-    from driftcheck.http.prefilter import console_scripts
     from driftcheck.sources.specs import parse_spec
 
     assert console_scripts(load_host(parse_spec(str(OAIHOST / "2.0")))) == ("oaihost",)

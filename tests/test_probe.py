@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_error_line, missing, run_cli
 
+from driftcheck.envs.managed import cpu_requirements
 from driftcheck.probes import runner
-from driftcheck.probes.managed_envs import cpu_requirements
 from driftcheck.probes.outcome import interpret, worker_traceback
 from driftcheck.probes.patches import (
     PatchError,
@@ -687,7 +687,7 @@ def test_probe_without_the_sample_tokens_fix_fails_on_the_second_generate(tmp_pa
 def test_text_report_side_by_side(tmp_path):
     import io
 
-    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.envs.environment import ProbeEnv
     from driftcheck.probes.outcome import ProbeReport, RunOutcome
     from driftcheck.probes.patches import AppliedPatch
     from driftcheck.probes.report import render_text

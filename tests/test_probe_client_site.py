@@ -84,7 +84,7 @@ def test_near_miss_a_version_the_environment_does_not_satisfy_goes_into_the_fold
     assert _dists(target) == {"newer-1.0", "present-2.0"}
     # A constraint holding the environment's version refuses it (one line says why).
     pins.write_text("present==1.0\n")
-    from driftcheck.probes.envs import EnvError
+    from driftcheck.envs.environment import EnvError
 
     with pytest.raises(EnvError, match="pip install --dry-run newer"):
         install_missing(offline, tmp_path / "other", "newer", pins)

@@ -138,8 +138,8 @@ print(json.dumps({"q": float((got_q - want_q).abs().max()), "k": float((got_k - 
 def test_vllm_0160_cpu_rotary_is_right_for_a_3d_multi_head_query_with_the_shim(tmp_path: Path):
     """The real kernel (vLLM 0.16.0's CPU build): without the shim an 8-head q_pe comes out
     wrong; with it, right, in the caller's shape (tests/test_probe_kimi.py shows the fault)."""
-    from driftcheck.probes.builtin_models import vllm_dir
-    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.envs.managed import managed_env
+    from driftcheck.models.builtin import vllm_dir
 
     python = managed_env("0.16.0").python
 

@@ -214,7 +214,7 @@ def _text(path: Path) -> str:
 def _report_lines(run: object) -> list[str]:
     import io
 
-    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.envs.environment import ProbeEnv
     from driftcheck.probes.outcome import ProbeReport
     from driftcheck.probes.report import render_text
     from driftcheck.probes.workloads import WORKLOADS

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from driftcheck.config import load_config
+from driftcheck.envs import disk as env_cache
+from driftcheck.envs import managed as managed_envs
+from driftcheck.envs.disk import disk_usage, evict, in_use, limit_bytes, share_files
 from driftcheck.errors import UsageError
-from driftcheck.probes import env_cache, managed_envs
-from driftcheck.probes.env_cache import disk_usage, evict, in_use, limit_bytes, share_files
 
 MB = 10**6
 
@@ -118,7 +119,7 @@ def test_probe_cache_gb_setting(tmp_path, monkeypatch):
 
 
 def test_a_long_build_step_says_its_time_and_size(tmp_path, monkeypatch):
-    from driftcheck.probes import env_steps
+    from driftcheck.envs import steps as env_steps
 
     monkeypatch.setattr(env_steps, "HEARTBEAT", 0.2)
     (tmp_path / "f").write_bytes(b"x" * 1000)
@@ -199,9 +200,9 @@ def test_a_torch_extension_that_does_not_import_is_uninstalled(monkeypatch, tmp_
 
 
 def test_managed_envs_help_is_help_not_a_version(capsys):
-    """``python -m driftcheck.probes.managed_envs --help`` prints its usage; it once took
+    """``python -m driftcheck.envs.managed --help`` prints its usage; it once took
     ``--help`` for a vLLM version to build."""
-    from driftcheck.probes.managed_envs import main
+    from driftcheck.envs.managed import main
 
     with pytest.raises(SystemExit) as stop:
         main(["--help"])

@@ -21,8 +21,9 @@ from conftest import run_cli
 from test_probe import _probe_json
 
 from driftcheck.errors import UsageError
-from driftcheck.probes import builtin_models, tiny_kimi
-from driftcheck.probes.builtin_models import cpu_needs, recipe, resolve_model
+from driftcheck.models import builtin as builtin_models
+from driftcheck.models import tiny_kimi
+from driftcheck.models.builtin import cpu_needs, recipe, resolve_model
 from driftcheck.probes.workloads import declared_workload, workload_for
 from driftcheck.sources.trees import DirectoryTree
 
@@ -160,7 +161,7 @@ def test_dims_every_cpu_isa_takes_come_from_the_hosts_isa_choice():
     """Where vLLM picks a kernel ISA, only the sizes it sends to vec16 before asking the CPU
     are safe everywhere (others may take the AMX path a build lacks); without an ISA choice,
     every supported size is."""
-    from driftcheck.probes.builtin_models import dims_every_cpu_isa_takes
+    from driftcheck.models.builtin import dims_every_cpu_isa_takes
 
     assert dims_every_cpu_isa_takes(_CPU_ATTN_WITH_ISA) == {80, 112}
     assert dims_every_cpu_isa_takes(_CPU_ATTN_PAGED) == {32, 64, 80, 112, 128}
@@ -178,7 +179,7 @@ def test_dims_every_cpu_isa_takes_come_from_the_hosts_isa_choice():
 def test_builtin_models_head_dims_run_on_every_cpu_isa(release):
     """Every built-in model's CPU attention head sizes are ones each release's CPU attention
     runs on every CPU (read from the release's source), so no run depends on the CPU model."""
-    from driftcheck.probes.builtin_models import dims_every_cpu_isa_takes
+    from driftcheck.models.builtin import dims_every_cpu_isa_takes
     from driftcheck.sources.specs import parse_spec
     from driftcheck.sources.trees import open_tree
 
@@ -285,7 +286,7 @@ def test_plan_tiny_kimi_names_the_model_its_cpu_needs_and_the_predicted_failure(
 
 
 def _env_python() -> Path:
-    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.envs.managed import managed_env
 
     return managed_env("0.16.0").python
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_error_line, run_cli, speculators_report
 
+from driftcheck.envs import managed as managed_envs
+from driftcheck.envs.environment import EnvError
 from driftcheck.errors import UsageError
-from driftcheck.probes import harness, managed_envs
-from driftcheck.probes.envs import EnvError
+from driftcheck.probes import harness
 from driftcheck.probes.options import ProbeOptions
 from driftcheck.probes.outcome import RunOutcome, left_at
 from driftcheck.probes.patches import NoPatchError

@@ -186,7 +186,7 @@ def test_the_shipped_serve_shims_parse():
 
 
 def test_a_fix_that_names_a_launch_flag_starts_the_patched_server_with_it(tmp_path: Path):
-    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.envs.environment import ProbeEnv
     from driftcheck.probes.options import ProbeOptions
     from driftcheck.probes.patches import launch_flags
     from driftcheck.probes.served_run import server_command
@@ -212,7 +212,7 @@ def test_a_fix_that_names_a_launch_flag_starts_the_patched_server_with_it(tmp_pa
 def test_server_args_come_last_so_that_they_win(tmp_path: Path):
     """--server-args are the server's last arguments (vLLM's parser keeps the last of a flag),
     after the workload's launcher defaults; without them the command is the workload's."""
-    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.envs.environment import ProbeEnv
     from driftcheck.probes.options import ProbeOptions
     from driftcheck.probes.served_run import server_command
 
@@ -246,10 +246,10 @@ def test_the_server_of_n_cpu_workers_gets_their_openmp_binding(tmp_path: Path, m
     """The binding the probe computes for N>1 CPU workers (vLLM's automatic one refuses more
     workers than NUMA nodes) reaches the server's environment, next to the model's needs; one
     worker's server gets none."""
+    from driftcheck.envs.environment import ProbeEnv
+    from driftcheck.models.builtin import ResolvedModel
     from driftcheck.probes import harness
-    from driftcheck.probes.builtin_models import ResolvedModel
     from driftcheck.probes.driver_env import BIND_VAR
-    from driftcheck.probes.envs import ProbeEnv
     from driftcheck.probes.served_run import server_environment
 
     monkeypatch.delenv(BIND_VAR, raising=False)
@@ -283,7 +283,7 @@ def test_the_server_of_n_cpu_workers_gets_their_openmp_binding(tmp_path: Path, m
 def test_the_text_report_shows_a_served_runs_stages(tmp_path: Path):
     import io
 
-    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.envs.environment import ProbeEnv
     from driftcheck.probes.outcome import ProbeReport, RunOutcome
     from driftcheck.probes.report import render_text
 
@@ -457,8 +457,9 @@ def test_plan_of_a_served_workload_lists_server_steps_layers_and_cpu_shims(
     source holds one shim's line (the other's is not there)."""
     import io
 
-    from driftcheck.probes import builtin_models, cpu_shims, probe_plan
-    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.envs.environment import ProbeEnv
+    from driftcheck.models import builtin as builtin_models
+    from driftcheck.probes import cpu_shims, probe_plan
     from driftcheck.probes.options import ProbeOptions
     from driftcheck.probes.report import render_plan
 

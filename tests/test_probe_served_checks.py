@@ -88,8 +88,8 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from driftcheck.probes.builtin_models import ensure_model, recipe
-    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.envs.managed import managed_env
+    from driftcheck.models.builtin import ensure_model, recipe
 
     # Any managed environment has the torch, safetensors and transformers this needs: 0.20.0 is
     # one .ci/run builds (built once into the cache where it is missing).

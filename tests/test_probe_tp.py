@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from driftcheck.envs.environment import ProbeEnv
 from driftcheck.probes import driver_env, tensor_parallel
 from driftcheck.probes.driver_states import judge_match
 from driftcheck.probes.driver_workers import capture_facts, origin_facts, summarize
-from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.outcome import ProbeReport, RunOutcome
 from driftcheck.probes.report import parallel_lines, render_json, render_text
 from driftcheck.probes.workloads import WORKLOADS
@@ -63,7 +63,7 @@ def test_allowed_numa_nodes_counts_nodes_with_an_allowed_cpu(tmp_path):
 
 
 def test_thread_binding_only_for_tp_and_only_where_vllm_shows_why(tmp_path, monkeypatch):
-    from driftcheck.probes import builtin_models
+    from driftcheck.models import builtin as builtin_models
 
     vllm = tmp_path / "vllm"
     (vllm / "v1" / "worker").mkdir(parents=True)
@@ -288,7 +288,7 @@ def test_states_key_follows_the_copy_not_its_place(tmp_path):
 def _managed_python() -> Path:
     """The vLLM 0.16.0 managed environment's interpreter: built if missing, and waited for
     through its cache lock while another process (``.ci/run``'s background job) builds it."""
-    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.envs.managed import managed_env
 
     return managed_env("0.16.0").python
 

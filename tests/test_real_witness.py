@@ -36,7 +36,7 @@ def _marks(entry: dict) -> list:
 def test_the_witnesses_confirm_every_finding_they_can_show(entry: dict) -> None:
     scanned = scan(_client(entry["client"]), entry["against"], baseline=entry.get("baseline"))
     if entry.get("target_only"):
-        scanned.baseline_api = None  # no environment for the pin: the target's witnesses only
+        scanned.baseline_release = None  # no environment for the pin: the target's witnesses only
     result = verify_result(scanned)
     assert not result.refuted, [
         (f.file, f.line, f.verification.reason) for f in result.refuted if f.verification

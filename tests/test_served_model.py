@@ -15,7 +15,7 @@ from driftcheck.errors import UsageError
 from driftcheck.fixes.patches import plan
 from driftcheck.host.load import load_host
 from driftcheck.host.served_model import ServedSpec, registry, serve
-from driftcheck.model_configs import model_config
+from driftcheck.models.configs import model_config
 from driftcheck.pipeline import scan
 from driftcheck.rules import load_rules
 from driftcheck.sources.specs import parse_spec

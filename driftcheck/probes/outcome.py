@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from driftcheck.envs.environment import ProbeEnv
 from driftcheck.probes import runner
-from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.patches import AppliedPatch
 from driftcheck.probes.workloads import CHECKS, Workload
 

@@ -82,6 +82,10 @@ def parse_sdk(text: str) -> SdkData:
 
 @lru_cache(maxsize=1)
 def openai_sdk() -> SdkData:
-    """The built-in data (``driftcheck/http/openai.toml``)."""
-    text = resources.files("driftcheck.http").joinpath("openai.toml").read_text(encoding="utf-8")
+    """The built-in data (``driftcheck/client/http/openai.toml``)."""
+    text = (
+        resources.files("driftcheck.client.http")
+        .joinpath("openai.toml")
+        .read_text(encoding="utf-8")
+    )
     return parse_sdk(text)

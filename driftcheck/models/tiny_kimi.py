@@ -40,7 +40,7 @@ the CPU rotary kernel takes its heads from ``size(-1)`` and its token stride fro
 here, is read right). The probe's CPU shim ``cpu-rotary-rows`` has vLLM's ``forward_cpu``
 hand the kernel the (tokens, heads * dim) rows it reads right (``probes/cpu_shims.toml``).
 
-Like :mod:`driftcheck.probes.model`, this file is also a script, run with the target
+Like :mod:`driftcheck.models.tiny_llama`, this file is also a script, run with the target
 environment's interpreter (``python tiny_kimi.py OUT_DIR``).
 """
 
@@ -52,7 +52,7 @@ import sys
 from pathlib import Path
 
 if __package__:
-    from driftcheck.probes.tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
+    from driftcheck.models.tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 else:  # run as a script by the target environment's interpreter: the sibling file
     from tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 

@@ -30,12 +30,12 @@ from pathlib import Path
 from types import ModuleType
 
 from driftcheck.cache import cache_root, locked
-from driftcheck.probes.envs import EnvError, _clean_env
+from driftcheck.envs.environment import EnvError, clean_env
 
 DEFAULT_MODEL = "tiny-llama"
 BUILTIN_MODELS = {
-    "tiny-llama": "driftcheck.probes.model",
-    "tiny-kimi-k2.5": "driftcheck.probes.tiny_kimi",
+    "tiny-llama": "driftcheck.models.tiny_llama",
+    "tiny-kimi-k2.5": "driftcheck.models.tiny_kimi",
 }
 
 
@@ -50,7 +50,7 @@ def model_dir(rec: ModuleType) -> Path:
     return cache_root() / "models" / f"{rec.NAME}-{rec.recipe_key()}"
 
 
-def _run(python: Path | str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+def run_target(python: Path | str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
     """Run the target environment's interpreter with a clean environment."""
     return subprocess.run(
         [str(python), *args],
@@ -60,7 +60,7 @@ def _run(python: Path | str, args: list[str], timeout: float) -> subprocess.Comp
         timeout=timeout,
         check=False,
         stdin=subprocess.DEVNULL,
-        env=_clean_env(),
+        env=clean_env(),
     )
 
 
@@ -83,7 +83,7 @@ def ensure_model(rec: ModuleType, python: Path | str, *, timeout: float = 600) -
         part = out.with_name(out.name + ".part")
         shutil.rmtree(part, ignore_errors=True)
         try:
-            proc = _run(python, [os.path.abspath(rec.__file__), str(part)], timeout)
+            proc = run_target(python, [os.path.abspath(rec.__file__), str(part)], timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EnvError(f"cannot generate the {rec.NAME} model: {exc}") from None
         if proc.returncode != 0:
@@ -115,7 +115,7 @@ _VLLM_DIR = (
 def vllm_dir(python: Path | str) -> Path | None:
     """The target environment's ``vllm`` package folder (found, not imported)."""
     try:
-        proc = _run(python, ["-c", _VLLM_DIR], 120)
+        proc = run_target(python, ["-c", _VLLM_DIR], 120)
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = proc.stdout.strip()

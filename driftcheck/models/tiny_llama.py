@@ -14,9 +14,9 @@ visibly and a wrong layer, position or sequence shows in the cosine check agains
 transformers.
 
 This file is also a script: the harness runs it with the target environment's interpreter
-(``python model.py OUT_DIR``), which has torch, transformers, tokenizers and safetensors;
+(``python tiny_llama.py OUT_DIR``), which has torch, transformers, tokenizers and safetensors;
 driftcheck's own environment needs none of them. It is the recipe of the built-in ``tiny-llama``
-(:mod:`driftcheck.probes.builtin_models` generates it and keeps it in the cache).
+(:mod:`driftcheck.models.builtin` generates it and keeps it in the cache).
 """
 
 from __future__ import annotations

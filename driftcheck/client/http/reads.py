@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.gates import Gate, all_of
-from driftcheck.http.client_use import HttpUse
 
 _DEPTH = 3
 #: The field of a read that is the client's test that the body is empty.

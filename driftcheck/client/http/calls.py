@@ -2,11 +2,11 @@
 the command lines that start the server (read with ``ast``, never imported).
 
 Requests are calls of ``httpx`` / ``requests`` / ``aiohttp`` (module functions and methods of
-their client objects) whose URL ends in a literal path (:mod:`driftcheck.http.client_urls`),
-calls of the OpenAI SDK's resource methods (:mod:`driftcheck.http.client_openai`), and calls of
+their client objects) whose URL ends in a literal path (:mod:`driftcheck.client.http.urls`),
+calls of the OpenAI SDK's resource methods (:mod:`driftcheck.client.http.openai_sdk`), and calls of
 the client's own wrappers around either (a function whose URL is a parameter). Their ``json=``
 payloads follow the dict dataflow of :mod:`driftcheck.client.kwargs`; reads of their results are
-in :mod:`driftcheck.http.client_reads`; launch commands in :mod:`driftcheck.http.launch`. Every
+in :mod:`driftcheck.client.http.reads`; launch commands in :mod:`driftcheck.client.http.launch`. Every
 use carries the gates of the code it is in, like the client's other uses.
 """
 
@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import GatedWalker
+from driftcheck.client.http.launch import LaunchFinder
+from driftcheck.client.http.openai_sdk import SdkData, SdkMethod, openai_sdk
+from driftcheck.client.http.urls import UrlPath, url_path
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.client.kwargs import KwargsFlow
 from driftcheck.gates import Gate, all_of
 from driftcheck.host.signature import KeyOp
-from driftcheck.http.client_openai import SdkData, SdkMethod, openai_sdk
-from driftcheck.http.client_urls import UrlPath, url_path
-from driftcheck.http.client_use import HttpUse
-from driftcheck.http.launch import LaunchFinder
 
 Span = tuple[int, int, int, int]
 

@@ -9,8 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from driftcheck.probes.env_cache import folder_bytes
-from driftcheck.probes.envs import EnvError, Progress, _clean_env
+from driftcheck.envs.disk import folder_bytes
+from driftcheck.envs.environment import EnvError, Progress, clean_env
 
 #: pip's note on the releases it skipped because they need another Python (it starts with
 #: ``ERROR:`` before the real error, e.g. numba's old releases).
@@ -27,7 +27,7 @@ def pip_step(
     run_step(
         [str(py), "-m", "pip", "--disable-pip-version-check", *args],
         f"pip {args[0]} {'-r requirements.txt' if '-r' in args else args[-1]}",
-        env=_clean_env(),
+        env=clean_env(),
         watch=watch,
         say=say,
     )

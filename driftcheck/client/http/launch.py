@@ -15,8 +15,8 @@ import ast
 import posixpath
 import shlex
 
+from driftcheck.client.http.use import HttpUse
 from driftcheck.gates import all_of
-from driftcheck.http.client_use import HttpUse
 
 _PYTHONS = frozenset({"python", "python3", "sys.executable"})
 _SHELL_CALLS = frozenset(

@@ -7,11 +7,11 @@ import os
 from typing import TYPE_CHECKING
 
 from driftcheck.client.gate_reader import GateReader
+from driftcheck.client.http.calls import HttpCollector, Wrapper
+from driftcheck.client.http.prefilter import console_scripts, may_talk, script_strings
+from driftcheck.client.http.reads import ReadFinder
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.index import ClientIndex
-from driftcheck.http.client import HttpCollector, Wrapper
-from driftcheck.http.client_reads import ReadFinder
-from driftcheck.http.client_use import HttpUse
-from driftcheck.http.prefilter import console_scripts, may_talk, script_strings
 
 if TYPE_CHECKING:
     from driftcheck.client.package import Client

@@ -1,11 +1,11 @@
-"""Python environments the probe runs in, as the rest of the probe sees them: a
+"""Python environments a host release runs in, as the probe and the witnesses see them: a
 :class:`ProbeEnv` (the current environment, a given one, or a managed one), :class:`EnvError`,
 what an interpreter has installed (read from metadata, nothing imported), whether this machine
-has a GPU, and the clean environment variables for helper interpreters. Choosing an environment
-is :mod:`driftcheck.probes.env_selection`, building a managed one
-:mod:`driftcheck.probes.managed_envs`, and installing the client's own dependencies
-:mod:`driftcheck.probes.client_deps`; all of them build on this module. Run as a module, it builds
-managed environments ahead of time (the CI's environment builder).
+has a GPU, and the clean environment variables for helper interpreters (:func:`clean_env`).
+Choosing an environment is :mod:`driftcheck.probes.env_selection`, building a managed one
+:mod:`driftcheck.envs.managed` (run as a module, it builds them ahead of time: the CI's
+environment builder), and installing the client's own dependencies
+:mod:`driftcheck.probes.client_deps`; all of them build on this module.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def installed_versions(python: Path | str, names: tuple[str, ...]) -> dict[str, 
             timeout=120,
             check=False,
             stdin=subprocess.DEVNULL,
-            env=_clean_env(),
+            env=clean_env(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvError(f"cannot run the interpreter {python}: {exc}") from None
@@ -116,7 +116,7 @@ def host_in(python: Path | str) -> tuple[str, str] | None:
     return None
 
 
-def _clean_env() -> dict[str, str]:
+def clean_env() -> dict[str, str]:
     """The environment for helper interpreters: no inherited ``PYTHONPATH``/``PYTHONHOME``."""
     env = dict(os.environ)
     for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV"):
@@ -139,7 +139,7 @@ def applicable(lines: list[str], markers: dict[str, str] | None = None) -> list[
     return out
 
 
-def _same_version(a: str, b: str) -> bool:
+def same_version(a: str, b: str) -> bool:
     try:
         return Version(a).public == Version(b).public
     except InvalidVersion:

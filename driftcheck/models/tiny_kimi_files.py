@@ -1,5 +1,5 @@
 """The code ``tiny-kimi-k2.5``'s folder carries, as text the recipe writes there
-(:mod:`driftcheck.probes.tiny_kimi`): transformers has no ``kimi_k25`` model type, so the folder
+(:mod:`driftcheck.models.tiny_kimi`): transformers has no ``kimi_k25`` model type, so the folder
 has its own configuration module (``auto_map`` names it) and the image processor vLLM's
 Kimi-K2.5 processing asks for (every image or video chunk becomes one fixed grid of patches).
 Both are driftcheck's own, and nothing here is imported by driftcheck.
