@@ -111,7 +111,7 @@ def _folder(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-@pytest.mark.parametrize("package", ["driftcheck.checks", "driftcheck.no_such_package"])
+@pytest.mark.parametrize("package", ["driftcheck.fixes", "driftcheck.no_such_package"])
 def test_broken_built_in_rules_are_an_error_not_no_rules(
     monkeypatch: pytest.MonkeyPatch, package: str
 ):
@@ -124,7 +124,7 @@ def test_broken_built_in_rules_are_an_error_not_no_rules(
 
 def test_broken_built_in_rules_fail_the_cli_with_one_line(monkeypatch: pytest.MonkeyPatch):
     """``run_cli`` runs in-process, so the monkeypatched package is the one the CLI reads."""
-    monkeypatch.setattr("driftcheck.rules.ruleset.BUILTIN_PACKAGE", "driftcheck.checks")
+    monkeypatch.setattr("driftcheck.rules.ruleset.BUILTIN_PACKAGE", "driftcheck.fixes")
     assert_one_error_line(run_cli("rules", "list"), "built-in rules", "reinstall driftcheck")
 
 
