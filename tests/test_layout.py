@@ -174,3 +174,19 @@ def test_no_import_runs_against_the_stages():
         if _rank(dep) > _rank(module)
     )
     assert not against, "\n".join(against)
+
+
+def test_tests_mirror_the_packages():
+    """Each folder of tests is named after the package or module it tests (``real`` holds the
+    replays on real packages and their reviewed verdicts); the package-wide tests stay at the top."""
+    tests = Path(__file__).resolve().parent
+    package = tests.parent / "driftcheck"
+    data = {"snapshots", "real", "__pycache__"}
+    for folder in sorted(p for p in tests.iterdir() if p.is_dir() and p.name not in data):
+        if not any(folder.glob("test_*.py")):
+            continue
+        assert (package / folder.name).is_dir() or (package / f"{folder.name}.py").is_file(), (
+            f"tests/{folder.name}/ names no package or module of driftcheck"
+        )
+    top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert top == ["test_docs.py", "test_layout.py", "test_wheel.py"], top

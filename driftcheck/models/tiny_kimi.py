@@ -36,7 +36,7 @@ transformers ``DeepseekV3ForCausalLM``, for the probe's reference stage.
 On vLLM's CPU build ``DeepseekV2Attention`` rotates ``q_pe`` as (tokens, heads, rope dim) and
 the CPU rotary kernel takes its heads from ``size(-1)`` and its token stride from
 ``stride(-2)``, so a multi-head query comes out wrong and the reference stage fails
-(``tests/test_probe_kimi.py`` shows the kernel alone; one head per rank, tensor-parallel size 8
+(``tests/probes/test_probe_kimi.py`` shows the kernel alone; one head per rank, tensor-parallel size 8
 here, is read right). The probe's CPU shim ``cpu-rotary-rows`` has vLLM's ``forward_cpu``
 hand the kernel the (tokens, heads * dim) rows it reads right (``probes/cpu_shims.toml``).
 
