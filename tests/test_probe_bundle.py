@@ -348,11 +348,17 @@ def test_bootstrap_runs_on_the_standard_library_alone(tmp_path, index):
 @pytest.mark.slow
 def test_real_pair_round_trip_offline(tmp_path):
     """markdown-it-py (client) on mdurl (host), with driftcheck's own wheel and requirements,
-    for this Python: bundled from the index, installed with --no-index, run by the bootstrap."""
+    for this Python: bundled from the index, then, on a bare interpreter that has only
+    packaging, installed with --no-index and run by the bootstrap."""
     from importlib import metadata
 
+    version = metadata.version("packaging")
+    machine = tmp_path / "machine"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(machine)], check=True)
+    cmd = [sys.executable, "-m", "pip", "-q", "--python", str(machine / "bin" / "python")]
+    subprocess.run([*cmd, "install", f"packaging=={version}"], check=True)
     have = tmp_path / "have.txt"
-    have.write_text(f"packaging=={metadata.version('packaging')}\n")
+    have.write_text(f"packaging=={version}\n")
     req = BundleRequest(
         client="markdown-it-py==3.0.0",
         host="mdurl==0.1.2",
@@ -363,30 +369,26 @@ def test_real_pair_round_trip_offline(tmp_path):
     manifest = make_bundle(req)
     names = {w["name"] for w in manifest["wheels"]}
     assert {"mdurl", "click", "libcst"} <= names and "packaging" not in names
-    assert manifest["provided"] == {"packaging": metadata.version("packaging")}
+    assert manifest["provided"] == {"packaging": version}
     assert manifest["bootstrap"]["file"].startswith("driftcheck-")
     assert len(manifest["pieces"]) > 1
+    env = tmp_path / "env"
     boot = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "driftcheck.probes.bundle",
-            ".",
-            "--bundle-env",
-            str(tmp_path / "env"),
-            "-q",
-        ],
+        [sys.executable, "-m", "driftcheck.probes.bundle", ".", "--bundle-env", str(env),
+         "--env", str(machine / "bin" / "python"), "-q"],
         cwd=tmp_path / "bundle",
         env={**os.environ, "PYTHONPATH": manifest["bootstrap"]["file"], "PIP_NO_INDEX": "1"},
         capture_output=True,
         text=True,
-    )
+    )  # fmt: skip
     # Installed offline, then the installed driftcheck's probe, with the bundle's client, for
     # which it knows no workload (it drives vLLM clients).
     assert boot.returncode == 2, boot.stderr
     assert "no probe workload for markdown_it_py" in boot.stderr.strip().splitlines()[-1]
-    py = tmp_path / "env" / "venv" / "bin" / "python"
     code = "import mdurl, driftcheck, packaging; print(driftcheck.__file__, packaging.__file__)"
-    got = subprocess.run([str(py), "-c", code], capture_output=True, text=True, check=True)
+    py = env / "venv" / "bin" / "python"
+    got = subprocess.run(
+        [str(py), "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     own, base = got.stdout.split()
-    assert own.startswith(str(tmp_path / "env")) and not base.startswith(str(tmp_path / "env"))
+    assert own.startswith(str(env)) and base.startswith(str(machine))
