@@ -201,6 +201,18 @@ def test_make_bundle_carries_what_the_machine_lacks(tmp_path, index):
     )
 
 
+def test_excluded_package_is_resolved_against_and_left_out(tmp_path, index, machine):
+    """depb is required by the client but excluded: no wheel of it, and the install there
+    does not ask for it."""
+    manifest = make_bundle(_request(tmp_path, index, exclude=["depb"]))
+    assert sorted(w["name"] for w in manifest["wheels"]) == ["depa", "hosty"]
+    assert manifest["excluded"] == {"depb": "0.5"}
+    done = install_bundle(tmp_path / "bundle", tmp_path / "env", python=machine)
+    code = "import hosty, depa, bigdep, importlib.util as u; print(u.find_spec('depb'))"
+    got = subprocess.run([str(done.python), "-c", code], capture_output=True, text=True)
+    assert got.stdout.strip() == "None", got.stderr
+
+
 def test_bundle_folder_must_be_empty(tmp_path, index):
     (tmp_path / "bundle").mkdir()
     (tmp_path / "bundle" / "old").write_text("")

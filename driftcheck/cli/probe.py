@@ -157,6 +157,14 @@ def _layer_ids(
     help="With --bundle: a pip constraints file (hand pins such as xgrammar==0.2.3).",
 )
 @click.option(
+    "--exclude",
+    "excludes",
+    multiple=True,
+    metavar="NAME",
+    help="With --bundle: do not carry NAME although something requires it (repeatable; e.g. a "
+    "package published as an sdist only that the run never imports).",
+)
+@click.option(
     "--from-bundle",
     "from_bundle",
     type=click.Path(file_okay=False, path_type=Path),
@@ -197,6 +205,7 @@ def probe(
     platforms: tuple[str, ...],
     have: Path | None,
     constraints: tuple[Path, ...],
+    excludes: tuple[str, ...],
     from_bundle: Path | None,
     bundle_env: Path | None,
     keep: bool,
@@ -244,6 +253,7 @@ def probe(
                 platforms=list(platforms),
                 have=have,
                 constraints=list(constraints),
+                exclude=list(excludes),
                 model=model,
                 patches=Path(patches) if patches else None,
                 fix=fix,

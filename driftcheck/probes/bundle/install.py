@@ -5,15 +5,17 @@ driftcheck's wheel before driftcheck's requirements are installed.
 The environment is a venv of the interpreter the bundle was made for (the one whose packages
 ``--have`` listed): the bundle carries only what that interpreter lacks, and a ``.pth`` file
 puts that interpreter's own site folders after the venv's, so the venv sees the rest (also when
-the interpreter is itself a venv, whose packages ``--system-site-packages`` would miss). Its wheels are installed with driftcheck's
-interpreter's pip (``--python VENV``, pip 22.3 or later) and ``--no-index``, so pip checks every
-requirement against what is there and names the first one missing instead of fetching it.
+the interpreter is itself a venv, whose packages ``--system-site-packages`` would miss). Its
+wheels are installed with driftcheck's interpreter's pip (``--python VENV``, pip 22.3 or later),
+``--no-index --no-deps``; then ``pip check`` names a requirement that neither the machine nor
+the bundle meets (one the bundle excluded on purpose aside) instead of anything being fetched.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,6 +124,28 @@ def _see_base(python: Path | str, venv_python: Path) -> None:
     (purelib / BASE_PTH).write_text(line)
 
 
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_MISSING = re.compile(r"^(\S+) \S+ requires ([A-Za-z0-9._-]+).*, which is not installed")
+_UNMET = re.compile(r"^(\S+) \S+ has requirement ")
+
+
+def _problems(report: str, carried: set[str], excluded: set[str]) -> tuple[list[str], list[str]]:
+    """``pip check``'s lines about the carried packages: (missing requirements, unmet versions),
+    less the requirements on excluded packages (the machine's own problems are not ours)."""
+    missing, unmet = [], []
+    for line in report.splitlines():
+        m = _MISSING.match(line)
+        if m and _norm(m[1]) in carried and _norm(m[2]) not in excluded:
+            missing.append(line.strip().rstrip("."))
+        m = _UNMET.match(line)
+        if m and _norm(m[1]) in carried:
+            unmet.append(line.strip())
+    return missing, unmet
+
+
 def _read_done(root: Path) -> dict | None:
     try:
         done = json.loads((root / DONE).read_text())
@@ -197,16 +221,21 @@ def install_bundle(
     # This interpreter's pip (the other may have none) works on the venv through --python.
     cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     cmd += ["--python", str(venv / "bin" / "python")]
-    cmd += ["install", "--quiet", "--no-index", "--find-links", str(files / "wheels")]
-    try:
-        _run([*cmd, *map(str, wheels)], "pip install --no-index")
-    except BundleError as exc:
-        if "Could not find a version" in str(exc):
-            raise BundleError(
-                f"{exc} (neither {python} nor the bundle has it: make the bundle again without "
-                "it in --have, or install it here)"
-            ) from None
-        raise
+    # --no-deps: what --exclude left out is required but absent; pip check says what else is.
+    _run([*cmd, "install", "--quiet", "--no-index", "--no-deps", *map(str, wheels)], "pip install")
+    check = subprocess.run(
+        [*cmd, "check"], capture_output=True, text=True, env=_clean_env(), check=False
+    )
+    carried = {_norm(w["name"]) for w in manifest.get("wheels", [])}
+    missing, unmet = _problems(check.stdout, carried, set(map(_norm, manifest.get("excluded", {}))))
+    for line in unmet:
+        say(f"warning: {line}")
+    if missing:
+        more = f" ({len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise BundleError(
+            f"{missing[0]}{more}: neither {python} nor the bundle has it (make the bundle again "
+            "without it in --have, or --exclude it)"
+        )
     record = {
         "sha256": manifest["whole"]["sha256"],
         "host": manifest["host"],

@@ -6,8 +6,10 @@ What the other machine already has (``--have``, one ``name==version`` a line, as
 --format=freeze`` prints it) is given to pip as empty stand-in wheels of those versions, pinned
 by constraints: pip resolves against them and downloads nothing of theirs (torch and the CUDA
 libraries stay where they are), and a requirement that the machine's version does not meet
-fails here, with pip's message, not there. Hand pins and exclusions are a pip constraints file
-(``--constraints``), never code.
+fails here, with pip's message, not there. What must not be carried although something
+requires it (``--exclude``: a package published as an sdist only, or one the run never imports)
+gets a stand-in for each of its releases, so whatever version is asked for resolves to nothing.
+Hand pins are a pip constraints file (``--constraints``); neither is code.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ Progress = Callable[[str], None]
 #: The local label of a stand-in wheel: it sorts above the public release of the same version,
 #: so pip prefers the stand-in to the index's wheel.
 STANDIN = "driftcheck.have"
+#: The local label of an excluded package's stand-ins.
+EXCLUDED = "driftcheck.excluded"
 DEFAULT_PIECE = 54 << 20
 
 
@@ -60,6 +64,8 @@ class BundleRequest:
     have: Path | None = None
     #: pip constraints files (hand pins).
     constraints: list[Path] = field(default_factory=list)
+    #: Packages not carried although something requires them.
+    exclude: list[str] = field(default_factory=list)
     model: str | None = None
     patches: Path | None = None
     fix: bool = False
@@ -124,6 +130,33 @@ def _standins(have: dict[str, str], folder: Path) -> list[str]:
         write_wheel(folder, name, local)
         lines.append(f"{name}=={v.public}")
     return lines
+
+
+def _excluded_standins(req: BundleRequest, folder: Path) -> None:
+    """A stand-in for every release of each ``--exclude`` package (pip's ``index versions``).
+
+    Raises:
+        BundleError: The index lists no release of one.
+    """
+    import subprocess
+
+    from driftcheck.probes.envs import _clean_env
+    from driftcheck.sources.versions import _parse_listing
+
+    for name in req.exclude:
+        cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", "index", "versions"]
+        proc = subprocess.run(
+            [*cmd, name, *req.pip_args],
+            capture_output=True,
+            text=True,
+            env=_clean_env(),
+            check=False,
+        )
+        versions = _parse_listing(proc.stdout)
+        if not versions:
+            raise BundleError(f"--exclude {name}: pip lists no release of it")
+        for version in versions:
+            write_wheel(folder, name, f"{Version(version).public}+{EXCLUDED}")
 
 
 def _pip(args: list[str], what: str, progress: Progress | None, watch: Path | None) -> None:
@@ -267,7 +300,10 @@ def make_bundle(req: BundleRequest, progress: Progress | None = None) -> dict:
         if have:
             pins = _standins(have, work / "have")
             (work / "have.txt").write_text("\n".join(pins) + "\n")
-            args += ["--find-links", str(work / "have"), "-c", str(work / "have.txt")]
+            args += ["-c", str(work / "have.txt")]
+        _excluded_standins(req, work / "have")
+        if have or req.exclude:
+            args += ["--find-links", str(work / "have")]
         for path in req.constraints:
             args += ["-c", str(path)]
         say(
@@ -278,11 +314,15 @@ def make_bundle(req: BundleRequest, progress: Progress | None = None) -> dict:
         )
         _pip([*args, "-r", str(work / "roots.txt")], "pip download", progress, work / "wheels")
 
-        wheels, provided = [], {}
+        wheels, provided, excluded = [], {}, {}
         for path in sorted((work / "wheels").glob("*.whl")):
             name, version, _build, _tags = parse_wheel_filename(path.name)
-            if version.local and STANDIN.replace(".", "") in version.local.replace(".", ""):
+            label = (version.local or "").replace(".", "")
+            if label.endswith(STANDIN.replace(".", "")):
                 provided[str(name)] = have.get(str(name), version.public)
+                continue
+            if label == EXCLUDED.replace(".", ""):
+                excluded[str(name)] = version.public
                 continue
             if bootstrap is not None and path.name == bootstrap.name:
                 continue
@@ -333,6 +373,7 @@ def make_bundle(req: BundleRequest, progress: Progress | None = None) -> dict:
             "implementation": req.implementation or ("cp" if req.python_version else None),
         },
         "provided": provided,
+        "excluded": excluded,
         "constraints": [p.read_text().splitlines() for p in req.constraints],
         "wheels": wheels,
         "bootstrap": boot,
