@@ -82,12 +82,13 @@ class BundleRequest:
     def pip_target(self) -> list[str]:
         """pip's options that choose wheels for the other machine."""
         out = ["--only-binary=:all:"]
-        if self.python_version:
-            out += ["--python-version", self.python_version]
-        if self.implementation or self.python_version:
+        py = self.python_version
+        if py:
+            out += ["--python-version", py]
+        if self.implementation or py:
             out += ["--implementation", self.implementation or "cp"]
-        if self.abi or self.python_version:
-            out += ["--abi", self.abi or "cp" + self.python_version.replace(".", "")]  # type: ignore[union-attr]  # python_version is set on this branch
+        if self.abi or py:
+            out += ["--abi", self.abi or f"cp{(py or '').replace('.', '')}"]
         for platform in self.platforms:
             out += ["--platform", platform]
         return out
@@ -209,10 +210,8 @@ def _client(req: BundleRequest, work: Path, progress: Progress | None) -> tuple[
 
 def _folder_requires(path: Path) -> list[str]:
     """A client folder's ``[project] dependencies`` (none when it has no pyproject.toml)."""
-    try:
-        import tomllib  # type: ignore[import-not-found]  # Python 3.11+
-    except ImportError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]  # the backport of the same module
+    from driftcheck.compat import tomllib
+
     pyproject = path / "pyproject.toml"
     if not pyproject.is_file():
         return []
@@ -410,7 +409,8 @@ def readme(manifest: dict) -> str:
     lines = [
         f"A driftcheck probe bundle: {manifest['client']} against {manifest['host']},",
         f"for Python {manifest['target']['python']} on {platforms}.",
-        f"{len(manifest['wheels'])} wheels, {len(manifest['patches'])} patches, "
+        f"{len(manifest['wheels'])} wheels, "
+        f"{sum(p.endswith('.patch') for p in manifest['patches'])} patches, "
         f"{len(manifest['models'])} built-in models; {n} pieces, "
         f"{manifest['whole']['bytes'] / (1 << 20):.1f} MiB; {MANIFEST} lists the sha256 of each.",
         "",

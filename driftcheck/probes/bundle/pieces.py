@@ -11,6 +11,7 @@ import json
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, cast
 
 from driftcheck.errors import UsageError
 
@@ -53,8 +54,9 @@ def parse_size(text: str) -> int:
     return size
 
 
-class _PieceWriter(io.RawIOBase):
-    """A write-only stream cut into files of at most ``limit`` bytes, each hashed as written."""
+class _PieceWriter:
+    """A write-only stream (all tarfile's stream mode needs) cut into files of at most
+    ``limit`` bytes, each hashed as written."""
 
     def __init__(self, folder: Path, limit: int) -> None:
         self.folder, self.limit = folder, limit
@@ -64,28 +66,24 @@ class _PieceWriter(io.RawIOBase):
         self._hash = hashlib.sha256()
         self._size = 0
 
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]  # RawIOBase's signature takes a buffer; bytes-likes are what tarfile gives
-        view = memoryview(data).cast("B")
+    def write(self, data: bytes) -> int:
         done = 0
-        while done < len(view):
+        while done < len(data):
             if self._file is None:
-                name = f"{TAR}.{len(self.pieces):03d}"
-                self._file = (self.folder / name).open("wb")
+                self._file = (self.folder / f"{TAR}.{len(self.pieces):03d}").open("wb")
                 self._hash, self._size = hashlib.sha256(), 0
-            part = view[done : done + self.limit - self._size]
+            part = data[done : done + self.limit - self._size]
             self._file.write(part)
             self._hash.update(part)
             self.whole.update(part)
             self._size += len(part)
             done += len(part)
             if self._size == self.limit:
-                self._end_piece()
+                self.close()
         return done
 
-    def _end_piece(self) -> None:
+    def close(self) -> None:
+        """End the piece being written (the next write starts another)."""
         if self._file is None:
             return
         self._file.close()
@@ -93,17 +91,14 @@ class _PieceWriter(io.RawIOBase):
         self.pieces.append({"file": name, "bytes": self._size, "sha256": self._hash.hexdigest()})
         self._file = None
 
-    def close(self) -> None:
-        self._end_piece()
-        super().close()
-
 
 def write_pieces(folder: Path, members: list[tuple[str, Path]], limit: int) -> dict:
     """Write ``(name in the tar, file or folder)`` members as one tar cut into pieces of at
     most ``limit`` bytes in ``folder``. Members carry no owner, time or mode of this machine,
     so the same files give the same pieces. Returns the manifest's ``pieces`` and ``whole``."""
     out = _PieceWriter(folder, limit)
-    with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+    # tarfile's stream mode calls write() alone: the piece writer is enough of a file.
+    with tarfile.open(fileobj=cast("IO[bytes]", out), mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for arcname, path in members:
             for file, name in _files(path, arcname):
                 info = tarfile.TarInfo(name)
@@ -191,40 +186,39 @@ def verify(folder: Path, manifest: dict) -> None:
         check_file(folder, manifest["bootstrap"], "driftcheck's wheel")
 
 
-class _Joined(io.RawIOBase):
-    """The pieces read one after the other, as one stream."""
+class _Joined:
+    """The pieces read one after the other, as one read-only stream (all tarfile's stream mode
+    needs)."""
 
     def __init__(self, paths: list[Path]) -> None:
         self._paths = list(paths)
         self._file: io.BufferedReader | None = None
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]  # RawIOBase takes any writable buffer
+    def read(self, size: int = -1) -> bytes:
         while True:
             if self._file is None:
                 if not self._paths:
-                    return 0
+                    return b""
                 self._file = self._paths.pop(0).open("rb")
-            n = self._file.readinto(buffer)
-            if n:
-                return n
+            data = self._file.read(size)
+            if data:
+                return data
             self._file.close()
             self._file = None
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-        super().close()
+            self._file = None
 
 
 def extract(folder: Path, manifest: dict, dest: Path) -> None:
     """Unpack the joined pieces into ``dest`` without writing the joined tar (the bundle may be
     large): members stay inside ``dest`` (tarfile's ``data`` filter where Python has it)."""
     dest.mkdir(parents=True, exist_ok=True)
-    stream = io.BufferedReader(_Joined([folder / p["file"] for p in manifest["pieces"]]), _CHUNK)
-    with tarfile.open(fileobj=stream, mode="r|") as tar:
+    stream = _Joined([folder / p["file"] for p in manifest["pieces"]])
+    # tarfile's stream mode calls read() alone: the joined pieces are enough of a file.
+    with tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r|") as tar:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(dest, filter="data")
         else:  # Python < 3.10.12: no filters; the names were written by write_pieces
