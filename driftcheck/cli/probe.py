@@ -227,46 +227,29 @@ def probe(
     """
     from driftcheck.probes.harness import ProbeOptions, make_plan
     from driftcheck.probes.harness import probe as run_probe
-    from driftcheck.probes.options import host_spec
     from driftcheck.probes.report import render_json, render_plan, render_plan_json, render_text
 
     progress = None if quiet else (lambda m: click.echo(m, err=True))
     if bundle_dir is not None:
         if from_bundle is not None or plan or first or last or releases:
             raise click.UsageError("--bundle takes one release (--host vllm==X) and runs nothing")
-        from driftcheck.probes.bundle.make import BundleRequest, make_bundle
-        from driftcheck.probes.bundle.make import run_command as bundle_command
-        from driftcheck.probes.bundle.pieces import parse_size
-
-        if client is None:
-            raise click.UsageError("--bundle: name the CLIENT to carry")
-        spec = host_spec(host)
-        if spec.kind != "release":
-            raise click.UsageError("--bundle: name the host release to carry (--host vllm==X)")
-        made = make_bundle(
-            BundleRequest(
-                client=client,
-                host=f"{spec.name}=={spec.version}",
-                folder=bundle_dir,
-                piece_size=parse_size(piece_size),
-                python_version=python_version,
-                platforms=list(platforms),
-                have=have,
-                constraints=list(constraints),
-                exclude=list(excludes),
-                model=model,
-                patches=Path(patches) if patches else None,
-                fix=fix,
-                unsafe_fixes=unsafe_fixes,
-                baseline=baseline,
-            ),
-            progress=progress,
-        )
-        click.echo(
-            f"{bundle_dir}: {len(made['pieces'])} pieces, "
-            f"{made['whole']['bytes'] / (1 << 20):.1f} MiB; there, in that folder: "
-            f"{bundle_command(made)}",
-            file=output,
+        _write_bundle(
+            client,
+            host,
+            bundle_dir,
+            output,
+            progress,
+            piece_size=piece_size,
+            python_version=python_version,
+            platforms=list(platforms),
+            have=have,
+            constraints=list(constraints),
+            exclude=list(excludes),
+            model=model,
+            patches=Path(patches) if patches else None,
+            fix=fix,
+            unsafe_fixes=unsafe_fixes,
+            baseline=baseline,
         )
         return
     if from_bundle is not None:
@@ -365,3 +348,58 @@ def _installed_bundle(
             shutil.copytree(model, dest)
     chosen = patches or (str(done.patches) if done.patches else None)
     return str(done.client), done.host, str(done.python), chosen
+
+
+def _write_bundle(
+    client: str | None,
+    host: str,
+    folder: Path,
+    output: click.utils.LazyFile,
+    progress: Callable[[str], None] | None,
+    *,
+    piece_size: str,
+    python_version: str | None,
+    platforms: list[str],
+    have: Path | None,
+    constraints: list[Path],
+    exclude: list[str],
+    model: str | None,
+    patches: Path | None,
+    fix: bool,
+    unsafe_fixes: bool,
+    baseline: str | None,
+) -> None:
+    """``--bundle DIR``: write the bundle, then one line: its size and the command there."""
+    from driftcheck.probes.bundle.make import BundleRequest, make_bundle, run_command
+    from driftcheck.probes.bundle.pieces import parse_size
+    from driftcheck.probes.options import host_spec
+
+    if client is None:
+        raise click.UsageError("--bundle: name the CLIENT to carry")
+    spec = host_spec(host)
+    if spec.kind != "release":
+        raise click.UsageError("--bundle: name the host release to carry (--host vllm==X)")
+    made = make_bundle(
+        BundleRequest(
+            client=client,
+            host=f"{spec.name}=={spec.version}",
+            folder=folder,
+            piece_size=parse_size(piece_size),
+            python_version=python_version,
+            platforms=platforms,
+            have=have,
+            constraints=constraints,
+            exclude=exclude,
+            model=model,
+            patches=patches,
+            fix=fix,
+            unsafe_fixes=unsafe_fixes,
+            baseline=baseline,
+        ),
+        progress=progress,
+    )
+    click.echo(
+        f"{folder}: {len(made['pieces'])} pieces, {made['whole']['bytes'] / (1 << 20):.1f} MiB; "
+        f"there, in that folder: {run_command(made)}",
+        file=output,
+    )

@@ -58,6 +58,8 @@ def default_root(manifest: dict) -> Path:
 
 
 def _clean_env() -> dict[str, str]:
+    """This environment without Python's own variables: ``envs._clean_env``'s twin, since this
+    module may import nothing beyond the standard library (``envs`` needs packaging)."""
     env = dict(os.environ)
     for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV"):
         env.pop(key, None)
