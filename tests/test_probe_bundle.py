@@ -319,6 +319,10 @@ def test_cli_bundle_needs_one_release(tmp_path):
     assert_one_error_line(result, "--host vllm==X")
     result = run_cli("probe", "--from-bundle", str(tmp_path / "nowhere"), "-q")
     assert_one_error_line(result, "no such folder")
+    result = run_cli("probe", "--from-bundle", str(tmp_path), "--releases", "0.11.0,0.16.0")
+    assert_one_error_line(result, "the one release its bundle carries")
+    result = run_cli("probe", "--bundle", str(tmp_path / "b"), "--host", "vllm==0.25.0")
+    assert_one_error_line(result, "name the CLIENT to carry")
 
 
 def test_cli_from_bundle_installs_then_probes(tmp_path, index, machine):

@@ -253,6 +253,8 @@ def probe(
         )
         return
     if from_bundle is not None:
+        if first or last or releases:
+            raise click.UsageError("--from-bundle probes the one release its bundle carries")
         client, host, env_choice, patches = _installed_bundle(
             from_bundle, bundle_env, client, host, env_choice, patches, fix, progress
         )
