@@ -7,6 +7,7 @@ Dataclass and pydantic-dataclass constructors are checked against their synthesi
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.checks.history import keyword_warned_before, quoted
 from driftcheck.checks.positional import rebound
 from driftcheck.client.use import Use
@@ -15,6 +16,18 @@ from driftcheck.host.annotations import same_type
 from driftcheck.host.api import Found
 from driftcheck.host.callers import migrated_keyword
 from driftcheck.host.signature import Signature, bind
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+CALL_SIGNATURE = Report(
+    Kind.CALL_SIGNATURE.value,
+    Kind.CALL_SIGNATURE,
+    Severity.ERROR,
+    Witness.BIND,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-keyword", "remove-keyword"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (CALL_SIGNATURE,))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -84,7 +97,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "call-signature",
+            CALL_SIGNATURE,
             symbol=target.path,
             message=(
                 f"{name}(...) no longer binds in {ctx.target.name} {ctx.target.version}: "

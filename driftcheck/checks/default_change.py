@@ -22,11 +22,24 @@ import re
 from collections.abc import Callable
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import accepts_none
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.signature import Param, Signature
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+DEFAULT_CHANGE = Report(
+    "default-change",
+    Kind.BEHAVIOUR_CHANGE,
+    Severity.WARNING,
+    Witness.DEFAULT,
+    fixes=(FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("add-keyword",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (DEFAULT_CHANGE,))
 
 _VAR = ("var_positional", "var_keyword")
 
@@ -79,7 +92,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         out.append(
             finding(
                 use,
-                "default-change",
+                DEFAULT_CHANGE,
                 severity=severity,
                 symbol=f"{target.path}({p.name}=)",
                 message=(

@@ -11,7 +11,9 @@ renames to it.
 
 from __future__ import annotations
 
+from driftcheck.checks.call_signature import CALL_SIGNATURE
 from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
@@ -27,6 +29,18 @@ from driftcheck.host.param_notes import (
 from driftcheck.host.relocation import named_in
 from driftcheck.host.served import DEPRECATED, Served
 from driftcheck.host.signature import CallShape, Param, Signature
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+DEPRECATION = Report(
+    Kind.DEPRECATED.value,
+    Kind.DEPRECATED,
+    Severity.WARNING,
+    Witness.WARNS,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-import", "rename-attribute", "rename-keyword"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (DEPRECATION,))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -59,7 +73,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             out.append(
                 finding(
                     use,
-                    "deprecated",
+                    DEPRECATION,
                     symbol=target.path,
                     message=(
                         f"{name} is deprecated in {ctx.target.name} {ctx.target.version}: "
@@ -99,7 +113,7 @@ def _imported_module(use: Use, ctx: CheckContext) -> list[Finding]:
         return [
             finding(
                 use,
-                "deprecated",
+                DEPRECATION,
                 symbol=module,
                 message=(
                     f"{module} is deprecated in {ctx.target.name} {ctx.target.version} "
@@ -153,7 +167,7 @@ def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
     return [
         finding(
             use,
-            "deprecated",
+            DEPRECATION,
             symbol=gone,
             message=(
                 f"{gone} is deprecated in {ctx.target.name} {ctx.target.version}: "
@@ -252,7 +266,7 @@ def _omitted_finding(use: Use, ctx: CheckContext, target: Found, note: ParamNote
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     return finding(
         use,
-        "deprecated",
+        DEPRECATION,
         symbol=target.path,
         message=(
             f"{name}(...) without {note.param}= is deprecated in {ctx.target.name} "
@@ -299,7 +313,7 @@ def _param_finding(
         )
     return finding(
         use,
-        "call-signature" if removed else "deprecated",
+        CALL_SIGNATURE if removed else DEPRECATION,
         symbol=f"{target.path}({keyword}=)",
         message=(
             f"{name}(...) {verb} {how} in {ctx.target.name} {ctx.target.version}: "

@@ -24,10 +24,23 @@ Only methods whose signature changed are searched for, all of them in one pass.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, is_literal
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
 from driftcheck.host.callers import CallSite, call_sites
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+HOST_MIGRATION = Report(
+    "host-migration",
+    Kind.RETURN_SEMANTICS,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("add-keyword", "unwrap-result"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (HOST_MIGRATION,))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -58,7 +71,7 @@ def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "host-migration",
+            HOST_MIGRATION,
             severity="warning",
             symbol=f"{use.receiver}.{use.member}",
             message=(
@@ -138,7 +151,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
         out.append(
             finding(
                 use,
-                "host-migration",
+                HOST_MIGRATION,
                 severity="warning",
                 symbol=f"{use.receiver}.{use.member}({k}=)",
                 message=(
@@ -184,7 +197,7 @@ def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "host-migration",
+            HOST_MIGRATION,
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{how} now returns the item itself: {ctx.target.name}'s own callers took "

@@ -14,6 +14,7 @@ import re
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.http import HTTP_CLI_FLAG
 from driftcheck.checks.http_common import evidence, sides
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
@@ -110,7 +111,7 @@ def _removed(
         message = f"{host}'s server no longer takes {name}: it exits with a usage error"
         fix = None
     return _at_flag(
-        finding(use, "http-cli-flag", symbol=name, message=message, evidence=ev, fix=fix, at=span)
+        finding(use, HTTP_CLI_FLAG, symbol=name, message=message, evidence=ev, fix=fix, at=span)
     )
 
 
@@ -132,7 +133,7 @@ def _deprecated(
     return _at_flag(
         finding(
             use,
-            "http-cli-flag",
+            HTTP_CLI_FLAG,
             symbol=name,
             message=message,
             evidence=ev,

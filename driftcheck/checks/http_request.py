@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.http import HTTP_REQUEST_FIELD
 from driftcheck.checks.http_common import (
     evidence,
     keys_on,
@@ -89,7 +90,7 @@ def _dropped(
         return _at(
             finding(
                 use,
-                "http-request-field",
+                HTTP_REQUEST_FIELD,
                 symbol=f"{use.symbol} {key}",
                 message=message,
                 evidence=ev,
@@ -108,7 +109,7 @@ def _dropped(
     return _at(
         finding(
             use,
-            "http-request-field",
+            HTTP_REQUEST_FIELD,
             symbol=f"{use.symbol} {key}",
             message=message,
             evidence=ev,
@@ -141,7 +142,7 @@ def _now_forbidden(
     return _at(
         finding(
             use,
-            "http-request-field",
+            HTTP_REQUEST_FIELD,
             symbol=f"{use.symbol} {key}",
             message=message,
             evidence=ev,
@@ -180,7 +181,7 @@ def _required(
         out.append(
             finding(
                 use,
-                "http-request-field",
+                HTTP_REQUEST_FIELD,
                 symbol=f"{use.symbol} {f.wire_name}",
                 message=message,
                 evidence=ev,

@@ -15,6 +15,7 @@ variable) is a warning that quotes the condition.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.http import HTTP_ROUTE_FLAG, HTTP_ROUTE_REMOVED
 from driftcheck.checks.http_common import evidence, find_route, moved_route, routes_at, sides
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
@@ -83,7 +84,7 @@ def _conditioned(
     return [
         finding(
             use,
-            "http-route-flag",
+            HTTP_ROUTE_FLAG,
             symbol=use.symbol,
             message=message,
             evidence=ev,
@@ -114,7 +115,7 @@ def _removed(use: HttpUse, ctx: CheckContext, before: Route, target: HttpSurface
             near = _nearest(target, before)
             if near is not None:
                 ev.append(evidence(ctx.target, near.file, near.line, f"no {where} here"))
-    return [finding(use, "http-route-removed", symbol=use.symbol, message=message, evidence=ev)]
+    return [finding(use, HTTP_ROUTE_REMOVED, symbol=use.symbol, message=message, evidence=ev)]
 
 
 def _moved(target: HttpSurface, before: Route, use: HttpUse) -> Route | None:
@@ -181,7 +182,7 @@ def _flagged(
         return [
             finding(
                 use,
-                "http-route-flag",
+                HTTP_ROUTE_FLAG,
                 symbol=use.symbol,
                 message=message,
                 evidence=ev,
@@ -201,7 +202,7 @@ def _flagged(
         out.append(
             finding(
                 launch,
-                "http-route-flag",
+                HTTP_ROUTE_FLAG,
                 symbol=flags[0],
                 message=message,
                 evidence=ev,

@@ -21,12 +21,32 @@ from driftcheck.checks.context import (
     prefixes,
     rename_fix,
 )
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.host.relocation import Lookalike, NewHome, find_new_home
 from driftcheck.host.served import REMOVED, Served
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+MISSING_SYMBOL = Report(
+    Kind.MISSING_SYMBOL.value,
+    Kind.MISSING_SYMBOL,
+    Severity.ERROR,
+    Witness.RESOLVE,
+    fixes=(FixSafety.MANUAL,),
+)
+MOVED_SYMBOL = Report(
+    Kind.MOVED_SYMBOL.value,
+    Kind.MOVED_SYMBOL,
+    Severity.ERROR,
+    Witness.RESOLVE,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-import", "rename-attribute"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (MISSING_SYMBOL, MOVED_SYMBOL))
 
 KINDS = ("import", "attribute", "call", "subclass")
 
@@ -157,7 +177,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return [
             finding(
                 use,
-                "moved-symbol",
+                MOVED_SYMBOL,
                 symbol=gone,
                 message=(
                     f"{gone} is no longer there in {host}{versions}{told}; "
@@ -195,7 +215,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "missing-symbol",
+            MISSING_SYMBOL,
             symbol=gone,
             message=message,
             evidence=tuple(evidence),

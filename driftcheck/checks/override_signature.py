@@ -14,10 +14,23 @@ import ast
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.signature import Param, Signature
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+OVERRIDE_SIGNATURE = Report(
+    Kind.OVERRIDE_SIGNATURE.value,
+    Kind.OVERRIDE_SIGNATURE,
+    Severity.ERROR,
+    Witness.PARAMS,
+    fixes=(FixSafety.SAFE, FixSafety.MANUAL),
+    codemods=("accept-kwargs",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (OVERRIDE_SIGNATURE,))
 
 
 def _problems(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple[str, str]]:
@@ -101,7 +114,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "override-signature",
+            OVERRIDE_SIGNATURE,
             severity=severity,
             symbol=use.symbol,
             message=f"{use.member}() stands in for {use.symbol}{how}: {details} in {ctx.target.name} {ctx.target.version}",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, runs, side
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -24,6 +25,18 @@ from driftcheck.host.declared import positional_decorated
 from driftcheck.host.param_notes import validated
 from driftcheck.host.positions import Rebinding, rebindings
 from driftcheck.host.signature import CallShape, Signature, bind
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+POSITIONAL_SHIFT = Report(
+    "positional-shift",
+    Kind.CALL_SIGNATURE,
+    Severity.ERROR,
+    Witness.POSITIONS,
+    fixes=(FixSafety.SAFE, FixSafety.MANUAL),
+    codemods=("positional-to-keyword",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (POSITIONAL_SHIFT,))
 
 
 def widened(api: HostAPI, found: Found, sig: Signature) -> tuple[Signature, bool]:
@@ -83,7 +96,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "positional-shift",
+            POSITIONAL_SHIFT,
             symbol=target.path,
             message=(
                 f"{name}(...) binds its positional arguments differently in "

@@ -8,11 +8,23 @@ changed from a container to an item (or back).
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import return_change
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.facts import always_returns_none
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+RETURN_SEMANTICS = Report(
+    Kind.RETURN_SEMANTICS.value,
+    Kind.RETURN_SEMANTICS,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.MANUAL,),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (RETURN_SEMANTICS,))
 
 MESSAGES = {
     "became-none": "now returns None",
@@ -51,7 +63,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "return-semantics",
+            RETURN_SEMANTICS,
             severity="error" if change != "gained-none" else "warning",
             symbol=target.path,
             message=(

@@ -22,11 +22,24 @@ import ast
 import griffe
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.served_model import ServedModel, has_attribute
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+SERVED_MODEL = Report(
+    Kind.SERVED_MODEL.value,
+    Kind.SERVED_MODEL,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-attribute",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (SERVED_MODEL,))
 
 PROTOCOL_BASES = ("typing.Protocol", "typing_extensions.Protocol")
 
@@ -85,7 +98,7 @@ def _member(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding]:
     return [
         finding(
             use,
-            "served-model",
+            SERVED_MODEL,
             symbol=f"{use.receiver}.{member}",
             message=text,
             evidence=evidence,
@@ -174,7 +187,7 @@ def _predicate(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding
     return [
         finding(
             use,
-            "served-model",
+            SERVED_MODEL,
             symbol=use.symbol,
             message=text,
             severity="error" if use.on_false else "warning",

@@ -13,12 +13,24 @@ from __future__ import annotations
 import re
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, Report
 from driftcheck.checks.missing_symbol import dropped
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.relocation import NewHome, find_new_home
 from driftcheck.host.served import Served
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+STALE_PATCH = Report(
+    "stale-patch",
+    Kind.MISSING_SYMBOL,
+    Severity.WARNING,
+    Witness.RESOLVE,
+    fixes=(FixSafety.MANUAL,),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (STALE_PATCH,))
 
 _IDENTIFIERS = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
@@ -62,7 +74,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             f"patch {now.path} instead, if {host} reads it when it runs (not once, at import)",
         )
     return [
-        finding(use, "stale-patch", symbol=gone, message=message, evidence=tuple(evidence), fix=fix)
+        finding(use, STALE_PATCH, symbol=gone, message=message, evidence=tuple(evidence), fix=fix)
     ]
 
 
