@@ -79,13 +79,13 @@ def _fix(ctx: CheckContext, use: Use, base: object, cls: object, short: str, bef
     )
     if new is not None:
         return Fix(
-            "safe",
+            FixSafety.SAFE,
             f"call {new}() instead: {short}.{new} has {use.member}'s parameters and body",
             "rename-attribute",
             (("new", new), ("old", use.member or "")),
         )
     return Fix(
-        "manual",
+        FixSafety.MANUAL,
         before[:200] or f"{short}.{use.member} was removed or renamed; use its replacement",
     )
 

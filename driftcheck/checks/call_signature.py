@@ -180,24 +180,24 @@ def _fix_for(
         for i, (old, new, _) in enumerate(pairs):
             params += [(f"keyword{i or ''}", old), (f"new{i or ''}", new)]
         return Fix(
-            "safe" if safe else "unsafe",
+            FixSafety.SAFE if safe else FixSafety.UNSAFE,
             f"rename the keyword(s) {said} ({why})",
             codemod="rename-keyword",
             params=tuple(params),
         )
     if removed and not missing and len(problems) == len(removed) and arrived:
         return Fix(
-            "manual",
+            FixSafety.MANUAL,
             f"{', '.join(removed)}= is gone; the host added {', '.join(arrived[:6])}: pass the "
             "value to the one that took its place, or drop it if none did",
         )
     if removed and not missing and len(problems) == len(removed):
         return Fix(
-            "unsafe",
+            FixSafety.UNSAFE,
             f"drop the keyword(s) {', '.join(removed)} (the host no longer takes them)",
             codemod="remove-keyword",
             params=tuple((f"keyword{i or ''}", k) for i, k in enumerate(removed)),
         )
     if missing:
-        return Fix("manual", f"pass the new required parameter(s): {', '.join(missing)}")
-    return Fix("manual", "adapt the call to the new signature")
+        return Fix(FixSafety.MANUAL, f"pass the new required parameter(s): {', '.join(missing)}")
+    return Fix(FixSafety.MANUAL, "adapt the call to the new signature")

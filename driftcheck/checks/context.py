@@ -12,7 +12,7 @@ from driftcheck.gates import Side
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.host.served import REMOVED, Served
 from driftcheck.host.served_model import ServedModel
-from driftcheck.kinds import Severity
+from driftcheck.kinds import FixSafety, Severity
 from driftcheck.rules.ruleset import Bindings, RuleSet
 
 #: (line, column, end line, end column) of a token: 1-based lines and columns, end exclusive.
@@ -139,8 +139,9 @@ def finding(
     witness: dict[str, str] | None = None,
 ) -> Finding:
     """A built-in check's finding at a use (or at the argument ``at`` names): id, kind and
-    default severity from the check's declaration, evidence without gaps. ``witness`` says how ``--verify`` shows
-    it when the check's default witness would not (``check``, ``body``, ``reason``)."""
+    default severity from the check's declaration, evidence without gaps. ``witness`` says how
+    ``--verify`` shows it when the check's default witness would not (``check``, ``body``,
+    ``reason``)."""
     line, column, end_line, end_column = at or (use.line, use.column, use.end_line, use.end_column)
     return Finding(
         rule=report.id,
@@ -212,7 +213,7 @@ def runs(api: HostAPI, found: Found | None) -> Found | None:
     return None
 
 
-def rename_fix(use: Use, gone: str, new: str, safety: str, description: str) -> Fix:
+def rename_fix(use: Use, gone: str, new: str, safety: FixSafety, description: str) -> Fix:
     """The fix that points a use of ``gone`` at ``new``: the import rewritten where the name is
     imported; ``mod.old`` renamed to ``mod.new`` where it is read off the same module."""
     old_parent, _, old_name = gone.rpartition(".")

@@ -87,7 +87,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         # flip for certain.
         flips = _truth(old) != _truth(new) and _is_flag(q, p) and "None" not in (old, new)
         refused = _refused_under(ctx.target, target, p.name) if flips else ""
-        severity = "error" if refused else "warning" if flips else "info"
+        severity = Severity.ERROR if refused else Severity.WARNING if flips else Severity.INFO
         why = f"; {refused}" if refused else ""
         out.append(
             finding(
@@ -121,16 +121,17 @@ def _fix(param: str, old: Param, new: Param) -> Fix:
     literal = _literal(text) is not None
     if not literal:
         return Fix(
-            "manual", f"pass {param}={text} (the baseline's default) if the old behaviour is meant"
+            FixSafety.MANUAL,
+            f"pass {param}={text} (the baseline's default) if the old behaviour is meant",
         )
     if text == "None" and new.annotation and not accepts_none(new.annotation):
         return Fix(
-            "manual",
+            FixSafety.MANUAL,
             f"pass {param}= the value that means what None meant: the target takes "
             f"{new.annotation}, not None",
         )
     return Fix(
-        "unsafe",
+        FixSafety.UNSAFE,
         f"pass {param}={text} (the baseline's default) to keep the old behaviour",
         codemod="add-keyword",
         params=(("keyword", param), ("value", text), ("witnessed", "safe")),

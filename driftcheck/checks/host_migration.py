@@ -72,7 +72,7 @@ def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
         finding(
             use,
             HOST_MIGRATION,
-            severity="warning",
+            severity=Severity.WARNING,
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{use.member}() may now return None: {len(checked)} of {ctx.target.name}'s "
@@ -87,7 +87,9 @@ def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
                 ),
                 *(Evidence(ctx.target.version, s.file, s.line, "tests None") for s in checked[:3]),
             ),
-            fix=Fix("manual", f"handle a None result of {use.member}() here, as the host does"),
+            fix=Fix(
+                FixSafety.MANUAL, f"handle a None result of {use.member}() here, as the host does"
+            ),
             witness={"check": "workload", "reason": "a None result shows when it runs"},
         )
     ]
@@ -139,11 +141,11 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
     out = []
     for k in sorted(new):
         values = {s.values[s.keywords.index(k)] for s in after if len(s.values) == len(s.keywords)}
-        fix = Fix("manual", f"pass {k}= as {ctx.target.name}'s own calls do")
+        fix = Fix(FixSafety.MANUAL, f"pass {k}= as {ctx.target.name}'s own calls do")
         if len(values) == 1 and is_literal(next(iter(values))):
             value = next(iter(values))
             fix = Fix(
-                "unsafe",
+                FixSafety.UNSAFE,
                 f"pass {k}={value}, as every one of {ctx.target.name}'s own calls does",
                 codemod="add-keyword",
                 params=(("keyword", k), ("value", value)),
@@ -152,7 +154,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
             finding(
                 use,
                 HOST_MIGRATION,
-                severity="warning",
+                severity=Severity.WARNING,
                 symbol=f"{use.receiver}.{use.member}({k}=)",
                 message=(
                     f"every one of {ctx.target.name}'s own calls of {use.member}() passes {k}= "
@@ -210,7 +212,7 @@ def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
                 *(Evidence(ctx.target.version, s.file, s.line, "uses it whole") for s in now[:3]),
             ),
             fix=Fix(
-                "safe",
+                FixSafety.SAFE,
                 f"use the result directly, as {ctx.target.name}'s own callers do",
                 codemod="unwrap-result",
             ),

@@ -20,6 +20,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.client_use import HttpUse
 from driftcheck.http.surface import CliFlag, HttpSurface
+from driftcheck.kinds import FixSafety, Severity
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9_-]*", re.I)
 
@@ -63,7 +64,7 @@ def _same_alias(before: CliFlag, target: HttpSurface) -> CliFlag | None:
     return found[0] if len(found) == 1 else None
 
 
-def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: str = "safe") -> Fix:
+def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: FixSafety = FixSafety.SAFE) -> Fix:
     """Rename the flag in the command's list: safe where a deprecation message names the new
     flag; unsafe where only a shared alias links them (the same option, by the host's parser,
     but nothing says its meaning stayed)."""
@@ -74,7 +75,7 @@ def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: str = "safe") -> 
             codemod="rename-launch-flag",
             params=(("old", name), ("new", new.name)),
         )
-    return Fix("manual", f"pass {new.name} instead of {name}")
+    return Fix(FixSafety.MANUAL, f"pass {new.name} instead of {name}")
 
 
 def _removed(
@@ -101,7 +102,7 @@ def _removed(
         )
         message = f"{host}'s server no longer takes {name}; {why}"
         named = bool(before.deprecated) and new.name in (before.deprecated or "")
-        fix = _rename_fix(use, name, new, "safe" if named else "unsafe")
+        fix = _rename_fix(use, name, new, FixSafety.SAFE if named else FixSafety.UNSAFE)
     else:
         near = min(
             target.flags.values(), key=lambda f: (f.file != before.file, f.line), default=None
@@ -138,7 +139,7 @@ def _deprecated(
             message=message,
             evidence=ev,
             fix=_rename_fix(use, name, new) if new is not None else None,
-            severity="warning",
+            severity=Severity.WARNING,
             at=span,
         )
     )

@@ -27,6 +27,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.client_use import HttpUse
 from driftcheck.http.surface import BodyModel, ModelField
+from driftcheck.kinds import FixSafety, Severity
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -81,12 +82,12 @@ def _dropped(
         )
         message = f"{target} takes {key!r} of {use.symbol} as {kept.wire_name!r} ({tm.qualname})"
         fix = Fix(
-            "safe",
+            FixSafety.SAFE,
             f"send {kept.wire_name!r} instead of {key!r}",
             codemod="rename-payload-key",
             params=(("old", key), ("new", kept.wire_name)),
         )
-        severity = None if tm.extra == "forbid" else "warning"
+        severity = None if tm.extra == "forbid" else Severity.WARNING
         return _at(
             finding(
                 use,
@@ -105,7 +106,7 @@ def _dropped(
         severity = None
     else:
         message = f"{target}'s {tm.qualname} no longer has {key!r}: the server ignores it"
-        severity = "warning"
+        severity = Severity.WARNING
     return _at(
         finding(
             use,

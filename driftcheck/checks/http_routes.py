@@ -22,6 +22,7 @@ from driftcheck.findings import Finding, Fix
 from driftcheck.http.client_use import HttpUse
 from driftcheck.http.condition_flags import flags_behind
 from driftcheck.http.surface import CliFlag, HttpSurface, Route
+from driftcheck.kinds import FixSafety, Severity
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -88,7 +89,7 @@ def _conditioned(
             symbol=use.symbol,
             message=message,
             evidence=ev,
-            severity="warning",
+            severity=Severity.WARNING,
         )
     ]
 
@@ -186,7 +187,7 @@ def _flagged(
                 symbol=use.symbol,
                 message=message,
                 evidence=ev,
-                severity="warning",
+                severity=Severity.WARNING,
                 fix=_launch_fix(flags),
             )
         ]
@@ -219,12 +220,12 @@ def _add_flag_fix(launch: HttpUse, flag: CliFlag | None, name: str, choices: int
     is for a person to choose."""
     if launch.argv_list and flag is not None and _is_switch(flag):
         return Fix(
-            "safe" if choices == 1 else "unsafe",
+            FixSafety.SAFE if choices == 1 else FixSafety.UNSAFE,
             f"add {name} to the server's command line",
             codemod="add-launch-flag",
             params=(("flag", name),),
         )
-    return Fix("manual", f"start the server with {name}")
+    return Fix(FixSafety.MANUAL, f"start the server with {name}")
 
 
 def _launch_fix(flags: list[str]) -> Fix:
@@ -233,7 +234,7 @@ def _launch_fix(flags: list[str]) -> Fix:
     server with it). Where several flags register the route, the first the host names."""
     others = f" (or {' or '.join(flags[1:])})" if len(flags) > 1 else ""
     text = f"add {flags[0]} to the command that starts the server{others}"
-    return Fix("manual", text, params=(("launch-flag", flags[0]),))
+    return Fix(FixSafety.MANUAL, text, params=(("launch-flag", flags[0]),))
 
 
 def _is_switch(flag: CliFlag) -> bool:

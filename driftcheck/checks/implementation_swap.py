@@ -77,7 +77,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                     f"({path}), which has no {use.member!r} ({ctx.target.name} {ctx.target.version})"
                 ),
                 evidence=tuple(evidence),
-                fix=Fix("manual", f"do not rely on {use.member} there, or pin the switch"),
+                fix=Fix(FixSafety.MANUAL, f"do not rely on {use.member} there, or pin the switch"),
             )
         )
         break

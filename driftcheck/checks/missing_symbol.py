@@ -184,13 +184,15 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                     f"it now lives at {home.name} ({why}){unguarded}"
                 ),
                 evidence=tuple(evidence),
-                fix=Fix("manual", f"import it from {home.name} where the try imports it")
+                fix=Fix(FixSafety.MANUAL, f"import it from {home.name} where the try imports it")
                 if use.none_fallback
                 else rename_fix(
                     use,
                     gone,
                     home.name,
-                    "unsafe" if home.evidence in ("changed", "contents") else "safe",
+                    FixSafety.UNSAFE
+                    if home.evidence in ("changed", "contents")
+                    else FixSafety.SAFE,
                     (
                         f"import from {home.name} instead"
                         if home.evidence == "contents"
@@ -220,7 +222,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             message=message,
             evidence=tuple(evidence),
             fix=Fix(
-                "manual",
+                FixSafety.MANUAL,
                 said or before or f"{gone} was removed; find its replacement in the host's changes",
             ),
         )

@@ -108,7 +108,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         evidence.insert(0, Evidence(ctx.baseline.version, sig_b.file, sig_b.line))
     if not problems:
         return []
-    severity = "warning" if {code for code, _ in problems} == {"var-keyword"} else "error"
+    severity = (
+        Severity.WARNING if {code for code, _ in problems} == {"var-keyword"} else Severity.ERROR
+    )
     how = f" ({use.via})" if use.via else ""
     details = "; ".join(sorted(text for _, text in problems))
     return [
@@ -120,12 +122,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             message=f"{use.member}() stands in for {use.symbol}{how}: {details} in {ctx.target.name} {ctx.target.version}",
             evidence=tuple(evidence),
             fix=Fix(
-                "safe",
+                FixSafety.SAFE,
                 "accept and ignore extra keyword arguments (**_kwargs)",
                 codemod="accept-kwargs",
             )
-            if severity == "warning"
-            else Fix("manual", "accept the host's new arguments"),
+            if severity == Severity.WARNING
+            else Fix(FixSafety.MANUAL, "accept the host's new arguments"),
         )
     ]
 

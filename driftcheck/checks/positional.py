@@ -89,7 +89,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     errors = [r for r in moved if _fails(r, checked)]
     parts = [_said(r, ctx, checked) for r in moved]
-    severity = "error" if errors else "warning"
+    severity = Severity.ERROR if errors else Severity.WARNING
     silent = "" if errors else " (silently: the parameters are annotated alike or not at all)"
     first = moved[0].index
     at = shape.positional_spans[first] if first < len(shape.positional_spans) else None
@@ -150,12 +150,13 @@ def _fix(moved: list[Rebinding], shape: CallShape, sig_b: Signature, sig_t: Sign
     still = [p.detail for p in bind(sig_t, after)] if ok else []
     if ok and not still:
         return Fix(
-            "safe",
+            FixSafety.SAFE,
             "pass them by keyword with the names they had: " + ", ".join(f"{n}=" for n in names),
             codemod="positional-to-keyword",
             params=(("from", str(first)), ("names", ",".join(names))),
         )
     order = ", ".join(p.name for p in sig_t.params)
     return Fix(
-        "manual", f"the parameters are now ({order}): pass each argument to the one it meant"
+        FixSafety.MANUAL,
+        f"the parameters are now ({order}): pass each argument to the one it meant",
     )

@@ -150,7 +150,7 @@ def _as_the_host_does(
 ) -> tuple[Fix, list[Evidence]]:
     """The follow-up call as the host's own callers make it (its arguments: a literal as
     written, a variable as ``None`` where the follow-up's parameter takes ``None``)."""
-    manual = Fix("manual", f"call {use.receiver_expr}.{then}(...) after {use.member}(...)")
+    manual = Fix(FixSafety.MANUAL, f"call {use.receiver_expr}.{then}(...) after {use.member}(...)")
     assert use.member is not None
     sites = [s for s in call_sites(ctx.target, use.member) if any(m == then for m, _ in s.then)]
     if not sites:
@@ -182,7 +182,7 @@ def _as_the_host_does(
     used = use.result not in (None, "discarded")
     return (
         Fix(
-            "unsafe" if used else "safe",
+            FixSafety.UNSAFE if used else FixSafety.SAFE,
             f"call {then}({said}) on the same receiver right after {use.member}(), as "
             f"{ctx.target.name} itself does ({where})"
             + (f"; this call's result is {use.result}: check what the code needs" if used else ""),

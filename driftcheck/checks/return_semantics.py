@@ -64,7 +64,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         finding(
             use,
             RETURN_SEMANTICS,
-            severity="error" if change != "gained-none" else "warning",
+            severity=Severity.ERROR if change != "gained-none" else Severity.WARNING,
             symbol=target.path,
             message=(
                 f"{name}() {MESSAGES[change]} in {ctx.target.name} {ctx.target.version} "
@@ -74,7 +74,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 Evidence(ctx.baseline.version, sig_b.file, sig_b.line, f"-> {sig_b.returns}"),
                 Evidence(ctx.target.version, sig_t.file, sig_t.line, f"-> {sig_t.returns}"),
             ),
-            fix=Fix("manual", "handle the new return shape at this call site"),
+            fix=Fix(FixSafety.MANUAL, "handle the new return shape at this call site"),
         )
     ]
 

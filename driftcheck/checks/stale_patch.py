@@ -61,7 +61,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     elif isinstance(home, NewHome):
         now = home.found
         message += f"; it now lives at {home.name}"
-    fix = Fix("manual", f"remove the patch of {gone}, or patch what {host} reads instead")
+    fix = Fix(FixSafety.MANUAL, f"remove the patch of {gone}, or patch what {host} reads instead")
     if now is not None:
         where = _reader(ctx.target, now)
         if where is not None:
@@ -70,7 +70,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         else:
             evidence.append(Evidence(ctx.target.version, now.file, now.line, "defined here"))
         fix = Fix(
-            "manual",
+            FixSafety.MANUAL,
             f"patch {now.path} instead, if {host} reads it when it runs (not once, at import)",
         )
     return [

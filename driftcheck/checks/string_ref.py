@@ -88,5 +88,5 @@ def _finding(use: Use, ctx: CheckContext, symbol: str, msg: str, *evidence: obje
         symbol=symbol,
         message=f"{msg} in {ctx.target.name} {ctx.target.version}",
         evidence=tuple(e for e in evidence if e),
-        fix=Fix("manual", "name the method or class that replaced it"),
+        fix=Fix(FixSafety.MANUAL, "name the method or class that replaced it"),
     )
