@@ -74,7 +74,7 @@ class BuiltinCheck:
 CHECKS: dict[str, BuiltinCheck] = {
     r.id: BuiltinCheck(r.id, r.kind, r.severity, c.module, r.witness, r.fixes, r.codemods, c)
     for c in catalog.CHECKS
-    for r in c.reports
+    for r in c.ids
 }
 
 #: The witness of each kind (a rule can declare another in ``[witness]``), and of the checks

@@ -14,7 +14,7 @@ import pytest
 
 from driftcheck import registry
 from driftcheck.checks import MERGING, PER_USE, WHOLE_CLIENT, catalog
-from driftcheck.checks.declaration import Check, Report, Runs
+from driftcheck.checks.declaration import Check, CheckId, Runs
 from driftcheck.fixes.codemods import CODEMODS
 from driftcheck.kinds import KIND_MEANING, FixSafety, Kind
 
@@ -36,9 +36,7 @@ HELPERS = {
 #: Where a lazy check's declaration lives (its light entry), by the check's module.
 LAZY_HOME = "driftcheck.checks.http"
 
-DECLARED: dict[str, tuple[Check, Report]] = {
-    r.id: (c, r) for c in catalog.CHECKS for r in c.reports
-}
+DECLARED: dict[str, tuple[Check, CheckId]] = {r.id: (c, r) for c in catalog.CHECKS for r in c.ids}
 
 
 def _module_path(module: str) -> Path:
@@ -71,7 +69,7 @@ def test_a_check_declares_itself_in_its_own_module_unless_it_is_lazy():
 
 
 def test_ids_are_unique_and_the_registry_is_derived_from_the_declarations():
-    ids = [r.id for c in catalog.CHECKS for r in c.reports]
+    ids = [r.id for c in catalog.CHECKS for r in c.ids]
     assert len(ids) == len(set(ids))
     assert list(registry.CHECKS) == ids
     for check_id, (c, r) in DECLARED.items():
@@ -89,7 +87,7 @@ def test_ids_are_unique_and_the_registry_is_derived_from_the_declarations():
     assert len(WHOLE_CLIENT) == runs.count(Runs.WHOLE_CLIENT)
     assert len(MERGING) == runs.count(Runs.MERGING)
     # the ids of the checks that declare none are the rules'
-    assert [c.name for c in catalog.CHECKS if not c.reports] == ["rule_match"]
+    assert [c.name for c in catalog.CHECKS if not c.ids] == ["rule_match"]
 
 
 def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
@@ -112,9 +110,9 @@ def test_every_finding_is_of_a_declared_id_and_every_declared_id_is_reported_by_
             arg = call.args[1]
             names = [arg.body, arg.orelse] if isinstance(arg, ast.IfExp) else [arg]
             for name in names:
-                assert isinstance(name, ast.Name), f"{module}:{call.lineno}: pass a Report"
+                assert isinstance(name, ast.Name), f"{module}:{call.lineno}: pass a CheckId"
                 report = getattr(namespace, name.id)
-                assert isinstance(report, Report), f"{module}:{call.lineno}"
+                assert isinstance(report, CheckId), f"{module}:{call.lineno}"
                 reported.setdefault(report.id, set()).add(module)
     assert set(reported) == set(DECLARED), "an id is declared that no check reports"
     for check_id, modules in reported.items():
@@ -146,7 +144,7 @@ def _named(call: ast.Call) -> tuple[set[str], set[str]]:
 @pytest.mark.parametrize("module", _check_modules())
 def test_a_check_declares_the_fixes_it_offers(module: str):
     """The codemods its module names are the ones its ids declare, and so are the safeties."""
-    declared = [r for c in catalog.CHECKS if c.module == module for r in c.reports]
+    declared = [r for c in catalog.CHECKS if c.module == module for r in c.ids]
     tree = ast.parse(_module_path(module).read_text())
     codemods: set[str] = set()
     safeties: set[str] = set()

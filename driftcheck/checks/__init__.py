@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from driftcheck.checks.catalog import CHECKS
 from driftcheck.checks.context import CheckContext
-from driftcheck.checks.declaration import Check, Report, Runs
+from driftcheck.checks.declaration import Check, CheckId, Runs
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
 
@@ -56,9 +56,9 @@ __all__ = [
     "WHOLE_CLIENT",
     "Check",
     "CheckContext",
+    "CheckId",
     "ClientCheck",
     "MergingCheck",
-    "Report",
     "Runs",
     "UseCheck",
 ]

@@ -12,7 +12,7 @@ import ast
 import griffe
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
@@ -20,7 +20,7 @@ from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-ATTRIBUTE_MISSING = Report(
+ATTRIBUTE_MISSING = CheckId(
     Kind.ATTRIBUTE_MISSING.value,
     Kind.ATTRIBUTE_MISSING,
     Severity.ERROR,

@@ -7,7 +7,7 @@ Dataclass and pydantic-dataclass constructors are checked against their synthesi
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import keyword_warned_before, quoted
 from driftcheck.checks.positional import rebound
 from driftcheck.client.use import Use
@@ -18,7 +18,7 @@ from driftcheck.host.callers import migrated_keyword
 from driftcheck.host.signature import Signature, bind
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-CALL_SIGNATURE = Report(
+CALL_SIGNATURE = CheckId(
     Kind.CALL_SIGNATURE.value,
     Kind.CALL_SIGNATURE,
     Severity.ERROR,

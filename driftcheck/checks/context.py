@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from driftcheck.checks.declaration import Report
+from driftcheck.checks.declaration import CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix, Shape, Site
 from driftcheck.gates import Side
@@ -128,7 +128,7 @@ def side(api: HostAPI) -> Side:
 
 def finding(
     use: Use,
-    report: Report,
+    declared: CheckId,
     *,
     symbol: str,
     message: str,
@@ -144,9 +144,9 @@ def finding(
     ``reason``)."""
     line, column, end_line, end_column = at or (use.line, use.column, use.end_line, use.end_column)
     return Finding(
-        rule=report.id,
-        kind=report.kind,
-        severity=severity or report.severity,
+        rule=declared.id,
+        kind=declared.kind,
+        severity=severity or declared.severity,
         file=use.file,
         line=line,
         column=column,

@@ -30,7 +30,7 @@ class Runs(Word):
 
 
 @dataclass(frozen=True)
-class Report:
+class CheckId:
     """One id a check reports, with what every finding of that id has in common.
 
     Attributes:
@@ -61,8 +61,8 @@ class Check:
     Attributes:
         module: The module that holds the check's code; its docstring is the check's
             documentation (SARIF help, ``driftcheck rules show ID``).
-        reports: The ids it reports, each with its kind, severity, witness and fixes (none:
-            its ids come from elsewhere, as the drift rules' do).
+        ids: The ids it reports, each with its kind, severity, witness and fixes (none: its
+            ids come from elsewhere, as the drift rules' do).
         runs: When the pipeline calls it.
         entry: The function the pipeline calls.
         lazy: Loaded on the first use it can apply to (:attr:`loads_on`), not with the
@@ -71,7 +71,7 @@ class Check:
     """
 
     module: str
-    reports: tuple[Report, ...]
+    ids: tuple[CheckId, ...]
     runs: Runs = Runs.PER_USE
     entry: str = "check"
     lazy: bool = False

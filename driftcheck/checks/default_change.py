@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 
 from driftcheck.checks.context import CheckContext, finding, side
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import accepts_none
@@ -30,7 +30,7 @@ from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.signature import Param, Signature
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-DEFAULT_CHANGE = Report(
+DEFAULT_CHANGE = CheckId(
     "default-change",
     Kind.BEHAVIOUR_CHANGE,
     Severity.WARNING,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from driftcheck.checks.call_signature import CALL_SIGNATURE
 from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
@@ -31,7 +31,7 @@ from driftcheck.host.served import DEPRECATED, Served
 from driftcheck.host.signature import CallShape, Param, Signature
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-DEPRECATION = Report(
+DEPRECATION = CheckId(
     Kind.DEPRECATED.value,
     Kind.DEPRECATED,
     Severity.WARNING,

@@ -24,14 +24,14 @@ Only methods whose signature changed are searched for, all of them in one pass.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, is_literal
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
 from driftcheck.host.callers import CallSite, call_sites
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-HOST_MIGRATION = Report(
+HOST_MIGRATION = CheckId(
     "host-migration",
     Kind.RETURN_SEMANTICS,
     Severity.ERROR,

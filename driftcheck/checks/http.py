@@ -4,11 +4,13 @@ none of them or the host's HTTP-surface reader, yet the registry knows their ids
 
 from __future__ import annotations
 
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-HTTP_ROUTE_REMOVED = Report("http-route-removed", Kind.HTTP_ROUTE, Severity.ERROR, Witness.WORKLOAD)
-HTTP_ROUTE_FLAG = Report(
+HTTP_ROUTE_REMOVED = CheckId(
+    "http-route-removed", Kind.HTTP_ROUTE, Severity.ERROR, Witness.WORKLOAD
+)
+HTTP_ROUTE_FLAG = CheckId(
     "http-route-flag",
     Kind.HTTP_ROUTE,
     Severity.ERROR,
@@ -16,7 +18,7 @@ HTTP_ROUTE_FLAG = Report(
     fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
     codemods=("add-launch-flag",),
 )
-HTTP_REQUEST_FIELD = Report(
+HTTP_REQUEST_FIELD = CheckId(
     "http-request-field",
     Kind.HTTP_REQUEST,
     Severity.ERROR,
@@ -24,10 +26,10 @@ HTTP_REQUEST_FIELD = Report(
     fixes=(FixSafety.SAFE,),
     codemods=("rename-payload-key",),
 )
-HTTP_RESPONSE_FIELD = Report(
+HTTP_RESPONSE_FIELD = CheckId(
     "http-response-field", Kind.HTTP_RESPONSE, Severity.ERROR, Witness.WORKLOAD
 )
-HTTP_CLI_FLAG = Report(
+HTTP_CLI_FLAG = CheckId(
     "http-cli-flag",
     Kind.CLI_FLAG,
     Severity.ERROR,

@@ -10,13 +10,13 @@ releases where the default flips.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-IMPLEMENTATION_SWAP = Report(
+IMPLEMENTATION_SWAP = CheckId(
     "implementation-swap",
     Kind.BEHAVIOUR_CHANGE,
     Severity.INFO,

@@ -21,7 +21,7 @@ from driftcheck.checks.context import (
     prefixes,
     rename_fix,
 )
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
@@ -30,14 +30,14 @@ from driftcheck.host.relocation import Lookalike, NewHome, find_new_home
 from driftcheck.host.served import REMOVED, Served
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-MISSING_SYMBOL = Report(
+MISSING_SYMBOL = CheckId(
     Kind.MISSING_SYMBOL.value,
     Kind.MISSING_SYMBOL,
     Severity.ERROR,
     Witness.RESOLVE,
     fixes=(FixSafety.MANUAL,),
 )
-MOVED_SYMBOL = Report(
+MOVED_SYMBOL = CheckId(
     Kind.MOVED_SYMBOL.value,
     Kind.MOVED_SYMBOL,
     Severity.ERROR,

@@ -14,14 +14,14 @@ import ast
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.signature import Param, Signature
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-OVERRIDE_SIGNATURE = Report(
+OVERRIDE_SIGNATURE = CheckId(
     Kind.OVERRIDE_SIGNATURE.value,
     Kind.OVERRIDE_SIGNATURE,
     Severity.ERROR,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, runs, side
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -27,7 +27,7 @@ from driftcheck.host.positions import Rebinding, rebindings
 from driftcheck.host.signature import CallShape, Signature, bind
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-POSITIONAL_SHIFT = Report(
+POSITIONAL_SHIFT = CheckId(
     "positional-shift",
     Kind.CALL_SIGNATURE,
     Severity.ERROR,

@@ -11,7 +11,7 @@ text is the evidence.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, is_literal
-from driftcheck.checks.declaration import Check, Report, Runs
+from driftcheck.checks.declaration import Check, CheckId, Runs
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import accepts_none, return_change
@@ -20,7 +20,7 @@ from driftcheck.host.callers import call_sites
 from driftcheck.host.facts import Guard, all_guards, follow_up, new_members
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-CALL_PROTOCOL = Report(
+CALL_PROTOCOL = CheckId(
     Kind.CALL_PROTOCOL.value,
     Kind.CALL_PROTOCOL,
     Severity.ERROR,

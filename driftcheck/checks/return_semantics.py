@@ -8,7 +8,7 @@ changed from a container to an item (or back).
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import return_change
@@ -16,7 +16,7 @@ from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.facts import always_returns_none
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-RETURN_SEMANTICS = Report(
+RETURN_SEMANTICS = CheckId(
     Kind.RETURN_SEMANTICS.value,
     Kind.RETURN_SEMANTICS,
     Severity.ERROR,

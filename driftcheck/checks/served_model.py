@@ -22,7 +22,7 @@ import ast
 import griffe
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
@@ -30,7 +30,7 @@ from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.served_model import ServedModel, has_attribute
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-SERVED_MODEL = Report(
+SERVED_MODEL = CheckId(
     Kind.SERVED_MODEL.value,
     Kind.SERVED_MODEL,
     Severity.ERROR,

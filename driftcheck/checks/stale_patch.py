@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.missing_symbol import dropped
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
@@ -22,7 +22,7 @@ from driftcheck.host.relocation import NewHome, find_new_home
 from driftcheck.host.served import Served
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-STALE_PATCH = Report(
+STALE_PATCH = CheckId(
     "stale-patch",
     Kind.MISSING_SYMBOL,
     Severity.WARNING,

@@ -9,13 +9,13 @@
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
-from driftcheck.checks.declaration import Check, Report
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-STRING_REF = Report(
+STRING_REF = CheckId(
     Kind.STRING_REF.value,
     Kind.STRING_REF,
     Severity.ERROR,
