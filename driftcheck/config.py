@@ -26,7 +26,7 @@ from pathlib import Path
 
 from driftcheck.compat import tomllib
 from driftcheck.errors import UsageError
-from driftcheck.registry import SEVERITIES
+from driftcheck.kinds import Severity
 
 #: Key → expected type; kebab-case like the command line.
 KEYS: dict[str, type] = {
@@ -138,8 +138,8 @@ def _parse(data: dict, path: Path, where: str) -> Config:
             kind = kinds.get(KEYS[key], "a string")
             raise UsageError(f"{where}: {key!r} must be {kind}")
     fail_on = data.get("fail-on")
-    if fail_on is not None and fail_on not in SEVERITIES:
-        raise UsageError(f"{where}: 'fail-on' must be one of {', '.join(SEVERITIES)}")
+    if fail_on is not None and fail_on not in list(Severity):
+        raise UsageError(f"{where}: 'fail-on' must be one of {', '.join(Severity)}")
     disable = tuple(data.get("disable", ()))
     base = path.parent
     values = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field
 
-from driftcheck.registry import SEVERITIES
+from driftcheck.kinds import FixSafety, Kind, Severity
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Evidence:
 class Fix:
     """A fix a codemod can apply (``safe``/``unsafe``) or a ``manual`` guideline."""
 
-    safety: str
+    safety: FixSafety
     description: str
     codemod: str | None = None
     params: tuple[tuple[str, str], ...] = ()
@@ -134,8 +134,8 @@ class Finding:
     """One drift at one client location."""
 
     rule: str
-    kind: str
-    severity: str
+    kind: Kind
+    severity: Severity
     file: str
     line: int
     column: int
@@ -215,8 +215,8 @@ def finding_from_dict(data: dict) -> Finding:
     fix = data.get("fix")
     return Finding(
         rule=str(data["rule"]),
-        kind=str(data["kind"]),
-        severity=str(data["severity"]),
+        kind=Kind(data["kind"]),
+        severity=Severity(data["severity"]),
         file=str(data["file"]),
         line=int(data["line"]),
         column=int(data["column"]),
@@ -226,7 +226,7 @@ def finding_from_dict(data: dict) -> Finding:
             Evidence(str(e["version"]), str(e["file"]), int(e["line"]), str(e.get("note", "")))
             for e in data.get("evidence", [])
         ),
-        fix=Fix(str(fix["safety"]), str(fix["description"])) if fix else None,
+        fix=Fix(FixSafety(fix["safety"]), str(fix["description"])) if fix else None,
         first_breaking=data.get("first_breaking"),
         references=tuple(data.get("references", [])),
         end_line=int(data.get("end_line", 0)),
@@ -237,4 +237,5 @@ def finding_from_dict(data: dict) -> Finding:
 
 def severity_rank(severity: str) -> int:
     """Order of severities (info < warning < error)."""
-    return SEVERITIES.index(severity) if severity in SEVERITIES else 0
+    order = list(Severity)
+    return order.index(Severity(severity)) if severity in order else 0

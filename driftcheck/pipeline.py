@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
+from driftcheck.checks import MERGING, PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side, site_of
 from driftcheck.checks.fallbacks import admitted, keep_baseline
 from driftcheck.client.package import Client, load_client
@@ -77,8 +77,6 @@ def _run_checks(
     rules: RuleSet,
     served: ServedModel | None,
 ) -> list[Finding]:
-    from driftcheck.rules.matching import apply_rules
-
     lines = client.lines
     running, fresh, conditional = _gated(uses, target, baseline)
     ctx = CheckContext(
@@ -106,7 +104,8 @@ def _run_checks(
                 )
     for whole in WHOLE_CLIENT:
         findings.extend(whole(ctx))
-    findings = apply_rules(findings, ctx)
+    for merging in MERGING:
+        findings = merging(findings, ctx)
     out = []
     for f in findings:
         src = lines.get(f.file, [])

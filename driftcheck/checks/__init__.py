@@ -1,6 +1,7 @@
-"""Checks: one module per kind of drift; each is ``check(use, ctx) -> list[Finding]``, or, for
-checks that look at the whole client at once, ``check(ctx) -> list[Finding]``. The ids and kinds
-they report are registered in :mod:`driftcheck.registry`.
+"""Checks: one module per kind of drift, each with its declaration
+(:class:`~driftcheck.checks.declaration.Check`), listed in :mod:`driftcheck.checks.catalog`.
+What the pipeline runs is derived from that list: :data:`PER_USE` on every use,
+:data:`WHOLE_CLIENT` once on all of them, :data:`MERGING` last, given every finding.
 
 A check compares what a client use meets in the baseline host with what it meets in the target,
 and reports only what changed (with no baseline, only what cannot work on the target).
@@ -10,48 +11,54 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from driftcheck.checks import (
-    attribute_missing,
-    call_signature,
-    default_change,
-    deprecated,
-    host_migration,
-    http,
-    implementation_swap,
-    missing_symbol,
-    override_signature,
-    positional,
-    protocol,
-    return_semantics,
-    served_model,
-    stale_patch,
-    string_ref,
-)
+from driftcheck.checks.catalog import CHECKS
 from driftcheck.checks.context import CheckContext
+from driftcheck.checks.declaration import Check, CheckId, Runs
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
 
-Check = Callable[[Use, CheckContext], list[Finding]]
+#: The entries the pipeline calls, by :class:`Runs`.
+UseCheck = Callable[[Use, CheckContext], list[Finding]]
 ClientCheck = Callable[[CheckContext], list[Finding]]
+MergingCheck = Callable[[list[Finding], CheckContext], list[Finding]]
+
+
+def _per_use(declared: Check) -> UseCheck:
+    """The check's entry; a lazy check's is imported on the first use of a kind it reads."""
+    if not declared.lazy:
+        return declared.load()
+    loaded: list[UseCheck] = []
+
+    def lazily(use: Use, ctx: CheckContext) -> list[Finding]:
+        if use.kind not in declared.loads_on:
+            return []
+        if not loaded:
+            loaded.append(declared.load())
+        return loaded[0](use, ctx)
+
+    lazily.__qualname__ = f"lazy {declared.module}"
+    return lazily
+
 
 #: The checks run on every use.
-PER_USE: tuple[Check, ...] = (
-    missing_symbol.check,
-    stale_patch.check,
-    attribute_missing.check,
-    served_model.check,
-    call_signature.check,
-    positional.check,
-    default_change.check,
-    host_migration.check,
-    return_semantics.check,
-    string_ref.check,
-    override_signature.check,
-    deprecated.check,
-    implementation_swap.check,
-    http.check,  # routes, request bodies, response reads, launch flags (loaded on first use)
-)
+PER_USE: tuple[UseCheck, ...] = tuple(_per_use(c) for c in CHECKS if c.runs is Runs.PER_USE)
 #: The checks run once on all of the client's uses.
-WHOLE_CLIENT: tuple[ClientCheck, ...] = (protocol.protocol_findings,)
+WHOLE_CLIENT: tuple[ClientCheck, ...] = tuple(
+    c.load() for c in CHECKS if c.runs is Runs.WHOLE_CLIENT
+)
+#: The checks run last, given every other finding (the drift rules, which merge mined ones).
+MERGING: tuple[MergingCheck, ...] = tuple(c.load() for c in CHECKS if c.runs is Runs.MERGING)
 
-__all__ = ["PER_USE", "WHOLE_CLIENT", "Check", "CheckContext", "ClientCheck"]
+__all__ = [
+    "CHECKS",
+    "MERGING",
+    "PER_USE",
+    "WHOLE_CLIENT",
+    "Check",
+    "CheckContext",
+    "CheckId",
+    "ClientCheck",
+    "MergingCheck",
+    "Runs",
+    "UseCheck",
+]

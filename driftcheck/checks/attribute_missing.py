@@ -12,11 +12,24 @@ import ast
 import griffe
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+ATTRIBUTE_MISSING = CheckId(
+    Kind.ATTRIBUTE_MISSING.value,
+    Kind.ATTRIBUTE_MISSING,
+    Severity.ERROR,
+    Witness.MEMBER,
+    fixes=(FixSafety.SAFE, FixSafety.MANUAL),
+    codemods=("rename-attribute",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (ATTRIBUTE_MISSING,))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -46,7 +59,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "attribute-missing",
+            ATTRIBUTE_MISSING,
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{use.receiver_expr or short}.{use.member}: {short} has no attribute "
@@ -66,13 +79,13 @@ def _fix(ctx: CheckContext, use: Use, base: object, cls: object, short: str, bef
     )
     if new is not None:
         return Fix(
-            "safe",
+            FixSafety.SAFE,
             f"call {new}() instead: {short}.{new} has {use.member}'s parameters and body",
             "rename-attribute",
             (("new", new), ("old", use.member or "")),
         )
     return Fix(
-        "manual",
+        FixSafety.MANUAL,
         before[:200] or f"{short}.{use.member} was removed or renamed; use its replacement",
     )
 

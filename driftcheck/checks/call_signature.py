@@ -7,6 +7,7 @@ Dataclass and pydantic-dataclass constructors are checked against their synthesi
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import keyword_warned_before, quoted
 from driftcheck.checks.positional import rebound
 from driftcheck.client.use import Use
@@ -15,6 +16,18 @@ from driftcheck.host.annotations import same_type
 from driftcheck.host.api import Found
 from driftcheck.host.callers import migrated_keyword
 from driftcheck.host.signature import Signature, bind
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+CALL_SIGNATURE = CheckId(
+    Kind.CALL_SIGNATURE.value,
+    Kind.CALL_SIGNATURE,
+    Severity.ERROR,
+    Witness.BIND,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-keyword", "remove-keyword"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (CALL_SIGNATURE,))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -84,7 +97,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "call-signature",
+            CALL_SIGNATURE,
             symbol=target.path,
             message=(
                 f"{name}(...) no longer binds in {ctx.target.name} {ctx.target.version}: "
@@ -167,24 +180,24 @@ def _fix_for(
         for i, (old, new, _) in enumerate(pairs):
             params += [(f"keyword{i or ''}", old), (f"new{i or ''}", new)]
         return Fix(
-            "safe" if safe else "unsafe",
+            FixSafety.SAFE if safe else FixSafety.UNSAFE,
             f"rename the keyword(s) {said} ({why})",
             codemod="rename-keyword",
             params=tuple(params),
         )
     if removed and not missing and len(problems) == len(removed) and arrived:
         return Fix(
-            "manual",
+            FixSafety.MANUAL,
             f"{', '.join(removed)}= is gone; the host added {', '.join(arrived[:6])}: pass the "
             "value to the one that took its place, or drop it if none did",
         )
     if removed and not missing and len(problems) == len(removed):
         return Fix(
-            "unsafe",
+            FixSafety.UNSAFE,
             f"drop the keyword(s) {', '.join(removed)} (the host no longer takes them)",
             codemod="remove-keyword",
             params=tuple((f"keyword{i or ''}", k) for i, k in enumerate(removed)),
         )
     if missing:
-        return Fix("manual", f"pass the new required parameter(s): {', '.join(missing)}")
-    return Fix("manual", "adapt the call to the new signature")
+        return Fix(FixSafety.MANUAL, f"pass the new required parameter(s): {', '.join(missing)}")
+    return Fix(FixSafety.MANUAL, "adapt the call to the new signature")

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from driftcheck.checks.declaration import CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix, Shape, Site
 from driftcheck.gates import Side
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.host.served import REMOVED, Served
 from driftcheck.host.served_model import ServedModel
-from driftcheck.registry import CHECKS
+from driftcheck.kinds import FixSafety, Severity
 from driftcheck.rules.ruleset import Bindings, RuleSet
 
 #: (line, column, end line, end column) of a token: 1-based lines and columns, end exclusive.
@@ -127,25 +128,25 @@ def side(api: HostAPI) -> Side:
 
 def finding(
     use: Use,
-    check_id: str,
+    declared: CheckId,
     *,
     symbol: str,
     message: str,
     evidence: Iterable[Evidence | None] = (),
     fix: Fix | None = None,
-    severity: str | None = None,
+    severity: Severity | None = None,
     at: Span | None = None,
     witness: dict[str, str] | None = None,
 ) -> Finding:
-    """A built-in check's finding at a use (or at the argument ``at`` names): kind and default
-    severity from the registry, evidence without gaps. ``witness`` says how ``--verify`` shows
-    it when the check's default witness would not (``check``, ``body``, ``reason``)."""
-    spec = CHECKS[check_id]
+    """A built-in check's finding at a use (or at the argument ``at`` names): id, kind and
+    default severity from the check's declaration, evidence without gaps. ``witness`` says how
+    ``--verify`` shows it when the check's default witness would not (``check``, ``body``,
+    ``reason``)."""
     line, column, end_line, end_column = at or (use.line, use.column, use.end_line, use.end_column)
     return Finding(
-        rule=check_id,
-        kind=spec.kind,
-        severity=severity or spec.severity,
+        rule=declared.id,
+        kind=declared.kind,
+        severity=severity or declared.severity,
         file=use.file,
         line=line,
         column=column,
@@ -212,7 +213,7 @@ def runs(api: HostAPI, found: Found | None) -> Found | None:
     return None
 
 
-def rename_fix(use: Use, gone: str, new: str, safety: str, description: str) -> Fix:
+def rename_fix(use: Use, gone: str, new: str, safety: FixSafety, description: str) -> Fix:
     """The fix that points a use of ``gone`` at ``new``: the import rewritten where the name is
     imported; ``mod.old`` renamed to ``mod.new`` where it is read off the same module."""
     old_parent, _, old_name = gone.rpartition(".")

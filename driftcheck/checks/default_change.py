@@ -22,11 +22,24 @@ import re
 from collections.abc import Callable
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import accepts_none
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.signature import Param, Signature
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+DEFAULT_CHANGE = CheckId(
+    "default-change",
+    Kind.BEHAVIOUR_CHANGE,
+    Severity.WARNING,
+    Witness.DEFAULT,
+    fixes=(FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("add-keyword",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (DEFAULT_CHANGE,))
 
 _VAR = ("var_positional", "var_keyword")
 
@@ -74,12 +87,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         # flip for certain.
         flips = _truth(old) != _truth(new) and _is_flag(q, p) and "None" not in (old, new)
         refused = _refused_under(ctx.target, target, p.name) if flips else ""
-        severity = "error" if refused else "warning" if flips else "info"
+        severity = Severity.ERROR if refused else Severity.WARNING if flips else Severity.INFO
         why = f"; {refused}" if refused else ""
         out.append(
             finding(
                 use,
-                "default-change",
+                DEFAULT_CHANGE,
                 severity=severity,
                 symbol=f"{target.path}({p.name}=)",
                 message=(
@@ -108,16 +121,17 @@ def _fix(param: str, old: Param, new: Param) -> Fix:
     literal = _literal(text) is not None
     if not literal:
         return Fix(
-            "manual", f"pass {param}={text} (the baseline's default) if the old behaviour is meant"
+            FixSafety.MANUAL,
+            f"pass {param}={text} (the baseline's default) if the old behaviour is meant",
         )
     if text == "None" and new.annotation and not accepts_none(new.annotation):
         return Fix(
-            "manual",
+            FixSafety.MANUAL,
             f"pass {param}= the value that means what None meant: the target takes "
             f"{new.annotation}, not None",
         )
     return Fix(
-        "unsafe",
+        FixSafety.UNSAFE,
         f"pass {param}={text} (the baseline's default) to keep the old behaviour",
         codemod="add-keyword",
         params=(("keyword", param), ("value", text), ("witnessed", "safe")),

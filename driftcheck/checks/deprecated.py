@@ -11,7 +11,9 @@ renames to it.
 
 from __future__ import annotations
 
+from driftcheck.checks.call_signature import CALL_SIGNATURE
 from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
@@ -27,6 +29,18 @@ from driftcheck.host.param_notes import (
 from driftcheck.host.relocation import named_in
 from driftcheck.host.served import DEPRECATED, Served
 from driftcheck.host.signature import CallShape, Param, Signature
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+DEPRECATION = CheckId(
+    Kind.DEPRECATED.value,
+    Kind.DEPRECATED,
+    Severity.WARNING,
+    Witness.WARNS,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-import", "rename-attribute", "rename-keyword"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (DEPRECATION,))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -59,14 +73,16 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             out.append(
                 finding(
                     use,
-                    "deprecated",
+                    DEPRECATION,
                     symbol=target.path,
                     message=(
                         f"{name} is deprecated in {ctx.target.name} {ctx.target.version}: "
                         f"{notes[0][:200]}"
                     ),
                     evidence=(Evidence(ctx.target.version, where.file, where.line, "deprecation"),),
-                    fix=Fix("manual", "move to the replacement the deprecation message names"),
+                    fix=Fix(
+                        FixSafety.MANUAL, "move to the replacement the deprecation message names"
+                    ),
                 )
             )
     if use.kind == "call" and use.shape is not None and body is not None:
@@ -99,7 +115,7 @@ def _imported_module(use: Use, ctx: CheckContext) -> list[Finding]:
         return [
             finding(
                 use,
-                "deprecated",
+                DEPRECATION,
                 symbol=module,
                 message=(
                     f"{module} is deprecated in {ctx.target.name} {ctx.target.version} "
@@ -113,7 +129,7 @@ def _imported_module(use: Use, ctx: CheckContext) -> list[Finding]:
                         "deprecation",
                     ),
                 ),
-                fix=Fix("manual", "move to the replacement the deprecation message names"),
+                fix=Fix(FixSafety.MANUAL, "move to the replacement the deprecation message names"),
             )
         ]
     return []
@@ -144,16 +160,16 @@ def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
     if not ctx.once(use.file, f"deprecated:{gone}"):
         return []
     named = named_in(ctx.target, target.message, gone)
-    fix = Fix("manual", target.message or "move to the replacement the host names")
+    fix = Fix(FixSafety.MANUAL, target.message or "move to the replacement the host names")
     if named is not None:
-        fix = rename_fix(use, gone, named[0], "safe", f"use {named[0]}")
+        fix = rename_fix(use, gone, named[0], FixSafety.SAFE, f"use {named[0]}")
     evidence = [ctx.evidence(ctx.target, target, note="deprecation")]
     if ctx.baseline is not None:
         evidence.insert(0, ctx.evidence(ctx.baseline, ctx.baseline.resolve(gone)))
     return [
         finding(
             use,
-            "deprecated",
+            DEPRECATION,
             symbol=gone,
             message=(
                 f"{gone} is deprecated in {ctx.target.name} {ctx.target.version}: "
@@ -252,14 +268,14 @@ def _omitted_finding(use: Use, ctx: CheckContext, target: Found, note: ParamNote
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     return finding(
         use,
-        "deprecated",
+        DEPRECATION,
         symbol=target.path,
         message=(
             f"{name}(...) without {note.param}= is deprecated in {ctx.target.name} "
             f"{ctx.target.version}: {note.message[:240]}"
         ),
         evidence=(Evidence(ctx.target.version, target.file, note.line, "deprecation"),),
-        fix=Fix("manual", f"pass {note.param}= ({note.message[:160]})"),
+        fix=Fix(FixSafety.MANUAL, f"pass {note.param}= ({note.message[:160]})"),
         witness={
             "check": "workload",
             "reason": f"the host warns when it runs without {note.param}=",
@@ -283,14 +299,14 @@ def _param_finding(
     removed = note.status == "removed"
     verb = "no longer accepts" if removed else "deprecates"
     how = f"{keyword}=" if index is None else f"{keyword} (passed as argument {index + 1})"
-    fix = Fix("manual", note.message[:200])
+    fix = Fix(FixSafety.MANUAL, note.message[:200])
     new = note.replacement
     target_param = sig.param(new) if new and sig is not None else None
     renamable = index is None and note.param != EXTRA  # a positional keeps its slot
     if new and target_param is not None and new not in passed and renamable:
         same = old is not None and same_type(old, target_param)
         fix = Fix(
-            "safe" if same else "unsafe",
+            FixSafety.SAFE if same else FixSafety.UNSAFE,
             f"rename the keyword {note.param} to {new} (the host's message names it"
             + ("" if same else "; the value it takes may differ: check it")
             + ")",
@@ -299,7 +315,7 @@ def _param_finding(
         )
     return finding(
         use,
-        "call-signature" if removed else "deprecated",
+        CALL_SIGNATURE if removed else DEPRECATION,
         symbol=f"{target.path}({keyword}=)",
         message=(
             f"{name}(...) {verb} {how} in {ctx.target.name} {ctx.target.version}: "

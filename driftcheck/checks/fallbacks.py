@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from driftcheck.findings import Finding
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.kinds import FixSafety
 
 
 def admitted(allowed: SpecifierSet | None, version: str | None) -> bool:
@@ -36,7 +37,7 @@ def keep_baseline(
     out = []
     for f in findings:
         fix = f.fix
-        p = dict(fix.params) if fix and fix.safety != "manual" else {}
+        p = dict(fix.params) if fix and fix.safety != FixSafety.MANUAL else {}
         new = ""
         if fix and fix.codemod == "rename-import":
             new = p.get("new_symbol") or p.get("new", "")

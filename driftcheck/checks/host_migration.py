@@ -24,10 +24,23 @@ Only methods whose signature changed are searched for, all of them in one pass.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, is_literal
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found
 from driftcheck.host.callers import CallSite, call_sites
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+HOST_MIGRATION = CheckId(
+    "host-migration",
+    Kind.RETURN_SEMANTICS,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("add-keyword", "unwrap-result"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (HOST_MIGRATION,))
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -58,8 +71,8 @@ def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "host-migration",
-            severity="warning",
+            HOST_MIGRATION,
+            severity=Severity.WARNING,
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{use.member}() may now return None: {len(checked)} of {ctx.target.name}'s "
@@ -74,7 +87,9 @@ def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
                 ),
                 *(Evidence(ctx.target.version, s.file, s.line, "tests None") for s in checked[:3]),
             ),
-            fix=Fix("manual", f"handle a None result of {use.member}() here, as the host does"),
+            fix=Fix(
+                FixSafety.MANUAL, f"handle a None result of {use.member}() here, as the host does"
+            ),
             witness={"check": "workload", "reason": "a None result shows when it runs"},
         )
     ]
@@ -126,11 +141,11 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
     out = []
     for k in sorted(new):
         values = {s.values[s.keywords.index(k)] for s in after if len(s.values) == len(s.keywords)}
-        fix = Fix("manual", f"pass {k}= as {ctx.target.name}'s own calls do")
+        fix = Fix(FixSafety.MANUAL, f"pass {k}= as {ctx.target.name}'s own calls do")
         if len(values) == 1 and is_literal(next(iter(values))):
             value = next(iter(values))
             fix = Fix(
-                "unsafe",
+                FixSafety.UNSAFE,
                 f"pass {k}={value}, as every one of {ctx.target.name}'s own calls does",
                 codemod="add-keyword",
                 params=(("keyword", k), ("value", value)),
@@ -138,8 +153,8 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
         out.append(
             finding(
                 use,
-                "host-migration",
-                severity="warning",
+                HOST_MIGRATION,
+                severity=Severity.WARNING,
                 symbol=f"{use.receiver}.{use.member}({k}=)",
                 message=(
                     f"every one of {ctx.target.name}'s own calls of {use.member}() passes {k}= "
@@ -184,7 +199,7 @@ def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "host-migration",
+            HOST_MIGRATION,
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{how} now returns the item itself: {ctx.target.name}'s own callers took "
@@ -197,7 +212,7 @@ def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
                 *(Evidence(ctx.target.version, s.file, s.line, "uses it whole") for s in now[:3]),
             ),
             fix=Fix(
-                "safe",
+                FixSafety.SAFE,
                 f"use the result directly, as {ctx.target.name}'s own callers do",
                 codemod="unwrap-result",
             ),

@@ -1,30 +1,64 @@
-"""The HTTP checks' entry: a use that is no HTTP use (a request, a response read, a server
-launch) is answered here, so a scan of a client that never talks to the host's server loads
-none of the HTTP checks or the host's HTTP-surface reader."""
+"""The HTTP checks' declarations, kept apart from their code: the checks are lazy (each loads on
+the first use of its kind), so a scan of a client that never talks to the host's server loads
+none of them or the host's HTTP-surface reader, yet the registry knows their ids."""
 
 from __future__ import annotations
 
-import importlib
+from driftcheck.checks.declaration import Check, CheckId
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-from driftcheck.checks.context import CheckContext
-from driftcheck.client.http.use import HttpUse
-from driftcheck.client.use import Use
-from driftcheck.findings import Finding
-
-#: The checks this entry runs, in order (routes, request bodies, response reads, launch flags).
-MODULES = (
-    "driftcheck.checks.http_routes",
-    "driftcheck.checks.http_request",
-    "driftcheck.checks.http_response",
-    "driftcheck.checks.http_flags",
+HTTP_ROUTE_REMOVED = CheckId(
+    "http-route-removed", Kind.HTTP_ROUTE, Severity.ERROR, Witness.WORKLOAD
+)
+HTTP_ROUTE_FLAG = CheckId(
+    "http-route-flag",
+    Kind.HTTP_ROUTE,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("add-launch-flag",),
+)
+HTTP_REQUEST_FIELD = CheckId(
+    "http-request-field",
+    Kind.HTTP_REQUEST,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.SAFE,),
+    codemods=("rename-payload-key",),
+)
+HTTP_RESPONSE_FIELD = CheckId(
+    "http-response-field", Kind.HTTP_RESPONSE, Severity.ERROR, Witness.WORKLOAD
+)
+HTTP_CLI_FLAG = CheckId(
+    "http-cli-flag",
+    Kind.CLI_FLAG,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-launch-flag",),
 )
 
+_REQUEST = frozenset({"http-request"})
 
-def check(use: Use, ctx: CheckContext) -> list[Finding]:
-    """Every HTTP check of one HTTP use."""
-    if not isinstance(use, HttpUse):
-        return []
-    out: list[Finding] = []
-    for name in MODULES:
-        out.extend(importlib.import_module(name).check(use, ctx))
-    return out
+#: The HTTP checks, in the order they run (routes, request bodies, response reads, flags).
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "driftcheck.checks.http_routes",
+        (HTTP_ROUTE_REMOVED, HTTP_ROUTE_FLAG),
+        lazy=True,
+        loads_on=_REQUEST,
+    ),
+    Check("driftcheck.checks.http_request", (HTTP_REQUEST_FIELD,), lazy=True, loads_on=_REQUEST),
+    Check(
+        "driftcheck.checks.http_response",
+        (HTTP_RESPONSE_FIELD,),
+        lazy=True,
+        loads_on=frozenset({"http-read"}),
+    ),
+    Check(
+        "driftcheck.checks.http_flags",
+        (HTTP_CLI_FLAG,),
+        lazy=True,
+        loads_on=frozenset({"launch"}),
+    ),
+)

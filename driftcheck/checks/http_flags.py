@@ -14,11 +14,13 @@ import re
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.http import HTTP_CLI_FLAG
 from driftcheck.checks.http_common import evidence, sides
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.surface import CliFlag, HttpSurface
+from driftcheck.kinds import FixSafety, Severity
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9_-]*", re.I)
 
@@ -62,7 +64,7 @@ def _same_alias(before: CliFlag, target: HttpSurface) -> CliFlag | None:
     return found[0] if len(found) == 1 else None
 
 
-def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: str = "safe") -> Fix:
+def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: FixSafety = FixSafety.SAFE) -> Fix:
     """Rename the flag in the command's list: safe where a deprecation message names the new
     flag; unsafe where only a shared alias links them (the same option, by the host's parser,
     but nothing says its meaning stayed)."""
@@ -73,7 +75,7 @@ def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: str = "safe") -> 
             codemod="rename-launch-flag",
             params=(("old", name), ("new", new.name)),
         )
-    return Fix("manual", f"pass {new.name} instead of {name}")
+    return Fix(FixSafety.MANUAL, f"pass {new.name} instead of {name}")
 
 
 def _removed(
@@ -100,7 +102,7 @@ def _removed(
         )
         message = f"{host}'s server no longer takes {name}; {why}"
         named = bool(before.deprecated) and new.name in (before.deprecated or "")
-        fix = _rename_fix(use, name, new, "safe" if named else "unsafe")
+        fix = _rename_fix(use, name, new, FixSafety.SAFE if named else FixSafety.UNSAFE)
     else:
         near = min(
             target.flags.values(), key=lambda f: (f.file != before.file, f.line), default=None
@@ -110,7 +112,7 @@ def _removed(
         message = f"{host}'s server no longer takes {name}: it exits with a usage error"
         fix = None
     return _at_flag(
-        finding(use, "http-cli-flag", symbol=name, message=message, evidence=ev, fix=fix, at=span)
+        finding(use, HTTP_CLI_FLAG, symbol=name, message=message, evidence=ev, fix=fix, at=span)
     )
 
 
@@ -132,12 +134,12 @@ def _deprecated(
     return _at_flag(
         finding(
             use,
-            "http-cli-flag",
+            HTTP_CLI_FLAG,
             symbol=name,
             message=message,
             evidence=ev,
             fix=_rename_fix(use, name, new) if new is not None else None,
-            severity="warning",
+            severity=Severity.WARNING,
             at=span,
         )
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.http import HTTP_REQUEST_FIELD
 from driftcheck.checks.http_common import (
     evidence,
     keys_on,
@@ -26,6 +27,7 @@ from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.surface import BodyModel, ModelField
+from driftcheck.kinds import FixSafety, Severity
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -80,16 +82,16 @@ def _dropped(
         )
         message = f"{target} takes {key!r} of {use.symbol} as {kept.wire_name!r} ({tm.qualname})"
         fix = Fix(
-            "safe",
+            FixSafety.SAFE,
             f"send {kept.wire_name!r} instead of {key!r}",
             codemod="rename-payload-key",
             params=(("old", key), ("new", kept.wire_name)),
         )
-        severity = None if tm.extra == "forbid" else "warning"
+        severity = None if tm.extra == "forbid" else Severity.WARNING
         return _at(
             finding(
                 use,
-                "http-request-field",
+                HTTP_REQUEST_FIELD,
                 symbol=f"{use.symbol} {key}",
                 message=message,
                 evidence=ev,
@@ -104,11 +106,11 @@ def _dropped(
         severity = None
     else:
         message = f"{target}'s {tm.qualname} no longer has {key!r}: the server ignores it"
-        severity = "warning"
+        severity = Severity.WARNING
     return _at(
         finding(
             use,
-            "http-request-field",
+            HTTP_REQUEST_FIELD,
             symbol=f"{use.symbol} {key}",
             message=message,
             evidence=ev,
@@ -141,7 +143,7 @@ def _now_forbidden(
     return _at(
         finding(
             use,
-            "http-request-field",
+            HTTP_REQUEST_FIELD,
             symbol=f"{use.symbol} {key}",
             message=message,
             evidence=ev,
@@ -180,7 +182,7 @@ def _required(
         out.append(
             finding(
                 use,
-                "http-request-field",
+                HTTP_REQUEST_FIELD,
                 symbol=f"{use.symbol} {f.wire_name}",
                 message=message,
                 evidence=ev,

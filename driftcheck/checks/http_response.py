@@ -12,6 +12,7 @@ reported; neither is one an ``isinstance`` test rules out for the call's result.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.http import HTTP_RESPONSE_FIELD
 from driftcheck.checks.http_common import Sides, evidence, routes_now, sides, walk_response
 from driftcheck.client.http.reads import EMPTY
 from driftcheck.client.http.use import HttpUse
@@ -52,7 +53,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         evidence(ctx.baseline, was.file or before.file, was.line or before.line, f"sends {name}"),  # type: ignore[arg-type]
         evidence(ctx.target, got.file or now.file, got.line or now.line, got.note),
     ]
-    return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]
+    return [finding(use, HTTP_RESPONSE_FIELD, symbol=use.symbol, message=message, evidence=ev)]
 
 
 def _became_non_empty(
@@ -75,7 +76,7 @@ def _became_non_empty(
         evidence(ctx.baseline, was.file or before.file, was.line or before.line, "sends no body"),  # type: ignore[arg-type]
         evidence(ctx.target, sends[0].file or now.file, sends[0].line or now.line, f"sends {body}"),
     ]
-    return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]
+    return [finding(use, HTTP_RESPONSE_FIELD, symbol=use.symbol, message=message, evidence=ev)]
 
 
 def _runs_for(use: HttpUse) -> bool:

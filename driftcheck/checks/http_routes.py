@@ -15,12 +15,14 @@ variable) is a warning that quotes the condition.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
+from driftcheck.checks.http import HTTP_ROUTE_FLAG, HTTP_ROUTE_REMOVED
 from driftcheck.checks.http_common import evidence, find_route, moved_route, routes_at, sides
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.http.condition_flags import flags_behind
 from driftcheck.http.surface import CliFlag, HttpSurface, Route
+from driftcheck.kinds import FixSafety, Severity
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -83,11 +85,11 @@ def _conditioned(
     return [
         finding(
             use,
-            "http-route-flag",
+            HTTP_ROUTE_FLAG,
             symbol=use.symbol,
             message=message,
             evidence=ev,
-            severity="warning",
+            severity=Severity.WARNING,
         )
     ]
 
@@ -114,7 +116,7 @@ def _removed(use: HttpUse, ctx: CheckContext, before: Route, target: HttpSurface
             near = _nearest(target, before)
             if near is not None:
                 ev.append(evidence(ctx.target, near.file, near.line, f"no {where} here"))
-    return [finding(use, "http-route-removed", symbol=use.symbol, message=message, evidence=ev)]
+    return [finding(use, HTTP_ROUTE_REMOVED, symbol=use.symbol, message=message, evidence=ev)]
 
 
 def _moved(target: HttpSurface, before: Route, use: HttpUse) -> Route | None:
@@ -181,11 +183,11 @@ def _flagged(
         return [
             finding(
                 use,
-                "http-route-flag",
+                HTTP_ROUTE_FLAG,
                 symbol=use.symbol,
                 message=message,
                 evidence=ev,
-                severity="warning",
+                severity=Severity.WARNING,
                 fix=_launch_fix(flags),
             )
         ]
@@ -201,7 +203,7 @@ def _flagged(
         out.append(
             finding(
                 launch,
-                "http-route-flag",
+                HTTP_ROUTE_FLAG,
                 symbol=flags[0],
                 message=message,
                 evidence=ev,
@@ -218,12 +220,12 @@ def _add_flag_fix(launch: HttpUse, flag: CliFlag | None, name: str, choices: int
     is for a person to choose."""
     if launch.argv_list and flag is not None and _is_switch(flag):
         return Fix(
-            "safe" if choices == 1 else "unsafe",
+            FixSafety.SAFE if choices == 1 else FixSafety.UNSAFE,
             f"add {name} to the server's command line",
             codemod="add-launch-flag",
             params=(("flag", name),),
         )
-    return Fix("manual", f"start the server with {name}")
+    return Fix(FixSafety.MANUAL, f"start the server with {name}")
 
 
 def _launch_fix(flags: list[str]) -> Fix:
@@ -232,7 +234,7 @@ def _launch_fix(flags: list[str]) -> Fix:
     server with it). Where several flags register the route, the first the host names."""
     others = f" (or {' or '.join(flags[1:])})" if len(flags) > 1 else ""
     text = f"add {flags[0]} to the command that starts the server{others}"
-    return Fix("manual", text, params=(("launch-flag", flags[0]),))
+    return Fix(FixSafety.MANUAL, text, params=(("launch-flag", flags[0]),))
 
 
 def _is_switch(flag: CliFlag) -> bool:

@@ -10,9 +10,21 @@ releases where the default flips.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+IMPLEMENTATION_SWAP = CheckId(
+    "implementation-swap",
+    Kind.BEHAVIOUR_CHANGE,
+    Severity.INFO,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.MANUAL,),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (IMPLEMENTATION_SWAP,))
 
 
 def alternatives(api: HostAPI, holder: str) -> list[tuple[str, str, int]]:
@@ -57,7 +69,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         out.append(
             finding(
                 use,
-                "implementation-swap",
+                IMPLEMENTATION_SWAP,
                 symbol=f"{use.holder}.{use.member}",
                 message=(
                     f"{use.receiver_expr}.{use.member}: when {condition or 'selected'}, "
@@ -65,7 +77,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                     f"({path}), which has no {use.member!r} ({ctx.target.name} {ctx.target.version})"
                 ),
                 evidence=tuple(evidence),
-                fix=Fix("manual", f"do not rely on {use.member} there, or pin the switch"),
+                fix=Fix(FixSafety.MANUAL, f"do not rely on {use.member} there, or pin the switch"),
             )
         )
         break

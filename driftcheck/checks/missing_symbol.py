@@ -21,12 +21,32 @@ from driftcheck.checks.context import (
     prefixes,
     rename_fix,
 )
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
 from driftcheck.host.relocation import Lookalike, NewHome, find_new_home
 from driftcheck.host.served import REMOVED, Served
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+MISSING_SYMBOL = CheckId(
+    Kind.MISSING_SYMBOL.value,
+    Kind.MISSING_SYMBOL,
+    Severity.ERROR,
+    Witness.RESOLVE,
+    fixes=(FixSafety.MANUAL,),
+)
+MOVED_SYMBOL = CheckId(
+    Kind.MOVED_SYMBOL.value,
+    Kind.MOVED_SYMBOL,
+    Severity.ERROR,
+    Witness.RESOLVE,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-import", "rename-attribute"),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (MISSING_SYMBOL, MOVED_SYMBOL))
 
 KINDS = ("import", "attribute", "call", "subclass")
 
@@ -157,20 +177,22 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return [
             finding(
                 use,
-                "moved-symbol",
+                MOVED_SYMBOL,
                 symbol=gone,
                 message=(
                     f"{gone} is no longer there in {host}{versions}{told}; "
                     f"it now lives at {home.name} ({why}){unguarded}"
                 ),
                 evidence=tuple(evidence),
-                fix=Fix("manual", f"import it from {home.name} where the try imports it")
+                fix=Fix(FixSafety.MANUAL, f"import it from {home.name} where the try imports it")
                 if use.none_fallback
                 else rename_fix(
                     use,
                     gone,
                     home.name,
-                    "unsafe" if home.evidence in ("changed", "contents") else "safe",
+                    FixSafety.UNSAFE
+                    if home.evidence in ("changed", "contents")
+                    else FixSafety.SAFE,
                     (
                         f"import from {home.name} instead"
                         if home.evidence == "contents"
@@ -195,12 +217,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "missing-symbol",
+            MISSING_SYMBOL,
             symbol=gone,
             message=message,
             evidence=tuple(evidence),
             fix=Fix(
-                "manual",
+                FixSafety.MANUAL,
                 said or before or f"{gone} was removed; find its replacement in the host's changes",
             ),
         )

@@ -14,10 +14,23 @@ import ast
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.signature import Param, Signature
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+OVERRIDE_SIGNATURE = CheckId(
+    Kind.OVERRIDE_SIGNATURE.value,
+    Kind.OVERRIDE_SIGNATURE,
+    Severity.ERROR,
+    Witness.PARAMS,
+    fixes=(FixSafety.SAFE, FixSafety.MANUAL),
+    codemods=("accept-kwargs",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (OVERRIDE_SIGNATURE,))
 
 
 def _problems(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple[str, str]]:
@@ -95,24 +108,26 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         evidence.insert(0, Evidence(ctx.baseline.version, sig_b.file, sig_b.line))
     if not problems:
         return []
-    severity = "warning" if {code for code, _ in problems} == {"var-keyword"} else "error"
+    severity = (
+        Severity.WARNING if {code for code, _ in problems} == {"var-keyword"} else Severity.ERROR
+    )
     how = f" ({use.via})" if use.via else ""
     details = "; ".join(sorted(text for _, text in problems))
     return [
         finding(
             use,
-            "override-signature",
+            OVERRIDE_SIGNATURE,
             severity=severity,
             symbol=use.symbol,
             message=f"{use.member}() stands in for {use.symbol}{how}: {details} in {ctx.target.name} {ctx.target.version}",
             evidence=tuple(evidence),
             fix=Fix(
-                "safe",
+                FixSafety.SAFE,
                 "accept and ignore extra keyword arguments (**_kwargs)",
                 codemod="accept-kwargs",
             )
-            if severity == "warning"
-            else Fix("manual", "accept the host's new arguments"),
+            if severity == Severity.WARNING
+            else Fix(FixSafety.MANUAL, "accept the host's new arguments"),
         )
     ]
 

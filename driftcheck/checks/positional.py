@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, runs, side
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
@@ -24,6 +25,18 @@ from driftcheck.host.declared import positional_decorated
 from driftcheck.host.param_notes import validated
 from driftcheck.host.positions import Rebinding, rebindings
 from driftcheck.host.signature import CallShape, Signature, bind
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+POSITIONAL_SHIFT = CheckId(
+    "positional-shift",
+    Kind.CALL_SIGNATURE,
+    Severity.ERROR,
+    Witness.POSITIONS,
+    fixes=(FixSafety.SAFE, FixSafety.MANUAL),
+    codemods=("positional-to-keyword",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (POSITIONAL_SHIFT,))
 
 
 def widened(api: HostAPI, found: Found, sig: Signature) -> tuple[Signature, bool]:
@@ -76,14 +89,14 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     name = use.member or use.symbol.rsplit(".", 1)[-1]
     errors = [r for r in moved if _fails(r, checked)]
     parts = [_said(r, ctx, checked) for r in moved]
-    severity = "error" if errors else "warning"
+    severity = Severity.ERROR if errors else Severity.WARNING
     silent = "" if errors else " (silently: the parameters are annotated alike or not at all)"
     first = moved[0].index
     at = shape.positional_spans[first] if first < len(shape.positional_spans) else None
     return [
         finding(
             use,
-            "positional-shift",
+            POSITIONAL_SHIFT,
             symbol=target.path,
             message=(
                 f"{name}(...) binds its positional arguments differently in "
@@ -137,12 +150,13 @@ def _fix(moved: list[Rebinding], shape: CallShape, sig_b: Signature, sig_t: Sign
     still = [p.detail for p in bind(sig_t, after)] if ok else []
     if ok and not still:
         return Fix(
-            "safe",
+            FixSafety.SAFE,
             "pass them by keyword with the names they had: " + ", ".join(f"{n}=" for n in names),
             codemod="positional-to-keyword",
             params=(("from", str(first)), ("names", ",".join(names))),
         )
     order = ", ".join(p.name for p in sig_t.params)
     return Fix(
-        "manual", f"the parameters are now ({order}): pass each argument to the one it meant"
+        FixSafety.MANUAL,
+        f"the parameters are now ({order}): pass each argument to the one it meant",
     )

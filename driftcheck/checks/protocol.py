@@ -11,12 +11,25 @@ text is the evidence.
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, is_literal
+from driftcheck.checks.declaration import Check, CheckId, Runs
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import accepts_none, return_change
 from driftcheck.host.api import Found
 from driftcheck.host.callers import call_sites
 from driftcheck.host.facts import Guard, all_guards, follow_up, new_members
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+CALL_PROTOCOL = CheckId(
+    Kind.CALL_PROTOCOL.value,
+    Kind.CALL_PROTOCOL,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("follow-up-call",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (CALL_PROTOCOL,), runs=Runs.WHOLE_CLIENT, entry="protocol_findings")
 
 
 def _followed(use: Use, method: str, uses: list[Use]) -> bool:
@@ -120,7 +133,7 @@ def _finding(use: Use, then: str, guards: list[Guard], method: Found, ctx: Check
     evidence.extend(shown)
     return finding(
         use,
-        "call-protocol",
+        CALL_PROTOCOL,
         symbol=f"{use.receiver}.{use.member}",
         message=(
             f"{use.receiver_expr}.{use.member}(...) must now be followed by "
@@ -137,7 +150,7 @@ def _as_the_host_does(
 ) -> tuple[Fix, list[Evidence]]:
     """The follow-up call as the host's own callers make it (its arguments: a literal as
     written, a variable as ``None`` where the follow-up's parameter takes ``None``)."""
-    manual = Fix("manual", f"call {use.receiver_expr}.{then}(...) after {use.member}(...)")
+    manual = Fix(FixSafety.MANUAL, f"call {use.receiver_expr}.{then}(...) after {use.member}(...)")
     assert use.member is not None
     sites = [s for s in call_sites(ctx.target, use.member) if any(m == then for m, _ in s.then)]
     if not sites:
@@ -169,7 +182,7 @@ def _as_the_host_does(
     used = use.result not in (None, "discarded")
     return (
         Fix(
-            "unsafe" if used else "safe",
+            FixSafety.UNSAFE if used else FixSafety.SAFE,
             f"call {then}({said}) on the same receiver right after {use.member}(), as "
             f"{ctx.target.name} itself does ({where})"
             + (f"; this call's result is {use.result}: check what the code needs" if used else ""),

@@ -8,11 +8,23 @@ changed from a container to an item (or back).
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import return_change
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.facts import always_returns_none
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+RETURN_SEMANTICS = CheckId(
+    Kind.RETURN_SEMANTICS.value,
+    Kind.RETURN_SEMANTICS,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.MANUAL,),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (RETURN_SEMANTICS,))
 
 MESSAGES = {
     "became-none": "now returns None",
@@ -51,8 +63,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(
             use,
-            "return-semantics",
-            severity="error" if change != "gained-none" else "warning",
+            RETURN_SEMANTICS,
+            severity=Severity.ERROR if change != "gained-none" else Severity.WARNING,
             symbol=target.path,
             message=(
                 f"{name}() {MESSAGES[change]} in {ctx.target.name} {ctx.target.version} "
@@ -62,7 +74,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 Evidence(ctx.baseline.version, sig_b.file, sig_b.line, f"-> {sig_b.returns}"),
                 Evidence(ctx.target.version, sig_t.file, sig_t.line, f"-> {sig_t.returns}"),
             ),
-            fix=Fix("manual", "handle the new return shape at this call site"),
+            fix=Fix(FixSafety.MANUAL, "handle the new return shape at this call site"),
         )
     ]
 

@@ -22,11 +22,24 @@ import ast
 import griffe
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.served_model import ServedModel, has_attribute
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+SERVED_MODEL = CheckId(
+    Kind.SERVED_MODEL.value,
+    Kind.SERVED_MODEL,
+    Severity.ERROR,
+    Witness.WORKLOAD,
+    fixes=(FixSafety.UNSAFE, FixSafety.MANUAL),
+    codemods=("rename-attribute",),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (SERVED_MODEL,))
 
 PROTOCOL_BASES = ("typing.Protocol", "typing_extensions.Protocol")
 
@@ -78,14 +91,14 @@ def _member(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding]:
         fix = _through(expr, member, holders)
     else:
         text = f"{expr}.{member}: {told} has no attribute {member!r} in {api.name} {api.version}"
-        fix = Fix("manual", f"{short} has no {member}: adapt the code to this model")
+        fix = Fix(FixSafety.MANUAL, f"{short} has no {member}: adapt the code to this model")
     held = [served.attributes.get(f"{cls.path}.{h}") for h in holders]
     evidence = [ctx.evidence(api, cls, note=f"the served class, without {member}")]
     evidence += [ctx.evidence(api, _resolve(api, h), note=f"has {member}") for h in held if h]
     return [
         finding(
             use,
-            "served-model",
+            SERVED_MODEL,
             symbol=f"{use.receiver}.{member}",
             message=text,
             evidence=evidence,
@@ -101,10 +114,10 @@ def _through(expr: str, member: str, holders: list[str]) -> Fix:
     leave the choice to a person."""
     if len(holders) != 1:
         paths = " or ".join(f"{expr}.{h}.{member}" for h in holders)
-        return Fix("manual", f"read {paths} (the served class is a wrapper)")
+        return Fix(FixSafety.MANUAL, f"read {paths} (the served class is a wrapper)")
     path = f"{holders[0]}.{member}"
     return Fix(
-        "unsafe",
+        FixSafety.UNSAFE,
         f"read {expr}.{path} (the served class is a wrapper; its {holders[0]} has {member})",
         "rename-attribute",
         (("new", path), ("old", member)),
@@ -174,15 +187,15 @@ def _predicate(use: Use, ctx: CheckContext, served: ServedModel) -> list[Finding
     return [
         finding(
             use,
-            "served-model",
+            SERVED_MODEL,
             symbol=use.symbol,
             message=text,
-            severity="error" if use.on_false else "warning",
+            severity=Severity.ERROR if use.on_false else Severity.WARNING,
             evidence=[
                 ctx.evidence(api, func, note=f"return isinstance(..., {pname})"),
                 ctx.evidence(api, cls, note=f"the served class, not a {pname}"),
             ],
-            fix=Fix("manual", _predicate_fix(use, ctx, served, cls, proto, lacking)),
+            fix=Fix(FixSafety.MANUAL, _predicate_fix(use, ctx, served, cls, proto, lacking)),
         )
     ]
 

@@ -13,12 +13,24 @@ from __future__ import annotations
 import re
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.missing_symbol import dropped
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.relocation import NewHome, find_new_home
 from driftcheck.host.served import Served
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+STALE_PATCH = CheckId(
+    "stale-patch",
+    Kind.MISSING_SYMBOL,
+    Severity.WARNING,
+    Witness.RESOLVE,
+    fixes=(FixSafety.MANUAL,),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (STALE_PATCH,))
 
 _IDENTIFIERS = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
@@ -49,7 +61,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     elif isinstance(home, NewHome):
         now = home.found
         message += f"; it now lives at {home.name}"
-    fix = Fix("manual", f"remove the patch of {gone}, or patch what {host} reads instead")
+    fix = Fix(FixSafety.MANUAL, f"remove the patch of {gone}, or patch what {host} reads instead")
     if now is not None:
         where = _reader(ctx.target, now)
         if where is not None:
@@ -58,11 +70,11 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         else:
             evidence.append(Evidence(ctx.target.version, now.file, now.line, "defined here"))
         fix = Fix(
-            "manual",
+            FixSafety.MANUAL,
             f"patch {now.path} instead, if {host} reads it when it runs (not once, at import)",
         )
     return [
-        finding(use, "stale-patch", symbol=gone, message=message, evidence=tuple(evidence), fix=fix)
+        finding(use, STALE_PATCH, symbol=gone, message=message, evidence=tuple(evidence), fix=fix)
     ]
 
 

@@ -9,9 +9,21 @@
 from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
+from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
+
+STRING_REF = CheckId(
+    Kind.STRING_REF.value,
+    Kind.STRING_REF,
+    Severity.ERROR,
+    Witness.RESOLVE,
+    fixes=(FixSafety.MANUAL,),
+)
+#: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
+CHECK = Check(__name__, (STRING_REF,))
 
 
 def _dispatch_target(api: HostAPI, callee: str, dispatch: dict[str, str]) -> str | None:
@@ -72,9 +84,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
 def _finding(use: Use, ctx: CheckContext, symbol: str, msg: str, *evidence: object) -> Finding:
     return finding(
         use,
-        "string-ref",
+        STRING_REF,
         symbol=symbol,
         message=f"{msg} in {ctx.target.name} {ctx.target.version}",
         evidence=tuple(e for e in evidence if e),
-        fix=Fix("manual", "name the method or class that replaced it"),
+        fix=Fix(FixSafety.MANUAL, "name the method or class that replaced it"),
     )

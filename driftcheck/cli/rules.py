@@ -35,7 +35,8 @@ def rules_list(host: str | None, rule_dirs: tuple[str, ...]) -> None:
 
     table = Table("id", "source", "host", "versions", "kind", "severity", "fix", box=None)
     for check in CHECKS.values():
-        table.add_row(check.id, "check", "any", "-", check.kind, check.severity, "-")
+        fixes = "/".join(check.fixes) or "-"
+        table.add_row(check.id, "check", "any", "-", check.kind, check.severity, fixes)
     for rule in load_rules(*rule_dirs):
         if host and rule.host != host:
             continue
@@ -50,9 +51,6 @@ def rules_list(host: str | None, rule_dirs: tuple[str, ...]) -> None:
 @_RULES_OPTION
 def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
     """Everything about one check or rule (a rule's cases included)."""
-    import importlib
-    import inspect
-
     from driftcheck.errors import UsageError
     from driftcheck.registry import CHECKS
     from driftcheck.rules import load_rules
@@ -60,8 +58,10 @@ def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
     check = CHECKS.get(rule_id)
     if check is not None:
         click.echo(f"{check.id}  (built-in check: {check.kind}, {check.severity}, any host)")
-        doc = importlib.import_module(check.module).__doc__ or ""
-        click.echo(f"\n{inspect.cleandoc(doc)}")
+        fixes = ", ".join(check.fixes) or "none"
+        codemods = f" (codemods: {', '.join(check.codemods)})" if check.codemods else ""
+        click.echo(f"witness: {check.witness}; fixes: {fixes}{codemods}")
+        click.echo(f"\n{check.doc}")
         return
     rule = load_rules(*rule_dirs).get(rule_id)
     if rule is None:

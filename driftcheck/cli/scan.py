@@ -9,7 +9,7 @@ import click
 
 from driftcheck.cli.options import REPORT_FORMATS, run_settings, scan_options, status
 from driftcheck.findings import severity_rank
-from driftcheck.registry import SEVERITIES, kinds_of
+from driftcheck.kinds import Severity
 
 
 @click.command()
@@ -20,7 +20,7 @@ from driftcheck.registry import SEVERITIES, kinds_of
 )
 @click.option(
     "--fail-on",
-    type=click.Choice(SEVERITIES),
+    type=click.Choice([str(s) for s in Severity]),
     default=None,
     show_default="error",
     help="Lowest severity that makes the exit code 1.",
@@ -78,6 +78,7 @@ def scan(
 
     from driftcheck.accepted import DEFAULT_NAME, load_accepted, triage, write_accepted
     from driftcheck.pipeline import scan as run_scan
+    from driftcheck.registry import kinds_of
     from driftcheck.report import FORMATS
 
     settings = run_settings(click.get_current_context().params)

@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding
+from driftcheck.kinds import FixSafety
 
 
 @dataclass(frozen=True)
@@ -144,5 +145,5 @@ def mark_confirmed(
             f"{f.fix.description} (confirmed by the workload on {conf.host_version}: "
             f"{Path(conf.source).name})"
         )
-        out.append(replace(f, fix=replace(f.fix, safety="safe", description=said)))
+        out.append(replace(f, fix=replace(f.fix, safety=FixSafety.SAFE, description=said)))
     return out, [c for c in confirmations if c not in used]

@@ -184,13 +184,15 @@ def _witnessed(f: Finding) -> Finding:
     confirmed: safe (its rewritten use is still witnessed before it is applied)."""
     from dataclasses import replace
 
+    from driftcheck.kinds import FixSafety
+
     fix_ = f.fix
     if fix_ is None or dict(fix_.params).get("witnessed") != "safe" or fix_.safety == "safe":
         return f
     if f.verification is None or f.verification.status != "confirmed":
         return f
     said = f"{fix_.description} (witnessed: {f.verification.reason})"
-    return replace(f, fix=replace(fix_, safety="safe", description=said))
+    return replace(f, fix=replace(fix_, safety=FixSafety.SAFE, description=said))
 
 
 @dataclass

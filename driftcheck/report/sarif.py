@@ -9,8 +9,6 @@ fingerprint, a fix when the fix is safe, and a suppression when the finding is a
 from __future__ import annotations
 
 import difflib
-import importlib
-import inspect
 import json
 import re
 from collections.abc import Iterable
@@ -289,7 +287,7 @@ def apply_replacements(old: str, reps: list[dict]) -> str:
 
 def rule_descriptors(host: str, rules: Iterable[Rule]) -> list[dict]:
     """The built-in checks, then every drift rule for ``host``."""
-    out = [_builtin(check.id, check.module) for check in CHECKS.values()]
+    out = [_builtin(check.id, check.doc) for check in CHECKS.values()]
     out += [_rule(r) for r in rules if r.kind != "binding" and _same_host(r.host, host)]
     return out
 
@@ -299,8 +297,8 @@ def _same_host(a: str, b: str) -> bool:
     return canonicalize_name(a).removesuffix("-cpu") == canonicalize_name(b).removesuffix("-cpu")
 
 
-def _builtin(check_id: str, module: str) -> dict:
-    doc = inspect.cleandoc(importlib.import_module(module).__doc__ or check_id)
+def _builtin(check_id: str, doc: str) -> dict:
+    doc = doc or check_id
     paragraphs = [" ".join(p.split()) for p in doc.split("\n\n")]
     return {
         "id": check_id,

@@ -1,8 +1,8 @@
 """Rules: host knowledge as data, one TOML file per rule (``rules/<host>/<rule-id>.toml``).
 
 :mod:`~driftcheck.rules.model` reads and validates one file, :mod:`~driftcheck.rules.ruleset`
-gathers the built-in rules and a user's folders into the :class:`RuleSet` a run is given, and
-:mod:`~driftcheck.rules.matching` matches drift rules against the client's uses.
+gathers the built-in rules and a user's folders into the :class:`RuleSet` a run is given;
+the check :mod:`~driftcheck.checks.rule_match` matches drift rules against the client's uses.
 """
 
 from driftcheck.rules.model import Rule, RuleCase, RuleError, load_rule, rule_problems

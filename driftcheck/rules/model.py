@@ -24,9 +24,8 @@ from packaging.version import InvalidVersion, Version
 from driftcheck.compat import tomllib
 from driftcheck.errors import UsageError
 from driftcheck.findings import Fix
-from driftcheck.registry import KINDS, SEVERITIES, WITNESS_CHECKS
+from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
-FIX_SAFETY = ("safe", "unsafe", "manual")
 CONDITIONS = (
     "keyword_present",
     "keyword_absent",
@@ -114,7 +113,7 @@ def load_rule(path: Path) -> Rule:
     if rule_id != path.stem:
         raise RuleError(f"{path}: id {rule_id!r} differs from the file name {path.stem!r}")
     kind = need("kind", str)
-    if kind != "binding" and kind not in KINDS:
+    if kind != "binding" and kind not in list(Kind):
         raise RuleError(f"{path}: unknown kind {kind!r}")
     try:
         versions = SpecifierSet(str(need("versions", str)))
@@ -126,7 +125,7 @@ def load_rule(path: Path) -> Rule:
     if unknown:
         raise RuleError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
     severity = data.get("severity", "error")
-    if severity not in SEVERITIES:
+    if severity not in list(Severity):
         raise RuleError(f"{path}: unknown severity {severity!r}")
     conditions = data.get("conditions", {})
     bad = set(conditions) - set(CONDITIONS)
@@ -157,17 +156,17 @@ def load_rule(path: Path) -> Rule:
     fix = None
     if "fix" in data:
         f = data["fix"]
-        if f.get("safety") not in FIX_SAFETY:
-            raise RuleError(f"{path}: [fix] safety must be one of {', '.join(FIX_SAFETY)}")
+        if f.get("safety") not in list(FixSafety):
+            raise RuleError(f"{path}: [fix] safety must be one of {', '.join(FixSafety)}")
         fix = Fix(
-            safety=f["safety"],
+            safety=FixSafety(f["safety"]),
             description=str(f.get("description", "")),
             codemod=f.get("codemod"),
             params=tuple(sorted((str(k), str(v)) for k, v in (f.get("params") or {}).items())),
         )
     witness = data.get("witness", {})
-    if not isinstance(witness, dict) or (witness and witness.get("check") not in WITNESS_CHECKS):
-        raise RuleError(f"{path}: [witness] check must be one of {', '.join(WITNESS_CHECKS)}")
+    if not isinstance(witness, dict) or (witness and witness.get("check") not in list(Witness)):
+        raise RuleError(f"{path}: [witness] check must be one of {', '.join(Witness)}")
     if not witness and isinstance(conditions.get("default_changed"), str):
         # The rule's own premise is what a witness can show: the default on both releases.
         witness = {"check": "default", "field": conditions["default_changed"]}

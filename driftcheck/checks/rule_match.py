@@ -1,5 +1,8 @@
 """Drift rules matched against the client's uses: which uses a rule's symbol reaches, under
-which conditions, and the findings it reports (a mined finding at the same place merges in)."""
+which conditions, and the findings it reports (a mined finding at the same place merges in).
+
+The ids, kinds and severities of its findings are the rules' own (``rules/<host>/<id>.toml``);
+``driftcheck rules list`` shows them."""
 
 from __future__ import annotations
 
@@ -7,11 +10,17 @@ import ast
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, side, site_of
+from driftcheck.checks.declaration import Check, Runs
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.values import PRESENT, Served
+from driftcheck.kinds import FixSafety, Kind, Severity
 from driftcheck.rules.model import Rule
+
+#: The drift rules run last, on every use, and merge the mined findings they report again;
+#: their ids are the rules' (none declared here).
+CHECK = Check(__name__, (), runs=Runs.MERGING, entry="apply_rules")
 
 
 def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
@@ -181,13 +190,13 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
                     evidence.insert(0, replace(base, note=""))
             span = _span(rule, use)
             fix = rule.fix
-            if fix is not None and fix.codemod == "follow-up-call" and fix.safety == "safe":
+            if fix is not None and fix.codemod == "follow-up-call" and fix.safety == FixSafety.SAFE:
                 if use.result not in (None, "discarded"):
                     # The host's own callers show the bare form; a client that reads the
                     # first call's result gets the follow-up's result instead.
                     fix = replace(
                         fix,
-                        safety="unsafe",
+                        safety=FixSafety.UNSAFE,
                         description=f"{fix.description} (this call's result is {use.result}: "
                         "check that the follow-up's result is what the code needs)",
                     )
@@ -199,8 +208,8 @@ def rule_findings(ctx: CheckContext) -> list[Finding]:
             out.append(
                 Finding(
                     rule=rule.id,
-                    kind=rule.kind,
-                    severity=rule.severity,
+                    kind=Kind(rule.kind),
+                    severity=Severity(rule.severity),
                     file=use.file,
                     line=span[0],
                     column=span[1],
