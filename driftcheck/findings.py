@@ -76,7 +76,7 @@ class Site:
 
     def to_dict(self) -> dict:
         """JSON form (read back by :meth:`from_dict`)."""
-        data: dict = _lists(asdict(self))  # type: ignore[assignment]
+        data: dict = _lists(asdict(self))
         return {k: v for k, v in data.items() if v not in (None, [], 0)}
 
     @classmethod
@@ -100,7 +100,7 @@ class Site:
             member=data.get("member"),
             target=shape(data.get("target")),
             baseline=shape(data.get("baseline")),
-            params=tuple(tuple(p) for p in data.get("params", ())),  # type: ignore[misc]
+            params=tuple(tuple(p) for p in data.get("params", ())),
             declared=tuple((str(k), str(v)) for k, v in data.get("declared", ())),
             reads=int(data.get("reads", 0)),
         )

@@ -176,7 +176,7 @@ def timeline(
             parts.append((prefix, reading))
         if members:
             versions_of = {b[2] for b in bases}
-            name, version = client_spec.path.resolve().name, ""  # type: ignore[union-attr]
+            name, version = client_spec.path.resolve().name, ""
             base_version = next(iter(versions_of)) if len(versions_of) == 1 else None
         else:
             name, version, base_version = bases[0][0].name, bases[0][0].version, bases[0][2]

@@ -60,9 +60,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     details = "; ".join(p.detail for p in problems)
     renames = _renames(problems, ctx, base, sig_b, sig_t)
     told = "".join(
-        quoted(ctx.baseline.version, said)  # type: ignore[union-attr]
+        quoted(ctx.baseline.version, said)
         if said
-        else f"; a decorator in {ctx.baseline.version} took {old} for {new}"  # type: ignore[union-attr]
+        else f"; a decorator in {ctx.baseline.version} took {old} for {new}"
         if how == "decorator"
         else f"; the host's own {_site(how)[0]}() passes {new} where it passed {old}"
         for old, (said, new, how) in renames.items()
@@ -107,7 +107,7 @@ def _renames(
     for problem in problems:
         if problem.code != "unexpected-keyword":
             continue
-        said, new = keyword_warned_before(ctx.baseline, base, problem.param)  # type: ignore[arg-type]
+        said, new = keyword_warned_before(ctx.baseline, base, problem.param)
         how = "message" if new else ""
         alias = sig_b.param(problem.param) if sig_b is not None else None
         if not new and alias is not None and alias.alias_of:
@@ -116,7 +116,7 @@ def _renames(
             gone = {p.name for p in sig_b.params if sig_t.param(p.name) is None}
             came = {p.name for p in sig_t.params if sig_b.param(p.name) is None}
             name = base.path.rsplit(".", 1)[-1]
-            new, site = migrated_keyword(ctx.baseline, ctx.target, name, problem.param, gone, came)  # type: ignore[arg-type]
+            new, site = migrated_keyword(ctx.baseline, ctx.target, name, problem.param, gone, came)
             how = f"callers:{site.function}:{site.file}:{site.line}" if site else ""
         if new and sig_t.param(new) is None:
             new, how = "", ""

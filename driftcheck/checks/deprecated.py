@@ -45,15 +45,15 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if ctx.baseline is not None and not isinstance(base, Found):
         return []
     body = runs(ctx.target, target)  # what a call runs: the function, or the class's __init__
-    base_body = runs(ctx.baseline, base) if ctx.baseline is not None else None  # type: ignore[arg-type]
+    base_body = runs(ctx.baseline, base) if ctx.baseline is not None else None
     if read:
         body = target
-        base_body = base if _property(base) else None  # type: ignore[assignment]
+        base_body = base if _property(base) else None
     out: list[Finding] = []
     kinds = ("call", "attribute") if target.kind == "function" or read else ("call", "subclass")
     if use.kind in kinds:
         notes = _whole(ctx.target, target, body)
-        if notes and not (ctx.baseline is not None and _whole(ctx.baseline, base, base_body)):  # type: ignore[arg-type]
+        if notes and not (ctx.baseline is not None and _whole(ctx.baseline, base, base_body)):
             name = use.member or use.symbol.rsplit(".", 1)[-1]
             where = body or target
             out.append(
@@ -178,7 +178,7 @@ def _parameters(
     notes = parameter_notes(ctx.target, target)
     if not notes:
         return []
-    shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
+    shape = use.shape.on(side(ctx.target))
     before: set[tuple[str, str]] = set()
     base_notes = []
     if base is not None and ctx.baseline is not None:

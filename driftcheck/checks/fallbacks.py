@@ -47,13 +47,13 @@ def keep_baseline(
             continue
         release = f"{baseline.name} {baseline.version}, which the client's range "
         release += f"{baseline.name}{allowed} admits, has no {new}"
-        if fix.codemod == "rename-import":  # type: ignore[union-attr]
+        if fix.codemod == "rename-import":
             fix = dataclasses.replace(
-                fix,  # type: ignore[arg-type]
-                description=f"{fix.description}, and from the old home where that fails: {release}",  # type: ignore[union-attr]
-                params=(*fix.params, ("fallback", baseline.version)),  # type: ignore[union-attr]
+                fix,
+                description=f"{fix.description}, and from the old home where that fails: {release}",
+                params=(*fix.params, ("fallback", baseline.version)),
             )
         else:
-            fix = dataclasses.replace(fix, description=f"{fix.description}; drops {release}")  # type: ignore[arg-type, union-attr]
+            fix = dataclasses.replace(fix, description=f"{fix.description}; drops {release}")
         out.append(dataclasses.replace(f, fix=fix))
     return out

@@ -49,7 +49,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     else:
         message = f"{target}'s {now.method} {now.path} no longer sends {name} ({got.note})"
     ev = [
-        evidence(ctx.baseline, was.file or before.file, was.line or before.line, f"sends {name}"),  # type: ignore[arg-type]
+        evidence(ctx.baseline, was.file or before.file, was.line or before.line, f"sends {name}"),
         evidence(ctx.target, got.file or now.file, got.line or now.line, got.note),
     ]
     return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]
@@ -60,7 +60,7 @@ def _became_non_empty(
 ) -> list[Finding]:
     """The client tests for an empty body; the baseline's route sent none, the target's sends
     one (a model or a dict)."""
-    was = walk_response(s.baseline, before, ("*",))  # type: ignore[arg-type]
+    was = walk_response(s.baseline, before, ("*",))
     sends = [r for r in now.responses if r.kind in ("model", "keys")]
     if was.status != "empty" or not sends or any(r.kind == "unknown" for r in now.responses):
         return []
@@ -72,7 +72,7 @@ def _became_non_empty(
         f"({body}); the client expects none here"
     )
     ev = [
-        evidence(ctx.baseline, was.file or before.file, was.line or before.line, "sends no body"),  # type: ignore[arg-type]
+        evidence(ctx.baseline, was.file or before.file, was.line or before.line, "sends no body"),
         evidence(ctx.target, sends[0].file or now.file, sends[0].line or now.line, f"sends {body}"),
     ]
     return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]

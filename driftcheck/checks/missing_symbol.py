@@ -153,7 +153,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             "contents": f"a module new in {ctx.target.version} that defines most of {short}'s "
             "names; the host does not say so",
         }[home.evidence]
-        told = f": {said}" if said else quoted(ctx.baseline.version, before) if before else ""  # type: ignore[union-attr]
+        told = f": {said}" if said else quoted(ctx.baseline.version, before) if before else ""
         return [
             finding(
                 use,
@@ -186,7 +186,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     else:
         message = f"{gone} does not exist in {host}{versions}"
     if before and before != said:
-        message += quoted(ctx.baseline.version, before)  # type: ignore[union-attr]
+        message += quoted(ctx.baseline.version, before)
     if isinstance(home, Lookalike):
         message += (
             f"; {home.found.path} shares the name but is not its new home (it is {home.reason})"

@@ -45,7 +45,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     )
     now = _copied_from(ctx, gone)
     if now is not None:
-        message += f"; at {ctx.baseline.version} it was a copy of {now.path}"  # type: ignore[union-attr]
+        message += f"; at {ctx.baseline.version} it was a copy of {now.path}"
     elif isinstance(home, NewHome):
         now = home.found
         message += f"; it now lives at {home.name}"

@@ -389,7 +389,7 @@ def assignment_gates(module: ModuleInfo, reader: GateReader) -> dict[int, Gate]:
                 block(stmt.body, gates, func)
                 continue
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and gates and stmt.value is not None:
-                out[id(stmt.value)] = all_of(gates)  # type: ignore[assignment]
+                out[id(stmt.value)] = all_of(gates)
                 continue
             if isinstance(stmt, ast.If):
                 gate = reader.gate(stmt.test, Scope(module, func))

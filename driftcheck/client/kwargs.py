@@ -31,7 +31,7 @@ class KwargsFlow:
     gates: list[Gate]
 
     def _dicts(self) -> dict[str, _Dict]:
-        key = id(self.func) if self.func is not None else 0  # type: ignore[attr-defined]
+        key = id(self.func) if self.func is not None else 0
         store: dict[int, dict[str, _Dict]] = self.__dict__.setdefault("_kwargs_store", {})
         return store.setdefault(key, {})
 
@@ -39,7 +39,7 @@ class KwargsFlow:
         return all_of(list(self.gates))
 
     def _span(self, node: ast.AST) -> Span:
-        return self.source.span(node)  # type: ignore[attr-defined]
+        return self.source.span(node)
 
     # -- writes ------------------------------------------------------------------------------
     def track_assign(self, node: ast.Assign) -> None:

@@ -72,8 +72,8 @@ class Source:
     def segment(self, node: ast.AST) -> str:
         """The source text of ``node`` (as written, formatting kept)."""
         try:
-            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
-            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            first, last = node.lineno, node.end_lineno
+            start, end = node.col_offset, node.end_col_offset
         except AttributeError:
             return ""
         if first is None or last is None or end is None:

@@ -50,7 +50,7 @@ def predicate_gate(
         parts = [g for g in (*conds, value_gate) if g is not None]
         if not parts:
             return None  # true whatever the host: not a gate
-        alternatives.append(all_of(parts))  # type: ignore[arg-type]
+        alternatives.append(all_of(parts))
     if len(returns) > _LIMIT:
         return Gate("unknown", name=f"{name}(...)")
     if not alternatives:

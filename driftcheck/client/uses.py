@@ -98,7 +98,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                 symbol, member=kw.get("receiver") is not None, kind=kind, fallback=fallback
             ),
             none_fallback=fallback,
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
         self.uses.append(use)
         if kind != "import" and kw.get("receiver") is None:
@@ -264,7 +264,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         end_line, end = self.source.end(node)
         shape = CallShape(
             positional=len(positional),
-            keywords=tuple(k.arg for k in named),  # type: ignore[misc]
+            keywords=tuple(k.arg for k in named),
             star=len(positional) < len(node.args),
             double_star=len(named) < len(node.keywords),
             positional_spans=tuple(self.source.span(a) for a in positional),

@@ -125,9 +125,9 @@ def hand_over(
     """
     tail_attr = _tail(last)
     trailing = isinstance(getattr(last, "comma", None), cst.Comma)
-    tail = last.comma.whitespace_after if trailing else getattr(last, tail_attr or "", None)  # type: ignore[attr-defined]
+    tail = last.comma.whitespace_after if trailing else getattr(last, tail_attr or "", None)
     sep = (
-        prev.comma.whitespace_after  # type: ignore[attr-defined]
+        prev.comma.whitespace_after
         if prev is not None and isinstance(getattr(prev, "comma", None), cst.Comma)
         else opening
     )
@@ -139,7 +139,7 @@ def hand_over(
         )
         closing = tail.with_changes(first_line=cst.TrailingWhitespace())
         if trailing:
-            last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))  # type: ignore[attr-defined]
+            last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))
             new = new.with_changes(comma=cst.Comma(whitespace_after=closing))
         else:
             changes = {tail_attr: cst.SimpleWhitespace("")} if tail_attr else {}
@@ -149,8 +149,8 @@ def hand_over(
         return last, new
     space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if trailing:  # one line with a trailing comma: ``f(a, b,)``
-        sep_comma = prev.comma if prev is not None else space  # type: ignore[attr-defined]
-        return last.with_changes(comma=sep_comma), new.with_changes(comma=last.comma)  # type: ignore[attr-defined]
+        sep_comma = prev.comma if prev is not None else space
+        return last.with_changes(comma=sep_comma), new.with_changes(comma=last.comma)
     new_tail = _tail(new)
     if tail_attr and new_tail:  # the space before the closing bracket stays before it
         new = new.with_changes(**{new_tail: getattr(last, tail_attr)})

@@ -99,9 +99,9 @@ def fix_code(
         groups.setdefault(key, []).append(f)
     steps = sorted(groups.values(), key=lambda g: max(f.fix_at for f in g), reverse=True)
     for group in steps:
-        codemod = CODEMODS.get(group[0].fix.codemod or "")  # type: ignore[union-attr]
+        codemod = CODEMODS.get(group[0].fix.codemod or "")
         if codemod is None:
-            declined.extend((f, f"no codemod {group[0].fix.codemod!r}") for f in group)  # type: ignore[union-attr]
+            declined.extend((f, f"no codemod {group[0].fix.codemod!r}") for f in group)
             continue
         try:
             new = codemod(code, group)
@@ -121,7 +121,7 @@ def fix_code(
             continue
         except Exception as exc:  # a codemod bug must not stop the other files' fixes
             declined.extend(
-                (f, f"codemod {f.fix.codemod} failed here ({type(exc).__name__}: {exc})")  # type: ignore[union-attr]
+                (f, f"codemod {f.fix.codemod} failed here ({type(exc).__name__}: {exc})")
                 for f in group
             )
             continue

@@ -167,7 +167,7 @@ def _bound_to(scope: Scope | None, target: str, line: int, at: Located) -> str |
     for local in dict.fromkeys(c for c in candidates if "." not in c):
         if _module_of(scope, local) != target:
             continue
-        lines = [at.get_metadata(PositionProvider, a.node).start.line for a in scope[local]]  # type: ignore[index]
+        lines = [at.get_metadata(PositionProvider, a.node).start.line for a in scope[local]]
         if max(lines) < line:
             return local
     return None

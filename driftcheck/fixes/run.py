@@ -242,7 +242,7 @@ def fix_records(done: FixResult) -> tuple[list[dict], list[dict]]:
     ]
     plan_ = done.plan
     left = [(f, f"manual: {f.fix.description if f.fix else f.message}") for f in plan_.manual]
-    left += [(f, f"unsafe fix not applied: {f.fix.description}") for f in plan_.skipped_unsafe]  # type: ignore[union-attr]
+    left += [(f, f"unsafe fix not applied: {f.fix.description}") for f in plan_.skipped_unsafe]
     left += [(f, f"fix declined: {why}") for ff in plan_.files for f, why in ff.declined]
     return fixes, [
         {

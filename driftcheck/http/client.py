@@ -224,7 +224,7 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         elif isinstance(expr, ast.Name):
             func = self.func
             if func is not None and expr.id in func.params and func.params[expr.id] is not None:
-                values.append(func.params[expr.id])  # type: ignore[arg-type]
+                values.append(func.params[expr.id])
             if func is not None:
                 values += func.locals.get(expr.id, [])
             values += self.module.globals.get(expr.id, [])
@@ -296,8 +296,7 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         if path.path is None or path.foreign:
             return
         ops: list[KeyOp] = [
-            KeyOp("+", k.arg, self._gate(), self.source.span(k))  # type: ignore[arg-type]
-            for k in request.openai_body
+            KeyOp("+", k.arg, self._gate(), self.source.span(k)) for k in request.openai_body
         ]
         complete = True
         if request.payload is not None:

@@ -101,7 +101,7 @@ class ReadFinder:
                 if isinstance(grand, ast.Call) and grand.func is parent:
                     if parent.attr in _GETS and kind == "body" and _const_arg(grand) is not None:
                         key = _const_arg(grand)
-                        prefix, optional, node = (*prefix, key), True, grand  # type: ignore[assignment]
+                        prefix, optional, node = (*prefix, key), True, grand
                         optional = not self._raises_if_missing(grand)
                         continue
                     break  # another method of the value: not a field read
@@ -182,7 +182,7 @@ class ReadFinder:
         target = self.index.functions.get(f"{self.module.name}.{call.func.id}")
         if target is None:
             return
-        position = call.args.index(value)  # type: ignore[arg-type]
+        position = call.args.index(value)
         params = [p.arg for p in (*target.node.args.posonlyargs, *target.node.args.args)]
         if position >= len(params):
             return
@@ -265,7 +265,7 @@ class ReadFinder:
                             return True
                         if later or not isinstance(holder, ast.If):
                             return False
-                stmt = holder  # type: ignore[assignment]
+                stmt = holder
         return False
 
 
@@ -278,7 +278,7 @@ def _expects_empty(attr: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool
             return True
         if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
             if parent.func.id == "len":
-                attr, parent = parent, parents.get(parent)  # type: ignore[assignment]
+                attr, parent = parent, parents.get(parent)
         if isinstance(parent, ast.Compare) and len(parent.ops) == 1:
             other = parent.comparators[0] if parent.left is attr else parent.left
             return (

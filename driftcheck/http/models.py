@@ -30,7 +30,7 @@ class ModelReader:
             return self._is_model[cls.qualname]
         self._is_model[cls.qualname] = False
         result = False
-        for base in cls.node.bases:  # type: ignore[attr-defined]
+        for base in cls.node.bases:
             if _names_pydantic_base(self.code, cls.module, base):
                 result = True
             else:
@@ -155,7 +155,7 @@ class ModelReader:
         return model
 
     def _field(self, cls: Def, stmt: ast.AnnAssign) -> ModelField | None:
-        name = stmt.target.id  # type: ignore[attr-defined]
+        name = stmt.target.id
         annotation = ast.unparse(stmt.annotation)
         if (
             name.startswith("_")
@@ -248,7 +248,7 @@ def _annotated_field(annotation: ast.AST) -> ast.Call | None:
         if (dotted_name(annotation.value) or "").endswith("Annotated"):
             for part in annotation.slice.elts[1:]:
                 if _field_call(part) is not None:
-                    return part  # type: ignore[return-value]
+                    return part
     return None
 
 
@@ -280,7 +280,7 @@ def _config(node: ast.ClassDef, key: str) -> ast.AST | None:
         if isinstance(stmt, ast.AnnAssign):
             target = stmt.target
         if isinstance(target, ast.Name) and target.id == "model_config":
-            value = stmt.value  # type: ignore[union-attr]
+            value = stmt.value
             if isinstance(value, ast.Call) and (found := keyword(value, key)) is not None:
                 return found
             if isinstance(value, ast.Dict):

@@ -36,12 +36,12 @@ class ResponseReader:
             cls = self.models.model_of(module, getattr(func, "returns", None))
         if cls is not None:
             self.models.read(cls)
-            return (ResponseShape("model", cls.qualname, (), file, func.lineno),)  # type: ignore[attr-defined]
+            return (ResponseShape("model", cls.qualname, (), file, func.lineno),)
         out: list[ResponseShape] = []
         state = _State(module, {}, {})
-        self._walk(func.body, state, out, file, errors)  # type: ignore[attr-defined]
+        self._walk(func.body, state, out, file, errors)
         if not out:
-            out.append(ResponseShape("unknown", None, (), file, func.lineno))  # type: ignore[attr-defined]
+            out.append(ResponseShape("unknown", None, (), file, func.lineno))
         return tuple(dict.fromkeys(out))
 
     def _error_models(self, module: str, decorator: ast.Call | None) -> set[str]:

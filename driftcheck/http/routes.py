@@ -95,7 +95,7 @@ class RouteReader:
                 objects[name] = key if cls in APP_CLASSES else f"{key}:{name}"
                 self._record_object(objects[name], cls, call, app=False)
             walk = _Walk(builder.module, objects, local, builder=True)
-            self._body(walk, builder.node.body, ())  # type: ignore[attr-defined]
+            self._body(walk, builder.node.body, ())
         best: list[RawRoute] = []
         for app in self.apps:
             routes = self.routes_of(app)
@@ -219,17 +219,17 @@ class RouteReader:
         return Guard(walk.module, ast.unparse(test), negated, test)
 
     def _decorated(self, walk: _Walk, func: ast.AST, guards: tuple[Guard, ...]) -> None:
-        for dec in func.decorator_list:  # type: ignore[attr-defined]
+        for dec in func.decorator_list:
             if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)):
                 continue
             key = self._resolve_object(walk, dec.func.value)
             if not self._mine(walk, key):
                 continue
-            handler = Def(walk.module, func, func.name)  # type: ignore[attr-defined]
+            handler = Def(walk.module, func, func.name)
             for method in decorator_methods(dec.func.attr, dec):
                 path = literal_str(dec.args[0]) if dec.args else literal_str(keyword(dec, "path"))
                 if path is not None:
-                    self._reg(key, method, path, handler, guards, walk, dec)  # type: ignore[arg-type]
+                    self._reg(key, method, path, handler, guards, walk, dec)
 
     def _reg(
         self,
@@ -311,7 +311,7 @@ class RouteReader:
         if name:
             found = self.code.resolve(walk.module, name, walk.local)
             handler = found if isinstance(found, Def) else None
-        attr = call.func.attr  # type: ignore[attr-defined]
+        attr = call.func.attr
         methods = ["WEBSOCKET"] if "websocket" in attr else listed_methods(call) or ["GET"]
         for method in methods:
             self._reg(key, method, path, handler, guards, walk, call)

@@ -101,7 +101,7 @@ def listed_methods(call: ast.Call) -> list[str]:
 
 def registers_on_decorator(func: ast.AST) -> bool:
     """A route handler itself (decorated with ``@router.<method>``): its body registers nothing."""
-    for dec in func.decorator_list:  # type: ignore[attr-defined]
+    for dec in func.decorator_list:
         if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute):
             if dec.func.attr in (*HTTP_METHODS, "api_route", "route", "websocket"):
                 return True

@@ -108,7 +108,7 @@ def in_use(root: Path | None) -> Iterator[None]:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text("")
     except OSError:
-        marker = None  # type: ignore[assignment]
+        marker = None
     touch(root)
     try:
         yield

@@ -32,8 +32,8 @@ def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
         return None
     for api in apis:
         got = api.resolve(use.symbol)
-        if _present(got) and got.path == _canonical(api, symbol):  # type: ignore[union-attr]
-            return got  # type: ignore[return-value]
+        if _present(got) and got.path == _canonical(api, symbol):
+            return got
     return None
 
 
@@ -44,7 +44,7 @@ def _present(got: object) -> bool:
 
 def _canonical(api: HostAPI, symbol: str) -> str:
     got = api.resolve(symbol)
-    return got.path if _present(got) else symbol  # type: ignore[union-attr]
+    return got.path if _present(got) else symbol
 
 
 def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, list[Evidence]]:
@@ -148,7 +148,7 @@ def _owner_class(use: Use) -> str:
 def _as_list(value: object) -> list[str]:
     if value is None:
         return []
-    return [value] if isinstance(value, str) else list(value)  # type: ignore[arg-type]
+    return [value] if isinstance(value, str) else list(value)
 
 
 def rule_findings(ctx: CheckContext) -> list[Finding]:

@@ -283,9 +283,9 @@ def _params_verdict(
 
     assert f.site is not None
     client = [tuple(p) for p in f.site.params]
-    now = runtime_problems(client, target["data"]["params"])  # type: ignore[arg-type]
+    now = runtime_problems(client, target["data"]["params"])
     if baseline is not None and baseline["outcome"] == "ok":
-        now -= runtime_problems(client, baseline["data"]["params"])  # type: ignore[arg-type]
+        now -= runtime_problems(client, baseline["data"]["params"])
     if now:
         return out("confirmed", f"on {tv}: " + "; ".join(sorted(text for _, text in now)))
     return out("refuted", f"the host's runtime signature on {tv} fits the client's function")

@@ -152,7 +152,7 @@ def _callable(spec: dict) -> tuple[object, bool]:
 
 def _signature(obj: object) -> inspect.Signature:
     try:
-        return inspect.signature(obj)  # type: ignore[arg-type]
+        return inspect.signature(obj)
     except (TypeError, ValueError) as exc:
         raise Env(f"no runtime signature: {_short(exc)}") from None
 
@@ -261,8 +261,8 @@ def default(spec: dict) -> dict:
             if f.name == name:
                 if f.default is not dataclasses.MISSING:
                     return {"value": repr(f.default)}
-                if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                    factory = f.default_factory  # type: ignore[misc]
+                if f.default_factory is not dataclasses.MISSING:
+                    factory = f.default_factory
                     return {"value": f"<factory {getattr(factory, '__qualname__', factory)}>"}
                 return {"value": "<required>"}
     fields = getattr(cls, "model_fields", None)
