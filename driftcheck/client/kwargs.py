@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from driftcheck.client.index import FunctionInfo
+from driftcheck.client.names import Source
 from driftcheck.gates import Gate, all_of, negate
 from driftcheck.host.signature import KeyOp
 
@@ -29,6 +32,12 @@ class KwargsFlow:
     """Mixin for the use collector: tracks local dicts per function."""
 
     gates: list[Gate]
+
+    if TYPE_CHECKING:  # what the collector supplies
+        source: Source
+
+        @property
+        def func(self) -> FunctionInfo | None: ...
 
     def _dicts(self) -> dict[str, _Dict]:
         key = id(self.func) if self.func is not None else 0
