@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from driftcheck.findings import Finding
@@ -34,7 +36,7 @@ class _FollowUp(Located):
             raise Decline("the call has no receiver")
         if _has_call(call.func.value):
             raise Decline("the receiver is computed by a call; it would be evaluated twice")
-        args = cst.parse_expression(f"f({p.get('args', '')})").args
+        args = cast(cst.Call, cst.parse_expression(f"f({p.get('args', '')})")).args
         return cst.Call(func=call.func.with_changes(attr=cst.Name(p["method"])), args=args)
 
     def _claim(self, stmt: cst.CSTNode, expr: cst.BaseExpression | None) -> None:
@@ -163,7 +165,7 @@ class _NameUses(cst.CSTVisitor):
         self.bindings = 0
         self.indexed: list[cst.Subscript] = []
         self.other = False
-        self._seen: set[cst.Name] = set()
+        self._seen: set[cst.BaseExpression] = set()
 
     def _is(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Name) and node.value == self.name
