@@ -14,10 +14,12 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from driftcheck.client.index import FunctionInfo
-from driftcheck.client.names import Source
 from driftcheck.gates import Gate, all_of, negate
 from driftcheck.host.signature import KeyOp
+
+if TYPE_CHECKING:
+    from driftcheck.client.index import FunctionInfo
+    from driftcheck.client.names import Source
 
 Span = tuple[int, int, int, int]
 

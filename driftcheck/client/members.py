@@ -8,19 +8,13 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from driftcheck.client.index import (
-    ClassInfo,
-    ClientIndex,
-    FunctionInfo,
-    ModuleInfo,
-    TypeRef,
-    first_param,
-)
-from driftcheck.client.names import Source
+from driftcheck.client.index import ClassInfo, ClientIndex, TypeRef, first_param
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
 if TYPE_CHECKING:
+    from driftcheck.client.index import FunctionInfo, ModuleInfo
+    from driftcheck.client.names import Source
     from driftcheck.client.types import TypeInferrer
 
 

@@ -14,9 +14,14 @@ from __future__ import annotations
 import ast
 import posixpath
 import shlex
+from typing import TYPE_CHECKING, cast
 
-from driftcheck.gates import all_of
+from driftcheck.gates import Gate, all_of
 from driftcheck.http.client_use import HttpUse
+
+if TYPE_CHECKING:
+    from driftcheck.client.index import FunctionInfo, ModuleInfo
+    from driftcheck.client.names import Source
 
 _PYTHONS = frozenset({"python", "python3", "sys.executable"})
 _SHELL_CALLS = frozenset(
@@ -41,6 +46,15 @@ class LaunchFinder:
     scripts: frozenset[str]
     roots: set[str]
     uses: list
+
+    if TYPE_CHECKING:  # what the collector supplies
+        module: ModuleInfo
+        source: Source
+        parents: dict[ast.AST, ast.AST]
+        gates: list[Gate]
+
+        @property
+        def func(self) -> FunctionInfo | None: ...
 
     def _argvs(self) -> dict[str, HttpUse]:
         key = id(self.func) if self.func is not None else 0
@@ -130,7 +144,10 @@ class LaunchFinder:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
         elif isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else _HOLE for v in node.values)
+            # An f-string's literal pieces are str constants.
+            text = "".join(
+                cast(str, v.value) if isinstance(v, ast.Constant) else _HOLE for v in node.values
+            )
         else:
             return
         try:

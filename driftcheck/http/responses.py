@@ -10,6 +10,7 @@ model the decorator lists under an error status, makes an *error* shape.
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, keyword, literal_str
 from driftcheck.http.models import ModelReader
@@ -27,7 +28,8 @@ class ResponseReader:
         self.models = models
 
     def shapes(self, handler: Def, decorator: ast.Call | None) -> tuple[ResponseShape, ...]:
-        module, func = handler.module, handler.node
+        # A route handler is a function.
+        module, func = handler.module, cast(ast.FunctionDef | ast.AsyncFunctionDef, handler.node)
         file = self.code.file(module)
         errors = self._error_models(module, decorator)
         declared = keyword(decorator, "response_model") if decorator is not None else None
