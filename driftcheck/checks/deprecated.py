@@ -11,6 +11,8 @@ renames to it.
 
 from __future__ import annotations
 
+from typing import cast
+
 from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
@@ -41,9 +43,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     read = _property(target) and use.kind == "attribute"  # ``Model.__fields__``: its getter runs
     if not isinstance(target, Found) or target.kind not in ("function", "class") and not read:
         return []
-    base = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
-    if ctx.baseline is not None and not isinstance(base, Found):
+    looked = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
+    if ctx.baseline is not None and not isinstance(looked, Found):
         return []
+    base = looked if isinstance(looked, Found) else None  # found, or there is no baseline
     body = runs(ctx.target, target)  # what a call runs: the function, or the class's __init__
     base_body = runs(ctx.baseline, base) if ctx.baseline is not None else None
     if read:
@@ -178,7 +181,7 @@ def _parameters(
     notes = parameter_notes(ctx.target, target)
     if not notes:
         return []
-    shape = use.shape.on(side(ctx.target))
+    shape = cast(CallShape, use.shape).on(side(ctx.target))  # asked of calls with a shape
     before: set[tuple[str, str]] = set()
     base_notes = []
     if base is not None and ctx.baseline is not None:

@@ -42,7 +42,8 @@ def keep_baseline(
             new = p.get("new_symbol") or p.get("new", "")
         elif fix and fix.codemod == "rename-attribute" and f.symbol and p.get("new"):
             new = f"{f.symbol.rsplit('.', 1)[0]}.{p['new']}"
-        if not new or isinstance(baseline.resolve(new), Found):
+        # ``new`` is only set from a fix: ``fix is None`` never holds here.
+        if not new or fix is None or isinstance(baseline.resolve(new), Found):
             out.append(f)
             continue
         release = f"{baseline.name} {baseline.version}, which the client's range "

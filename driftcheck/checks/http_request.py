@@ -67,9 +67,7 @@ def _dropped(
     if not ctx.once(use.file, f"{use.line} key {key}"):
         return None
     ev = [
-        evidence(
-            ctx.baseline, had.file or bm.file, had.line or bm.line, f"{bm.qualname}.{had.name}"
-        ),
+        evidence(ctx.base, had.file or bm.file, had.line or bm.line, f"{bm.qualname}.{had.name}"),
         evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: no {key}"),
     ]
     kept = tm.fields.get(had.name)
@@ -131,7 +129,7 @@ def _now_forbidden(
     if not ctx.once(use.file, f"{use.line} key {key}"):
         return None
     ev = [
-        evidence(ctx.baseline, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),
+        evidence(ctx.base, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),
         evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid"),
     ]
     message = (
@@ -166,7 +164,7 @@ def _required(
         was = "optional" if old is not None else "absent"
         ev = [
             evidence(
-                ctx.baseline,
+                ctx.base,
                 (old.file if old else "") or bm.file,
                 (old.line if old else 0) or bm.line,
                 f"{f.name} {was}",

@@ -11,13 +11,15 @@ reported; neither is one an ``isinstance`` test rules out for the call's result.
 
 from __future__ import annotations
 
+from typing import cast
+
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.http_common import Sides, evidence, routes_now, sides, walk_response
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
 from driftcheck.http.client_reads import EMPTY
 from driftcheck.http.client_use import HttpUse
-from driftcheck.http.surface import Route
+from driftcheck.http.surface import HttpSurface, Route
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -49,7 +51,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     else:
         message = f"{target}'s {now.method} {now.path} no longer sends {name} ({got.note})"
     ev = [
-        evidence(ctx.baseline, was.file or before.file, was.line or before.line, f"sends {name}"),
+        evidence(ctx.base, was.file or before.file, was.line or before.line, f"sends {name}"),
         evidence(ctx.target, got.file or now.file, got.line or now.line, got.note),
     ]
     return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]
@@ -60,7 +62,7 @@ def _became_non_empty(
 ) -> list[Finding]:
     """The client tests for an empty body; the baseline's route sent none, the target's sends
     one (a model or a dict)."""
-    was = walk_response(s.baseline, before, ("*",))
+    was = walk_response(cast(HttpSurface, s.baseline), before, ("*",))  # before: a baseline
     sends = [r for r in now.responses if r.kind in ("model", "keys")]
     if was.status != "empty" or not sends or any(r.kind == "unknown" for r in now.responses):
         return []
@@ -72,7 +74,7 @@ def _became_non_empty(
         f"({body}); the client expects none here"
     )
     ev = [
-        evidence(ctx.baseline, was.file or before.file, was.line or before.line, "sends no body"),
+        evidence(ctx.base, was.file or before.file, was.line or before.line, "sends no body"),
         evidence(ctx.target, sends[0].file or now.file, sends[0].line or now.line, f"sends {body}"),
     ]
     return [finding(use, "http-response-field", symbol=use.symbol, message=message, evidence=ev)]

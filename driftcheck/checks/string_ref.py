@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.client.use import Use
-from driftcheck.findings import Finding, Fix
+from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 
 
@@ -69,7 +69,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     ]
 
 
-def _finding(use: Use, ctx: CheckContext, symbol: str, msg: str, *evidence: object) -> Finding:
+def _finding(
+    use: Use, ctx: CheckContext, symbol: str, msg: str, *evidence: Evidence | None
+) -> Finding:
     return finding(
         use,
         "string-ref",

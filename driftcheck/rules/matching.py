@@ -4,7 +4,9 @@ which conditions, and the findings it reports (a mined finding at the same place
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import TypeGuard, cast
 
 from driftcheck.checks.context import CheckContext, side, site_of
 from driftcheck.client.use import Use
@@ -14,7 +16,7 @@ from driftcheck.host.values import PRESENT, Served
 from driftcheck.rules.model import Rule
 
 
-def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
+def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | Served | None:
     symbol = rule.match["symbol"]
     want = rule.match.get("use", "any")
     if want != "any" and use.kind != want:
@@ -37,7 +39,7 @@ def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
     return None
 
 
-def _present(got: object) -> bool:
+def _present(got: object) -> TypeGuard[Found | Served]:
     """A host object, or a compiled one the host's stubs declare (``numpy.array``)."""
     return isinstance(got, Found) or isinstance(got, Served) and got.status == PRESENT
 
@@ -90,14 +92,19 @@ def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, lis
         pairs = []
         for api in (ctx.baseline, ctx.target):
             cls = api.resolve(_owner_class(use)) if api else None
-            fd = field_default(api, cls, name) if isinstance(cls, Found) else None
+            fd = field_default(api, cls, name) if api and isinstance(cls, Found) else None
             pairs.append((api, cls, fd))
         (bapi, bcls, bfd), (tapi, tcls, tfd) = pairs
         if bfd is None or tfd is None or bfd[:2] == tfd[:2]:
             return False, []
+        # A default was read on both: each release and its class are there.
         evidence += [
-            Evidence(bapi.version, bcls.file, bfd[2], f"{name} = {bfd[1]}"),
-            Evidence(tapi.version, tcls.file, tfd[2], f"{name} = {tfd[1]}"),
+            Evidence(
+                cast(HostAPI, bapi).version, cast(Found, bcls).file, bfd[2], f"{name} = {bfd[1]}"
+            ),
+            Evidence(
+                cast(HostAPI, tapi).version, cast(Found, tcls).file, tfd[2], f"{name} = {tfd[1]}"
+            ),
         ]
     listed = cond.get("served_in")
     if listed:
@@ -123,6 +130,8 @@ def _served_in(ctx: CheckContext, path: str) -> Evidence | None:
     except SyntaxError:
         return None
     for node in tree.body:
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
         target = node.targets[0] if isinstance(node, ast.Assign) and node.targets else None
         target = node.target if isinstance(node, ast.AnnAssign) else target
         if not (isinstance(target, ast.Name) and target.id == name and node.value is not None):
@@ -145,7 +154,7 @@ def _owner_class(use: Use) -> str:
     return use.receiver if use.receiver and not use.member else use.symbol
 
 
-def _as_list(value: object) -> list[str]:
+def _as_list(value: str | Iterable[str] | None) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
