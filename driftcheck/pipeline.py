@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side, site_of
@@ -43,7 +44,7 @@ class ScanResult:
     skipped: list[tuple[str, str]]
     uses: list[Use]
     client_lines: dict[str, list[str]]
-    stats: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
     client_texts: dict[str, str] = field(default_factory=dict)
     client_root: Path | None = None
     #: The client's files that do not name the host (read, not analysed): a re-scan of a fixed
@@ -445,7 +446,11 @@ def _scan(
     else:
         client_spec, target_spec, _ = resolve_specs(client, against, baseline, host)
     # A range or @latest resolved on a cached list the index could not renew: say its age.
-    listed = stale_listing(target_spec.name) if against and is_version_spec(against) else None
+    listed = (
+        stale_listing(cast(str, target_spec.name))  # a version range names its distribution
+        if against and is_version_spec(against)
+        else None
+    )
     say(f"loading host {target_spec}")
     target = load_host(target_spec)
     host_name = target_spec.name or target.name

@@ -31,8 +31,11 @@ class _HasKind(Protocol):
 class _Reported(Protocol):
     """A finding, as far as ids go."""
 
-    rule: str
-    kind: str
+    @property
+    def rule(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
 
 
 #: Kind of drift -> what it means (the ``kind`` of every finding is one of these).

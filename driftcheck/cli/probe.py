@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+from typing import TextIO
 
 import click
 
@@ -134,7 +135,7 @@ def probe(
     plan: bool,
     timeout: float | None,
     fmt: str,
-    output: click.utils.LazyFile,
+    output: TextIO,
     svg: str | None,
     keep: bool,
     quiet: bool,
