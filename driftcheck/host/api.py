@@ -116,7 +116,7 @@ class HostAPI(Signatures, ModuleNames):
             mod = griffe.Module(
                 dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
             )
-            mod.compiled = True  # type: ignore[attr-defined]  # our own mark on griffe's module
+            mod.compiled = True  # type: ignore[attr-defined]  # driftcheck's own mark on the module
         elif self.tree.is_package(dotted):
             mod = griffe.Module(
                 dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent

@@ -190,9 +190,9 @@ def add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
                     lineno=cast(ast.stmt, sub).lineno,  # only assignments get this far
                     endlineno=getattr(sub, "end_lineno", None),
                 )
-                # griffe's slot holds an Expr; InferredType stands in for one (str() and
-                # canonical_path, all that is read from it).
-                attr.annotation = InferredType(path, text) if text else None  # type: ignore[assignment]  # a duck-typed Expr
+                # InferredType stands in for griffe's Expr: str() and canonical_path are all
+                # that is read from an annotation.
+                attr.annotation = InferredType(path, text) if text else None  # type: ignore[assignment]  # duck-typed Expr
                 attr.labels.add("instance-attribute")
                 cls.set_member(name, attr)
 
