@@ -27,7 +27,9 @@ def main() -> None:
     result = scan(args.client, args.against)
     for label, cached in (("programs run", False), ("results cached", True)):
         start = time.perf_counter()
-        done = verify(result.findings, result.target_api, result.baseline_api, cached=cached)
+        done = verify(
+            result.findings, result.target_release, result.baseline_release, cached=cached
+        )
         took = time.perf_counter() - start
         print(f"{label:15s} {took:6.2f} s  target/time {args.target / took:6.1f}x  {done.counts}")
 

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from driftcheck.fixes.run import FixResult, fix
-    from driftcheck.pipeline import ScanResult, scan
+    from driftcheck.pipeline import scan
     from driftcheck.probes.outcome import ProbeReport
     from driftcheck.probes.ranges import RangeReport
+    from driftcheck.result import ScanResult
     from driftcheck.rules import Rule, RuleSet, load_rules
     from driftcheck.sources.specs import PackageSpec, parse_spec
     from driftcheck.timelines import TimelineResult, timeline
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "FixResult": "driftcheck.fixes.run",
     "fix": "driftcheck.fixes.run",
-    "ScanResult": "driftcheck.pipeline",
+    "ScanResult": "driftcheck.result",
     "scan": "driftcheck.pipeline",
     "Rule": "driftcheck.rules",
     "RuleSet": "driftcheck.rules",

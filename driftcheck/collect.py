@@ -11,6 +11,7 @@ import os
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import assignment_gates
+from driftcheck.client.http.prefilter import any_may_talk, promote_http_files
 from driftcheck.client.index import ClientIndex
 from driftcheck.client.package import Client, parse_client
 from driftcheck.client.reach import function_gates, module_gates, unread_sites
@@ -19,7 +20,6 @@ from driftcheck.client.uses import Use, UseCollector
 from driftcheck.gates import Gate, all_of
 from driftcheck.host.api import HostAPI
 from driftcheck.host.served_model import ServedModel
-from driftcheck.http.prefilter import any_may_talk, promote_http_files
 from driftcheck.rules.ruleset import RuleSet
 
 
@@ -95,7 +95,7 @@ def _collect_uses(
             where = f"{type(exc).__name__}: {exc}"[:200]
             client.skipped.append((info.file, f"driftcheck could not analyse it ({where})"))
     if any_may_talk(client, types_api):  # the HTTP readers load only for a client that talks
-        from driftcheck.http.client_collect import http_uses
+        from driftcheck.client.http.collect import http_uses
 
         uses.extend(http_uses(client, index, gates, roots, types_api))
     unread = [

@@ -43,7 +43,7 @@ KEYS: dict[str, type] = {
     # The client's own probe workload: read by driftcheck.probes.workloads.
     "probe": dict,
     # The size of the probe's managed environments (GB) above which the least recently used
-    # are evicted: read by driftcheck.probes.env_cache.
+    # are evicted: read by driftcheck.envs.disk.
     "probe-cache-gb": float,
 }
 #: Keys whose value is a package spec, a path when it looks like one: read relative to the

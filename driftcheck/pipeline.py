@@ -6,9 +6,8 @@ import gc
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, cast
+from dataclasses import dataclass, replace
+from typing import cast
 
 from driftcheck.checks import PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side, site_of
@@ -21,81 +20,16 @@ from driftcheck.findings import Finding
 from driftcheck.gates import Gate
 from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
+from driftcheck.host.release import release_of
 from driftcheck.host.served_model import ServedModel
-from driftcheck.model_configs import served_for
+from driftcheck.models.configs import served_for
 from driftcheck.registry import check_ids, is_disabled
+from driftcheck.result import ScanResult
 from driftcheck.rules.ruleset import RuleSet, load_rules
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.versions import exact_spec, is_version_spec, stale_listing
 
 Progress = Callable[[str], None]
-
-
-@dataclass
-class ScanResult:
-    """Everything a report needs."""
-
-    client_name: str
-    client_version: str
-    host_name: str
-    baseline: str | None
-    target: str
-    findings: list[Finding]
-    skipped: list[tuple[str, str]]
-    uses: list[Use]
-    client_lines: dict[str, list[str]]
-    stats: dict[str, Any] = field(default_factory=dict)
-    client_texts: dict[str, str] = field(default_factory=dict)
-    client_root: Path | None = None
-    #: The client's files that do not name the host (read, not analysed): a re-scan of a fixed
-    #: copy needs the whole tree.
-    client_other: dict[str, str] = field(default_factory=dict, repr=False)
-    #: The rules the scan used (for reports that describe them).
-    rules: RuleSet = field(default_factory=RuleSet)
-    #: The host releases scanned against (for witnesses; not part of the report).
-    target_api: HostAPI | None = field(default=None, repr=False, compare=False)
-    baseline_api: HostAPI | None = field(default=None, repr=False, compare=False)
-    #: With ``--verify``: the findings a witness refuted (listed apart, not counted) and the
-    #: verification's counts, time and environments.
-    refuted: list[Finding] = field(default_factory=list)
-    verification: dict | None = None
-    #: The classes the host builds for the served model (hosts that serve models).
-    served: ServedModel | None = field(default=None, compare=False)
-    #: Files whose text on disk differs from the analysed text (a notebook's JSON).
-    client_raw: dict[str, str] = field(default_factory=dict, repr=False)
-    #: The files read and the roots they came from (``Client.summary``).
-    discovery: dict = field(default_factory=dict)
-    #: A monorepo: each package's own result (findings' paths from the monorepo's top).
-    packages: list[dict] = field(default_factory=list)
-    #: When ``--against`` named a range or ``@latest`` and the index could not be reached: the
-    #: cached release list it was resolved on (``source``, ``age_s``, ``why``).
-    release_list: dict | None = None
-
-    def to_dict(self) -> dict:
-        """The JSON contract."""
-        return {
-            "client": {"name": self.client_name, "version": self.client_version},
-            "host": {
-                "name": self.host_name,
-                "baseline": self.baseline,
-                "target": self.target,
-                **({"release_list": self.release_list} if self.release_list else {}),
-            },
-            "findings": [f.to_dict() for f in self.findings],
-            "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
-            "stats": {k: round(v, 3) if isinstance(v, float) else v for k, v in self.stats.items()},
-            **({"discovery": self.discovery} if self.discovery else {}),
-            **({"packages": self.packages} if self.packages else {}),
-            **({"served_model": self.served.to_dict()} if self.served is not None else {}),
-            **(
-                {
-                    "verification": self.verification,
-                    "refuted": [f.to_dict() for f in self.refuted],
-                }
-                if self.verification is not None
-                else {}
-            ),
-        }
 
 
 def run_checks(
@@ -291,7 +225,7 @@ def scan(
         )
 
 
-#: The kinds of :class:`driftcheck.http.client_use.HttpUse` (named here so the pipeline need
+#: The kinds of :class:`driftcheck.client.http.use.HttpUse` (named here so the pipeline need
 #: not import the HTTP modules).
 HTTP_KINDS = frozenset({"http-request", "http-read", "launch"})
 
@@ -480,8 +414,8 @@ def _scan(
         discovery=cl.summary(),
         client_root=getattr(cl.tree, "root", None) if client_spec.kind == "directory" else None,
         rules=rules,
-        target_api=target,
-        baseline_api=base_api,
+        target_release=release_of(target),
+        baseline_release=release_of(base_api) if base_api is not None else None,
         served=served,
         release_list=listed,
         stats={

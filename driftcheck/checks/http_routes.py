@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http_common import evidence, find_route, moved_route, routes_at, sides
+from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
-from driftcheck.http.client_use import HttpUse
 from driftcheck.http.condition_flags import flags_behind
 from driftcheck.http.surface import CliFlag, HttpSurface, Route
 

@@ -45,8 +45,9 @@ def verify(
     """
     from driftcheck.findings import finding_from_dict
     from driftcheck.host.load import load_host
-    from driftcheck.pipeline import ScanResult
+    from driftcheck.host.release import release_of
     from driftcheck.report import FORMATS
+    from driftcheck.result import ScanResult
     from driftcheck.sources.specs import parse_spec
     from driftcheck.witness.verify import verify_result
 
@@ -73,8 +74,8 @@ def verify(
             skipped=[],
             uses=[],
             client_lines={},
-            target_api=target,
-            baseline_api=base,
+            target_release=release_of(target),
+            baseline_release=release_of(base) if base is not None else None,
         )
         result = verify_result(result, progress=progress)
     FORMATS[fmt](result, output)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from driftcheck.client.index import (
     ClassInfo,
@@ -21,7 +22,21 @@ from driftcheck.client.index import (
 )
 from driftcheck.gates import Gate
 from driftcheck.host.api import Found, HostAPI
-from driftcheck.rules.ruleset import Bindings
+from driftcheck.host.served_model import ServedSpec
+
+
+@dataclass(frozen=True)
+class Bindings:
+    """What binding rules tell receiver inference about one host."""
+
+    #: Keyword -> host class that the client class named by that keyword's value is mixed into.
+    mixins: dict[str, str] = field(default_factory=dict)
+    #: Host attribute path -> the host class it holds at run time (annotations do not say).
+    attributes: dict[str, str] = field(default_factory=dict)
+    #: Host method path -> the host class whose method its first (string) argument names.
+    dispatch: dict[str, str] = field(default_factory=dict)
+    #: Where the host keeps the models it serves (``[binding.served_model]``), if it does.
+    served: ServedSpec | None = None
 
 
 class TypeInferrer:

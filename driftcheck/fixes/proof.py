@@ -32,7 +32,7 @@ from pathlib import Path
 from driftcheck.findings import Finding
 from driftcheck.fixes.notebook_fix import on_disk
 from driftcheck.fixes.patches import FileFix, FixPlan, plan
-from driftcheck.pipeline import ScanResult
+from driftcheck.result import ScanResult
 
 Key = tuple[str, str, str]
 ROUNDS = 4

@@ -16,7 +16,8 @@ from driftcheck.fixes.patches import (
     write_patches,
 )
 from driftcheck.fixes.proof import Proof, prove
-from driftcheck.pipeline import ScanResult, scan
+from driftcheck.pipeline import scan
+from driftcheck.result import ScanResult
 from driftcheck.rules.ruleset import RuleSet
 
 

@@ -1,7 +1,7 @@
 """The client's own runtime dependencies: before a run, whatever the client's workload module
 imports and a *managed* environment lacks is installed there (:func:`ensure_client_deps`), one
 missing module at a time and only when the client's ``Requires-Dist`` names it. It is kept
-apart from building the host (:mod:`driftcheck.probes.managed_envs`) because it depends on the
+apart from building the host (:mod:`driftcheck.envs.managed`) because it depends on the
 client, not on vLLM, and runs once per client version.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from driftcheck.cache import locked
-from driftcheck.probes.env_steps import pip_step as _pip
-from driftcheck.probes.env_steps import run_step as _run
-from driftcheck.probes.envs import ProbeEnv, Progress, _clean_env, applicable
+from driftcheck.envs.environment import ProbeEnv, Progress, applicable, clean_env
+from driftcheck.envs.steps import pip_step as _pip
+from driftcheck.envs.steps import run_step as _run
 
 # -- the client's own runtime dependencies -------------------------------------------------------
 
@@ -179,7 +179,7 @@ def install_missing(python: Path, target: Path, spec: str, constraints: Path) ->
         _run(
             [str(python), "-m", "pip", "--disable-pip-version-check", *args, spec],
             f"pip install --dry-run {spec}",
-            env={**_clean_env(), "PYTHONPATH": str(target)},
+            env={**clean_env(), "PYTHONPATH": str(target)},
         )
         items = json.loads(report.read_text()).get("install", [])
     wanted = [_resolved(item) for item in items]
@@ -208,6 +208,6 @@ def _freeze(python: Path) -> str:
         capture_output=True,
         text=True,
         check=False,
-        env=_clean_env(),
+        env=clean_env(),
     )
     return "\n".join(ln for ln in proc.stdout.splitlines() if "==" in ln and " @ " not in ln) + "\n"

@@ -2,7 +2,7 @@
 (``cpu_shims.toml``), for one target: the driver of an in-process workload and a served
 workload's server take them alike.
 
-Like a built-in model's ``CPU_NEEDS`` (:func:`driftcheck.probes.builtin_models.cpu_needs`), each
+Like a built-in model's ``CPU_NEEDS`` (:func:`driftcheck.models.builtin.cpu_needs`), each
 shim is data with its evidence: it is applied only where the target's vLLM source holds the line
 it corrects (and the line that needs it, where one is named), and each applied one is a line of
 the report naming that line. Two kinds: a distribution record (a ``NAME-VERSION.dist-info`` for

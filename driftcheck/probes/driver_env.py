@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from driftcheck.probes.envs import ProbeEnv, _clean_env
+from driftcheck.envs.environment import ProbeEnv, clean_env
 from driftcheck.probes.served import ServedWorkload
 from driftcheck.probes.workloads import Workload
 
@@ -58,7 +58,7 @@ def detect_platform(env: ProbeEnv, shim_dir: Path | None) -> dict:
     """What platform vLLM selects in ``env`` (optionally with the plugin shim on the path)."""
     import subprocess
 
-    e = _clean_env()
+    e = clean_env()
     e.update({"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"})
     if shim_dir is not None:
         e["PYTHONPATH"] = str(shim_dir)
@@ -112,7 +112,7 @@ def run_environment(
     offline: bool,
 ) -> dict[str, str]:
     """The driver's environment variables (on top of a clean copy of ours)."""
-    env = _clean_env()
+    env = clean_env()
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [copy_root, *extra_path])
     env["DRIFTCHECK_PROBE_CLIENT_ROOT"] = str(copy_root)
     env["DRIFTCHECK_PROBE_WORKER_MODULE"] = getattr(workload, "worker_module", "")
@@ -181,7 +181,7 @@ def cpu_thread_binding(tensor_parallel_size: int, python: Path) -> tuple[dict[st
     process may use fewer nodes than there are workers the probe splits its CPUs into one group
     per worker. Set only when the target's vLLM source shows the refusal; the user's own value
     is kept."""
-    from driftcheck.probes.builtin_models import find_line, vllm_dir
+    from driftcheck.models.builtin import find_line, vllm_dir
 
     if tensor_parallel_size < 2 or BIND_VAR in os.environ or not hasattr(os, "sched_getaffinity"):
         return {}, []

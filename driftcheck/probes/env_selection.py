@@ -1,7 +1,7 @@
 """Choosing the environment to probe in (:func:`select_env`): the current one when it has the
 wanted vLLM, one the user names (a folder or an interpreter), or a managed one. The choice is
 the one place where the ``--env`` and ``--host`` options meet the environments, so it sits above
-both :mod:`driftcheck.probes.envs` and :mod:`driftcheck.probes.managed_envs`.
+both :mod:`driftcheck.envs.environment` and :mod:`driftcheck.envs.managed`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from driftcheck.envs.environment import HOST_DISTS, ProbeEnv, Progress, host_in, same_version
+from driftcheck.envs.managed import managed_env
 from driftcheck.errors import UsageError
-from driftcheck.probes.envs import HOST_DISTS, ProbeEnv, Progress, _same_version, host_in
-from driftcheck.probes.managed_envs import managed_env
 
 # -- choosing an environment --------------------------------------------------------------------
 
@@ -47,7 +47,7 @@ def select_env(
         raise UsageError(f"the probe drives vLLM; unsupported host {host_name!r}")
     if choice in (None, "current"):
         found = host_in(sys.executable)
-        if found and (host_version is None or _same_version(found[1], host_version)):
+        if found and (host_version is None or same_version(found[1], host_version)):
             return ProbeEnv("current", Path(sys.executable), found[0], found[1])
         if choice == "current":
             have = f"{found[0]}=={found[1]}" if found else "no vLLM"
@@ -78,7 +78,7 @@ def _given_env(path: Path, host_version: str | None) -> ProbeEnv:
     found = host_in(python)
     if found is None:
         raise UsageError(f"--env {path}: no vLLM installed there")
-    if host_version is not None and not _same_version(found[1], host_version):
+    if host_version is not None and not same_version(found[1], host_version):
         raise UsageError(f"--env {path}: it has {found[0]}=={found[1]}, not vllm=={host_version}")
     root = path if path.is_dir() else None
     return ProbeEnv("path", python, found[0], found[1], root=root)

@@ -27,16 +27,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from driftcheck.cache import cache_root
+from driftcheck.envs.disk import in_use, limit_bytes
+from driftcheck.envs.environment import ProbeEnv
 from driftcheck.errors import UsageError
-from driftcheck.probes import runner
-from driftcheck.probes.blame import blame, patch_hunks
-from driftcheck.probes.builtin_models import (
+from driftcheck.models.builtin import (
     DEFAULT_MODEL,
     ResolvedModel,
     recipe,
     resolve_model,
     vllm_dir,
 )
+from driftcheck.probes import runner
+from driftcheck.probes.blame import blame, patch_hunks
 from driftcheck.probes.client_deps import client_site, ensure_client_deps
 from driftcheck.probes.cpu_shims import load_shims, prepare
 from driftcheck.probes.driver_env import (
@@ -48,9 +50,7 @@ from driftcheck.probes.driver_env import (
     run_environment,
     shown_env,
 )
-from driftcheck.probes.env_cache import in_use, limit_bytes
 from driftcheck.probes.env_selection import select_env
-from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.gpu_memory import GpuMemorySampler
 from driftcheck.probes.options import ProbeOptions, host_spec
 from driftcheck.probes.outcome import ProbeReport, RunOutcome, interpret

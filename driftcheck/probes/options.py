@@ -44,7 +44,7 @@ class ProbeOptions:
     @property
     def run_timeout(self) -> float:
         """Seconds one run may take."""
-        from driftcheck.probes.builtin_models import recipe
+        from driftcheck.models.builtin import recipe
 
         if self.timeout is not None:
             return self.timeout

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from driftcheck.envs.environment import ProbeEnv
 from driftcheck.probes import runner
-from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.patches import AppliedPatch
 from driftcheck.probes.workloads import CHECKS, Workload
 

@@ -262,6 +262,6 @@ def _local_model(model: str | None) -> str | None:
     scanned as the default model: the probe loads it, the scan cannot)."""
     if model is None:
         return None
-    from driftcheck.model_configs import builtin_models, find_config
+    from driftcheck.models.configs import builtin_models, find_config
 
     return model if model in builtin_models() or find_config(model) is not None else None

@@ -19,7 +19,7 @@ import griffe
 
 from driftcheck.host import served_model
 from driftcheck.host.api import Found, HostAPI
-from driftcheck.model_configs import find_config
+from driftcheck.models.configs import find_config
 
 REGISTRY_MODULE = "vllm.model_executor.models.registry"
 MODELS_PACKAGE = "vllm.model_executor.models"

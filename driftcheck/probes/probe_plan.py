@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import cast
 
+from driftcheck.envs.environment import ProbeEnv
+from driftcheck.envs.managed import build_plan
 from driftcheck.errors import UsageError
 from driftcheck.probes.driver_env import (
     cpu_thread_binding,
@@ -24,8 +26,6 @@ from driftcheck.probes.driver_env import (
     shown_env,
 )
 from driftcheck.probes.env_selection import select_env
-from driftcheck.probes.envs import ProbeEnv
-from driftcheck.probes.managed_envs import build_plan
 from driftcheck.probes.options import ProbeOptions, host_spec
 from driftcheck.probes.patches import (
     LEFT_FILE,
@@ -96,9 +96,9 @@ class ProbePlan:
 
 def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
     """Describe the probe run without running, importing or building anything."""
-    from driftcheck.probes.builtin_models import recipe
+    from driftcheck.envs.environment import EnvError, has_gpu
+    from driftcheck.models.builtin import recipe
     from driftcheck.probes.client_deps import client_site
-    from driftcheck.probes.envs import EnvError, has_gpu
 
     if options.patches is not None and options.fix:
         raise UsageError("--patches and --fix exclude each other")
@@ -386,7 +386,7 @@ def _cpu_shim_lines(
     read from the environment's files, else from the release's source."""
     from packaging.utils import canonicalize_name
 
-    from driftcheck.probes.builtin_models import vllm_dir
+    from driftcheck.models.builtin import vllm_dir
     from driftcheck.probes.cpu_shims import installed_finders, load_shims, needed
 
     shims = [s for s in load_shims() if served or s.kind == "source"]
@@ -423,7 +423,7 @@ def _num_layers(config: dict | None) -> int:
 
 def _local_config(model: str) -> dict | None:
     """The model's ``config.json`` where it is on this machine (nothing downloaded)."""
-    from driftcheck.model_configs import find_config
+    from driftcheck.models.configs import find_config
 
     path = find_config(model)
     try:
@@ -448,7 +448,7 @@ def _memory(model: str, config: dict | None, options: ProbeOptions, notes: list[
 def _builtin_model_lines(rec: ModuleType) -> tuple[list[str], str, dict]:
     """A built-in model for ``--plan``: its lines, its folder, and its config (with placeholder
     token ids: the static check reads only the architecture)."""
-    from driftcheck.probes.builtin_models import model_dir
+    from driftcheck.models.builtin import model_dir
 
     where = model_dir(rec)
     state = "generated" if (where / "ready.json").exists() else "generated on first use"

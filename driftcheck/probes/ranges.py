@@ -161,8 +161,8 @@ def probe_range(
     Raises:
         UsageError: Options that do not go with a range (``--env PATH``, ``--patches``).
     """
+    from driftcheck.envs.managed import managed_env, managed_root, read_env_info
     from driftcheck.probes.harness import probe
-    from driftcheck.probes.managed_envs import managed_env, managed_root, read_env_info
     from driftcheck.probes.patches import NoPatchError
 
     say = progress or (lambda _m: None)

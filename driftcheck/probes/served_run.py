@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from driftcheck.envs.environment import ProbeEnv, clean_env
+from driftcheck.models.builtin import ResolvedModel, vllm_dir
 from driftcheck.probes import runner
-from driftcheck.probes.builtin_models import ResolvedModel, vllm_dir
 from driftcheck.probes.cpu_shims import prepare
 from driftcheck.probes.driver_env import run_environment, shown_env
-from driftcheck.probes.envs import ProbeEnv, _clean_env
 from driftcheck.probes.gpu_memory import GpuMemorySampler
 from driftcheck.probes.options import ProbeOptions
 from driftcheck.probes.outcome import RunOutcome, interpret
@@ -130,7 +130,7 @@ def server_environment(
     built-in model's offline mode and needs, and the OpenMP binding of N>1 CPU workers
     (``bind_env``, from :func:`~driftcheck.probes.driver_env.cpu_thread_binding`: vLLM's own
     binding refuses more workers than NUMA nodes, in the server's engine as in process)."""
-    server_env = _clean_env()
+    server_env = clean_env()
     server_env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [shim_dir, *extra_path])
     for key in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "TOKENIZERS_PARALLELISM"):
         server_env[key] = "1" if key != "TOKENIZERS_PARALLELISM" else "false"

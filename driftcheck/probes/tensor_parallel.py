@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from driftcheck.cache import cache_root
-from driftcheck.probes.builtin_models import _run as run_target
+from driftcheck.envs.environment import ProbeEnv
+from driftcheck.models.builtin import run_target
 from driftcheck.probes.driver_env import DRIVER_FILES
 from driftcheck.probes.driver_states import judge_match
-from driftcheck.probes.envs import ProbeEnv
 from driftcheck.probes.outcome import RunOutcome
 from driftcheck.probes.workloads import cosine_min
 

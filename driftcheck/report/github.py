@@ -11,8 +11,8 @@ from typing import TextIO
 
 from driftcheck.accepted import Triage
 from driftcheck.findings import Finding
-from driftcheck.pipeline import ScanResult
 from driftcheck.report.locations import cell_location, client_path, host_path
+from driftcheck.result import ScanResult
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 

@@ -6,8 +6,8 @@ import json
 from typing import TextIO
 
 from driftcheck.accepted import Triage
-from driftcheck.pipeline import ScanResult
 from driftcheck.report.locations import cell_location
+from driftcheck.result import ScanResult
 
 
 def render(result: ScanResult, out: TextIO, *, triage: Triage | None = None, **_: object) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from driftcheck.findings import Evidence
-from driftcheck.pipeline import ScanResult
+from driftcheck.result import ScanResult
 
 
 def client_base(result: ScanResult) -> Path | None:

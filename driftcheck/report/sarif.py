@@ -21,7 +21,6 @@ from packaging.utils import canonicalize_name
 
 from driftcheck.accepted import Triage
 from driftcheck.findings import Evidence, Finding
-from driftcheck.pipeline import ScanResult
 from driftcheck.registry import CHECKS
 from driftcheck.report.locations import (
     as_uri,
@@ -30,6 +29,7 @@ from driftcheck.report.locations import (
     client_path,
     host_path,
 )
+from driftcheck.result import ScanResult
 from driftcheck.rules import Rule
 
 SCHEMA = (

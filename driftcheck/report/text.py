@@ -12,9 +12,9 @@ from rich.text import Text
 from driftcheck.accepted import Triage
 from driftcheck.findings import Finding
 from driftcheck.host.served_model import ServedModel
-from driftcheck.pipeline import ScanResult
 from driftcheck.report.console import report_console
 from driftcheck.report.locations import cell_location, where
+from driftcheck.result import ScanResult
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

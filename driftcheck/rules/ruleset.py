@@ -8,11 +8,12 @@ so an installed wheel has the same rules as a checkout. A user's rule folders ex
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
+from driftcheck.client.types import Bindings
 from driftcheck.errors import UsageError
 from driftcheck.host.served_model import ServedSpec
 from driftcheck.rules.model import Rule, RuleError, load_rule, norm_host
@@ -23,20 +24,6 @@ BUILTIN_PACKAGE = "driftcheck.rules.builtin"
 
 class RulesMissing(UsageError):
     """The built-in rules cannot be read: a broken installation, never "no rules"."""
-
-
-@dataclass(frozen=True)
-class Bindings:
-    """What binding rules tell receiver inference about one host."""
-
-    #: Keyword -> host class that the client class named by that keyword's value is mixed into.
-    mixins: dict[str, str] = field(default_factory=dict)
-    #: Host attribute path -> the host class it holds at run time (annotations do not say).
-    attributes: dict[str, str] = field(default_factory=dict)
-    #: Host method path -> the host class whose method its first (string) argument names.
-    dispatch: dict[str, str] = field(default_factory=dict)
-    #: Where the host keeps the models it serves (``[binding.served_model]``), if it does.
-    served: ServedSpec | None = None
 
 
 @dataclass(frozen=True)

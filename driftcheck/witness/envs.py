@@ -26,8 +26,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from driftcheck.cache import cache_root, locked
-from driftcheck.host.api import HostAPI
-from driftcheck.sources.trees import DirectoryTree, InstalledTree
+from driftcheck.envs.environment import HOST_DISTS, EnvError, clean_env
+from driftcheck.host.release import HostRelease
 
 ENV_FORMAT = 1  # bump when the recipe changes: older witness environments are rebuilt
 BUILD_TIMEOUT = 1800
@@ -53,28 +53,26 @@ class WitnessEnv:
         return "" if self.sys_path else self.label
 
 
-def witness_env(api: HostAPI, *, build: bool = True) -> WitnessEnv:
-    """The environment for ``api``'s release.
+def witness_env(release: HostRelease, *, build: bool = True) -> WitnessEnv:
+    """The environment for a host release.
 
     Raises:
         WitnessEnvError: When it cannot be found or built.
     """
-    tree = api.tree
-    label = f"{api.name}=={api.version}"
-    if isinstance(tree, DirectoryTree):
-        return WitnessEnv(label, sys.executable, ("-I", "-S"), (str(tree.root),))
-    if isinstance(tree, InstalledTree):
+    label = f"{release.name}=={release.version}"
+    if release.folder is not None:
+        return WitnessEnv(label, sys.executable, ("-I", "-S"), (str(release.folder),))
+    if release.installed:
         return WitnessEnv(label, sys.executable, ("-I",))
-    probe = _probe_env(api.name, api.version, build=build)
+    probe = _probe_env(release.name, release.version, build=build)
     if probe is not None:
         return probe
-    return _managed(api.name, api.version, build=build)
+    return _managed(release.name, release.version, build=build)
 
 
 def _probe_env(name: str, version: str, *, build: bool) -> WitnessEnv | None:
     """The probe's managed environment for this host release, when the probe knows the host."""
-    from driftcheck.probes.envs import HOST_DISTS, EnvError
-    from driftcheck.probes.managed_envs import managed_env
+    from driftcheck.envs.managed import managed_env  # only for a host the probe knows
 
     if canonicalize_name(name) not in HOST_DISTS:
         return None
@@ -151,11 +149,9 @@ def _build(root: Path, name: str, version: str) -> dict:
 
 
 def _run(cmd: list[str], timeout: float = BUILD_TIMEOUT) -> None:
-    from driftcheck.probes.envs import _clean_env
-
     try:
         done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, env=_clean_env(), check=False
+            cmd, capture_output=True, text=True, timeout=timeout, env=clean_env(), check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WitnessEnvError(str(exc)) from None

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from driftcheck.cache import cache_root
+from driftcheck.envs.environment import clean_env
 from driftcheck.errors import UsageError
 from driftcheck.findings import Finding, Verification
-from driftcheck.host.api import HostAPI
-from driftcheck.pipeline import ScanResult
+from driftcheck.host.release import HostRelease
+from driftcheck.result import ScanResult
 from driftcheck.witness.envs import WitnessEnv, WitnessEnvError, witness_env
 from driftcheck.witness.programs import Program, program, verdict
 
@@ -56,8 +57,8 @@ class Verified:
 
 def verify(
     findings: Iterable[Finding],
-    target: HostAPI,
-    baseline: HostAPI | None,
+    target: HostRelease,
+    baseline: HostRelease | None,
     *,
     build: bool = True,
     cached: bool = True,
@@ -69,7 +70,7 @@ def verify(
     start = time.perf_counter()
     findings = list(findings)
     programs: dict[int, Program | str] = {i: program(f) for i, f in enumerate(findings)}
-    sides: list[tuple[str, HostAPI, list[dict]]] = [
+    sides: list[tuple[str, HostRelease, list[dict]]] = [
         ("target", target, [p.target for p in programs.values() if isinstance(p, Program)])
     ]
     if baseline is not None:
@@ -82,7 +83,7 @@ def verify(
     results: dict[str, dict[str, dict]] = {}
     envs: dict[str, str] = {}
 
-    def run_side(name: str, api: HostAPI, specs: list[dict]) -> None:
+    def run_side(name: str, api: HostRelease, specs: list[dict]) -> None:
         if not specs:
             results[name] = {}
             return
@@ -95,7 +96,7 @@ def verify(
             return
         envs[name] = env.label
         say(f"running {len(specs)} witness(es) on {api.name}=={api.version}")
-        results[name] = run_batch(env, sorted(api.roots), specs, cached=cached)
+        results[name] = run_batch(env, list(api.roots), specs, cached=cached)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         for fut in [pool.submit(run_side, *s) for s in sides]:
@@ -126,10 +127,14 @@ def verify_result(
     Raises:
         UsageError: The result has no host release to run witnesses against.
     """
-    if result.target_api is None:
+    if result.target_release is None:
         raise UsageError("nothing to verify against: the scan result has no target host")
     done = verify(
-        result.findings, result.target_api, result.baseline_api, build=build, progress=progress
+        result.findings,
+        result.target_release,
+        result.baseline_release,
+        build=build,
+        progress=progress,
     )
     return replace(
         result,
@@ -151,14 +156,14 @@ def spec_key(spec: dict) -> str:
 def run_on_target(result: ScanResult, specs: list[dict]) -> dict[str, dict]:
     """Run programs on the scan's target release only (a fix's rewritten uses), keyed by
     :func:`spec_key`; an environment that cannot be had gives ``env`` outcomes."""
-    api = result.target_api
+    api = result.target_release
     if api is None or not specs:
         return {}
     try:
         env = witness_env(api)
     except WitnessEnvError as exc:
         return {spec_key(s): {"outcome": "env", "detail": str(exc)} for s in specs}
-    return run_batch(env, sorted(api.roots), specs)
+    return run_batch(env, list(api.roots), specs)
 
 
 def _cache_file(env: WitnessEnv, key: str) -> Path | None:
@@ -172,8 +177,6 @@ def run_batch(
     env: WitnessEnv, roots: list[str], specs: list[dict], *, cached: bool = True
 ) -> dict[str, dict]:
     """Every distinct program's result in ``env``, keyed by the program's JSON."""
-    from driftcheck.probes.envs import _clean_env
-
     todo: dict[str, dict] = {}
     done: dict[str, dict] = {}
     for spec in specs:
@@ -214,7 +217,7 @@ def run_batch(
                 capture_output=True,
                 text=True,
                 timeout=budget,
-                env=_clean_env(),
+                env=clean_env(),
                 stdin=subprocess.DEVNULL,
                 check=False,
             )

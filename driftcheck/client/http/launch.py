@@ -1,0 +1,203 @@
+"""Command lines in the client that start the host's server, and the flags they pass.
+
+Which commands mean "this host's server" comes from the host itself: the console scripts its
+distribution declares (``[console_scripts]`` of its ``entry_points.txt``, or ``[project.scripts]``
+of its ``pyproject.toml``), and ``python -m <module>`` of one of its own modules
+(``sys.executable`` counts as ``python``). Read: argv list literals (``["vllm", "serve", m,
+"--x"]``), grown by ``cmd += [...]``, ``cmd.append(...)`` and ``cmd.extend([...])`` in the same
+function; and command strings given to ``shlex.split``, ``subprocess.*``, ``os.system`` or
+``asyncio.create_subprocess_shell`` (directly or through a name assigned once).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import shlex
+from typing import TYPE_CHECKING, cast
+
+from driftcheck.client.http.use import HttpUse
+from driftcheck.gates import Gate, all_of
+
+if TYPE_CHECKING:
+    from driftcheck.client.index import FunctionInfo, ModuleInfo
+    from driftcheck.client.names import Source
+
+_PYTHONS = frozenset({"python", "python3", "sys.executable"})
+_SHELL_CALLS = frozenset(
+    {
+        "shlex.split",
+        "os.system",
+        "os.popen",
+        "subprocess.Popen",
+        "subprocess.run",
+        "subprocess.call",
+        "subprocess.check_call",
+        "subprocess.check_output",
+        "asyncio.create_subprocess_shell",
+    }
+)
+_HOLE = "\0"
+
+
+class LaunchFinder:
+    """Mixin for the HTTP collector: the server command lines of one module."""
+
+    scripts: frozenset[str]
+    roots: set[str]
+    uses: list
+
+    if TYPE_CHECKING:  # what the collector supplies
+        module: ModuleInfo
+        source: Source
+        parents: dict[ast.AST, ast.AST]
+        gates: list[Gate]
+
+        @property
+        def func(self) -> FunctionInfo | None: ...
+
+    def _argvs(self) -> dict[str, HttpUse]:
+        key = id(self.func) if self.func is not None else 0
+        store: dict[int, dict[str, HttpUse]] = self.__dict__.setdefault("_argv_store", {})
+        return store.setdefault(key, {})
+
+    def _token(self, node: ast.expr) -> str | None:
+        """A literal argv element (``sys.executable`` as itself), else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):  # ``flag = "--x"; cmd.append(flag)``
+            value = _assigned(node.id, self.func, self.module)
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value
+        names = self.module.qualified(node)
+        return "sys.executable" if "sys.executable" in names else None
+
+    def _is_server(self, tokens: list[str | None]) -> bool:
+        if not tokens or tokens[0] is None:
+            return False
+        first = posixpath.basename(tokens[0])
+        if first in self.scripts:
+            return True
+        if first in _PYTHONS and len(tokens) >= 3 and tokens[1] == "-m" and tokens[2]:
+            return tokens[2].split(".", 1)[0] in self.roots
+        return False
+
+    def visit_List(self, node: ast.List) -> None:
+        tokens = [self._token(e) for e in node.elts[:3]]
+        if not self._is_server(tokens):
+            return
+        use = self._launch(node, argv_list=True)
+        self._add_elements(use, node.elts)
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0]
+            if isinstance(target, ast.Name):
+                self._argvs()[target.id] = use
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+            use = self._argvs().get(node.target.id)
+            if use is not None:
+                self._grow(use, node.value)
+
+    def track_argv_call(self, node: ast.Call) -> None:
+        """``cmd.append(x)`` / ``cmd.extend([...])`` of a known argv; a command string given to
+        a shell-like call."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            use = self._argvs().get(func.value.id)
+            if use is not None and node.args:
+                if func.attr == "append":
+                    self._add_elements(use, [node.args[0]])
+                elif func.attr in ("extend", "__iadd__"):
+                    self._grow(use, node.args[0])
+        names = self.module.qualified(func)
+        if node.args and any(n in _SHELL_CALLS for n in names):
+            arg = node.args[0]
+            if isinstance(arg, ast.Name):
+                values = _assigned(arg.id, self.func, self.module)
+                arg = values if values is not None else arg
+            self._shell_string(arg)
+
+    def _grow(self, use: HttpUse, value: ast.expr) -> None:
+        if isinstance(value, (ast.List, ast.Tuple)):
+            self._add_elements(use, value.elts)
+        else:
+            use.argv_open = True
+
+    def _add_elements(self, use: HttpUse, elts: list[ast.expr]) -> None:
+        flags = list(use.flags)
+        gates = list(use.flag_gates) + [None] * (len(flags) - len(use.flag_gates))
+        gate = all_of(list(self.gates))
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                use.argv_open = True
+                continue
+            token = self._token(e)
+            if token is not None and token.startswith("--"):
+                flags.append((token.split("=", 1)[0], self.source.span(e)))
+                gates.append(gate)
+        use.flags = tuple(flags)
+        use.flag_gates = tuple(gates)
+
+    def _shell_string(self, node: ast.expr) -> None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            # An f-string's literal pieces are str constants.
+            text = "".join(
+                cast(str, v.value) if isinstance(v, ast.Constant) else _HOLE for v in node.values
+            )
+        else:
+            return
+        try:
+            tokens = shlex.split(text)
+        except ValueError:
+            return
+        head: list[str | None] = [None if _HOLE in t else t for t in tokens[:3]]
+        if not self._is_server(head):
+            return
+        use = self._launch(node, argv_list=False)
+        span = self.source.span(node)
+        use.flags = tuple(
+            (t.split("=", 1)[0], span) for t in tokens if t.startswith("--") and _HOLE not in t
+        )
+        # A hole after a flag is that flag's value, and one after a console script's
+        # subcommand its positional argument (``vllm serve {model}``); one anywhere else may
+        # be any flag.
+        script = posixpath.basename(tokens[0]) in self.scripts
+        use.argv_open = any(
+            _HOLE in t
+            and not (i and tokens[i - 1].startswith("--") and "=" not in tokens[i - 1])
+            and not (script and i == 2)
+            for i, t in enumerate(tokens)
+            if not t.startswith("--")
+        )
+
+    def _launch(self, node: ast.expr, *, argv_list: bool) -> HttpUse:
+
+        line, column = self.source.start(node)
+        end_line, end_column = self.source.end(node)
+        func = self.func
+        use = HttpUse(
+            kind="launch",
+            file=self.module.file,
+            line=line,
+            column=column + 1,
+            end_line=end_line,
+            end_column=end_column + 1,
+            symbol="launch",
+            scope=func.qualname if func is not None else self.module.name,
+            order=len(self.uses),
+            gate=all_of(list(self.gates)),
+            argv_list=argv_list,
+        )
+        self.uses.append(use)
+        return use
+
+
+def _assigned(name: str, func: object, module: object) -> ast.expr | None:
+    values = getattr(func, "locals", {}).get(name) if func is not None else None
+    if values is None:
+        values = getattr(module, "globals", {}).get(name, [])
+    return values[0] if len(values) == 1 else None
