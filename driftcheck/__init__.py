@@ -19,7 +19,7 @@ A library first; the command line (``driftcheck``) is a thin layer over these fu
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from driftcheck.errors import DriftcheckError, FetchError, SourceError, UsageError
 from driftcheck.findings import Evidence, Finding, Fix
@@ -69,7 +69,7 @@ def probe(
     host: str = "installed",
     *,
     progress: Callable[[str], None] | None = None,
-    **options: object,
+    **options: Any,
 ) -> ProbeReport:
     """Run the client's real workload against a real host, unpatched and patched.
 
@@ -88,7 +88,7 @@ def probe(
     from driftcheck.probes.options import ProbeOptions
 
     try:
-        chosen = ProbeOptions(client=client, host=host, **options)  # type: ignore[arg-type]
+        chosen = ProbeOptions(client=client, host=host, **options)
     except TypeError as exc:
         raise UsageError(f"probe: {exc}") from None
     return run_probe(chosen, progress=progress)
@@ -102,7 +102,7 @@ def probe_range(
     first: str | None = None,
     last: str | None = None,
     progress: Callable[[str], None] | None = None,
-    **options: object,
+    **options: Any,
 ) -> RangeReport:
     """Run the probe on each release of a range (managed environments built on demand, two at
     a time, reused from the cache).
@@ -126,7 +126,7 @@ def probe_range(
     from driftcheck.probes.ranges import range_versions
 
     try:
-        chosen = ProbeOptions(client=client, host=host, **options)  # type: ignore[arg-type]
+        chosen = ProbeOptions(client=client, host=host, **options)
     except TypeError as exc:
         raise UsageError(f"probe_range: {exc}") from None
     picked = ",".join(releases) if releases is not None else None

@@ -134,7 +134,7 @@ def _parse(data: dict, path: Path, where: str) -> Config:
         if not isinstance(value, KEYS[key]) or (
             isinstance(value, list) and not all(isinstance(v, str) for v in value)
         ):
-            kinds = {list: "a list of strings", dict: "a table"}
+            kinds: dict[type, str] = {list: "a list of strings", dict: "a table"}
             kind = kinds.get(KEYS[key], "a string")
             raise UsageError(f"{where}: {key!r} must be {kind}")
     fail_on = data.get("fail-on")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 from driftcheck.kinds import FixSafety, Kind, Severity
 
@@ -76,7 +77,7 @@ class Site:
 
     def to_dict(self) -> dict:
         """JSON form (read back by :meth:`from_dict`)."""
-        data: dict = _lists(asdict(self))  # type: ignore[assignment]
+        data = cast(dict, _lists(asdict(self)))  # a dict's lists stay a dict
         return {k: v for k, v in data.items() if v not in (None, [], 0)}
 
     @classmethod
@@ -100,7 +101,7 @@ class Site:
             member=data.get("member"),
             target=shape(data.get("target")),
             baseline=shape(data.get("baseline")),
-            params=tuple(tuple(p) for p in data.get("params", ())),  # type: ignore[misc]
+            params=tuple(tuple(p) for p in data.get("params", ())),
             declared=tuple((str(k), str(v)) for k, v in data.get("declared", ())),
             reads=int(data.get("reads", 0)),
         )
@@ -176,7 +177,7 @@ class Finding:
 
     def to_dict(self) -> dict:
         """JSON-ready form (the documented contract plus extra fields)."""
-        data = {
+        data: dict[str, Any] = {
             "rule": self.rule,
             "kind": self.kind,
             "severity": self.severity,

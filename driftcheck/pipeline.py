@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import cast
 
 from driftcheck.checks import MERGING, PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side, site_of
@@ -378,7 +379,11 @@ def _scan(
     else:
         client_spec, target_spec, _ = resolve_specs(client, against, baseline, host)
     # A range or @latest resolved on a cached list the index could not renew: say its age.
-    listed = stale_listing(target_spec.name) if against and is_version_spec(against) else None
+    listed = (
+        stale_listing(cast(str, target_spec.name))  # a version range names its distribution
+        if against and is_version_spec(against)
+        else None
+    )
     say(f"loading host {target_spec}")
     target = load_host(target_spec)
     host_name = target_spec.name or target.name

@@ -36,8 +36,11 @@ class _HasKind(Protocol):
 class _Reported(Protocol):
     """A finding, as far as ids go."""
 
-    rule: str
-    kind: str
+    @property
+    def rule(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
 
 
 #: Kind of drift -> what it means (the ``kind`` of every finding is one of these).
@@ -111,7 +114,7 @@ def check_ids(ids: Iterable[str], rules: Iterable[_HasId], *, where: str) -> Non
 
 def kinds_of(rules: Iterable[_HasKind]) -> dict[str, str]:
     """Every check and rule id -> its kind."""
-    out = {c.id: c.kind for c in CHECKS.values()}
+    out: dict[str, str] = {c.id: c.kind for c in CHECKS.values()}
     out.update({r.id: r.kind for r in rules})
     return out
 

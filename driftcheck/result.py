@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from driftcheck.client.uses import Use
 from driftcheck.findings import Finding
@@ -28,7 +29,7 @@ class ScanResult:
     skipped: list[tuple[str, str]]
     uses: list[Use]
     client_lines: dict[str, list[str]]
-    stats: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
     client_texts: dict[str, str] = field(default_factory=dict)
     client_root: Path | None = None
     #: The client's files that do not name the host (read, not analysed): a re-scan of a fixed

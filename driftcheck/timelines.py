@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 from packaging.version import Version
 
@@ -176,7 +177,8 @@ def timeline(
             parts.append((prefix, reading))
         if members:
             versions_of = {b[2] for b in bases}
-            name, version = client_spec.path.resolve().name, ""  # type: ignore[union-attr]
+            # Members: the client is a directory, which has a path.
+            name, version = cast(Path, client_spec.path).resolve().name, ""
             base_version = next(iter(versions_of)) if len(versions_of) == 1 else None
         else:
             name, version, base_version = bases[0][0].name, bases[0][0].version, bases[0][2]

@@ -13,7 +13,7 @@ from driftcheck.checks.positional import rebound
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
-from driftcheck.host.api import Found
+from driftcheck.host.api import Found, Lookup
 from driftcheck.host.callers import migrated_keyword
 from driftcheck.host.signature import Signature, bind
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
@@ -43,7 +43,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     shape = use.shape.on(side(ctx.target))
     problems = bind(sig_t, shape)
     base_ev: Evidence | None = None
-    base: object = None
+    base: Lookup = None
     sig_b = None
     if ctx.baseline is not None:
         base = ctx.lookup(ctx.baseline, use)
@@ -52,7 +52,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             return []
         before = set(bind(sig_b, use.shape.on(side(ctx.baseline))))
         problems = [p for p in problems if p not in before]
-        base_ev = Evidence(ctx.baseline.version, sig_b.file, sig_b.line)
+        base_ev = Evidence(ctx.base.version, sig_b.file, sig_b.line)
     if any(p.code in ("too-many-positional", "missing-required") for p in problems):
         # What a positional shift explains, ``positional-shift`` says (one finding per cause):
         # arguments that no longer have a slot, and parameters the shifted ones used to fill.
@@ -73,9 +73,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     details = "; ".join(p.detail for p in problems)
     renames = _renames(problems, ctx, base, sig_b, sig_t)
     told = "".join(
-        quoted(ctx.baseline.version, said)  # type: ignore[union-attr]
+        quoted(ctx.base.version, said)
         if said
-        else f"; a decorator in {ctx.baseline.version} took {old} for {new}"  # type: ignore[union-attr]
+        else f"; a decorator in {ctx.base.version} took {old} for {new}"
         if how == "decorator"
         else f"; the host's own {_site(how)[0]}() passes {new} where it passed {old}"
         for old, (said, new, how) in renames.items()
@@ -111,7 +111,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
 
 
 def _renames(
-    problems: list, ctx: CheckContext, base: object, sig_b: Signature | None, sig_t: Signature
+    problems: list, ctx: CheckContext, base: Lookup, sig_b: Signature | None, sig_t: Signature
 ) -> dict[str, tuple[str, str, str]]:
     """Removed keywords the host maps to a new one: keyword -> (baseline's message, new name,
     evidence). The evidence is the baseline's deprecation naming the new keyword, or the
@@ -120,7 +120,7 @@ def _renames(
     for problem in problems:
         if problem.code != "unexpected-keyword":
             continue
-        said, new = keyword_warned_before(ctx.baseline, base, problem.param)  # type: ignore[arg-type]
+        said, new = keyword_warned_before(ctx.baseline, base, problem.param)
         how = "message" if new else ""
         alias = sig_b.param(problem.param) if sig_b is not None else None
         if not new and alias is not None and alias.alias_of:
@@ -129,7 +129,7 @@ def _renames(
             gone = {p.name for p in sig_b.params if sig_t.param(p.name) is None}
             came = {p.name for p in sig_t.params if sig_b.param(p.name) is None}
             name = base.path.rsplit(".", 1)[-1]
-            new, site = migrated_keyword(ctx.baseline, ctx.target, name, problem.param, gone, came)  # type: ignore[arg-type]
+            new, site = migrated_keyword(ctx.base, ctx.target, name, problem.param, gone, came)
             how = f"callers:{site.function}:{site.file}:{site.line}" if site else ""
         if new and sig_t.param(new) is None:
             new, how = "", ""

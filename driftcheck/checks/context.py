@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 from driftcheck.checks.declaration import CheckId
 from driftcheck.client.use import Use
@@ -37,6 +38,12 @@ class CheckContext:
     fresh: set[int] = field(default_factory=set)
     #: The classes the host builds for the served model (``scan --model``), if it serves one.
     served: ServedModel | None = None
+
+    @property
+    def base(self) -> HostAPI:
+        """The baseline, typed for the code that compares two releases (it runs only where
+        there is a baseline)."""
+        return cast(HostAPI, self.baseline)
 
     @property
     def bindings(self) -> Bindings:

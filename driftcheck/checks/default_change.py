@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
+from functools import partial
 
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.declaration import Check, CheckId
@@ -75,7 +76,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             continue  # the target's None stands for the old value (or one it works out)
         if _sentinel(new):
             continue  # a deprecation cycle's marker: the old behaviour, with a warning
-        if _same_truth(q, p, old, new, lambda p=p: _truth_tested_only(ctx.target, target, p.name)):
+        if _same_truth(q, p, old, new, partial(_truth_tested_only, ctx.target, target, p.name)):
             continue
         if _names_gone_host_code(ctx, old):
             continue

@@ -11,6 +11,8 @@ renames to it.
 
 from __future__ import annotations
 
+from typing import cast
+
 from driftcheck.checks.call_signature import CALL_SIGNATURE
 from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
 from driftcheck.checks.declaration import Check, CheckId
@@ -55,19 +57,20 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     read = _property(target) and use.kind == "attribute"  # ``Model.__fields__``: its getter runs
     if not isinstance(target, Found) or target.kind not in ("function", "class") and not read:
         return []
-    base = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
-    if ctx.baseline is not None and not isinstance(base, Found):
+    looked = ctx.lookup(ctx.baseline, use) if ctx.baseline is not None else None
+    if ctx.baseline is not None and not isinstance(looked, Found):
         return []
+    base = looked if isinstance(looked, Found) else None  # found, or there is no baseline
     body = runs(ctx.target, target)  # what a call runs: the function, or the class's __init__
-    base_body = runs(ctx.baseline, base) if ctx.baseline is not None else None  # type: ignore[arg-type]
+    base_body = runs(ctx.baseline, base) if ctx.baseline is not None else None
     if read:
         body = target
-        base_body = base if _property(base) else None  # type: ignore[assignment]
+        base_body = base if _property(base) else None
     out: list[Finding] = []
     kinds = ("call", "attribute") if target.kind == "function" or read else ("call", "subclass")
     if use.kind in kinds:
         notes = _whole(ctx.target, target, body)
-        if notes and not (ctx.baseline is not None and _whole(ctx.baseline, base, base_body)):  # type: ignore[arg-type]
+        if notes and not (ctx.baseline is not None and _whole(ctx.baseline, base, base_body)):
             name = use.member or use.symbol.rsplit(".", 1)[-1]
             where = body or target
             out.append(
@@ -194,7 +197,7 @@ def _parameters(
     notes = parameter_notes(ctx.target, target)
     if not notes:
         return []
-    shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
+    shape = cast(CallShape, use.shape).on(side(ctx.target))  # asked of calls with a shape
     before: set[tuple[str, str]] = set()
     base_notes = []
     if base is not None and ctx.baseline is not None:

@@ -43,18 +43,19 @@ def keep_baseline(
             new = p.get("new_symbol") or p.get("new", "")
         elif fix and fix.codemod == "rename-attribute" and f.symbol and p.get("new"):
             new = f"{f.symbol.rsplit('.', 1)[0]}.{p['new']}"
-        if not new or isinstance(baseline.resolve(new), Found):
+        # ``new`` is only set from a fix: ``fix is None`` never holds here.
+        if not new or fix is None or isinstance(baseline.resolve(new), Found):
             out.append(f)
             continue
         release = f"{baseline.name} {baseline.version}, which the client's range "
         release += f"{baseline.name}{allowed} admits, has no {new}"
-        if fix.codemod == "rename-import":  # type: ignore[union-attr]
+        if fix.codemod == "rename-import":
             fix = dataclasses.replace(
-                fix,  # type: ignore[arg-type]
-                description=f"{fix.description}, and from the old home where that fails: {release}",  # type: ignore[union-attr]
-                params=(*fix.params, ("fallback", baseline.version)),  # type: ignore[union-attr]
+                fix,
+                description=f"{fix.description}, and from the old home where that fails: {release}",
+                params=(*fix.params, ("fallback", baseline.version)),
             )
         else:
-            fix = dataclasses.replace(fix, description=f"{fix.description}; drops {release}")  # type: ignore[arg-type, union-attr]
+            fix = dataclasses.replace(fix, description=f"{fix.description}; drops {release}")
         out.append(dataclasses.replace(f, fix=fix))
     return out

@@ -89,9 +89,7 @@ def _removed(
     new = _replacement(before.deprecated, name, target) or _same_alias(before, target)
     host = f"{ctx.target.name} {ctx.target.version}"
     ev = [
-        evidence(
-            ctx.baseline, before.file, before.line, before.deprecated or f"{before.name} defined"
-        ),  # type: ignore[arg-type]
+        evidence(ctx.base, before.file, before.line, before.deprecated or f"{before.name} defined"),
     ]
     if new is not None:
         ev.append(evidence(ctx.target, new.file, new.line, f"{new.name} defined"))
@@ -128,7 +126,7 @@ def _deprecated(
     new = _replacement(now.deprecated, name, target)
     message = f"{ctx.target.name} {ctx.target.version} deprecates {name}: {now.deprecated}"
     ev = [
-        evidence(ctx.baseline, before.file, before.line, f"{before.name} defined"),  # type: ignore[arg-type]
+        evidence(ctx.base, before.file, before.line, f"{before.name} defined"),
         evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated"),
     ]
     return _at_flag(

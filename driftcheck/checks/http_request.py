@@ -69,9 +69,7 @@ def _dropped(
     if not ctx.once(use.file, f"{use.line} key {key}"):
         return None
     ev = [
-        evidence(
-            ctx.baseline, had.file or bm.file, had.line or bm.line, f"{bm.qualname}.{had.name}"
-        ),  # type: ignore[arg-type]
+        evidence(ctx.base, had.file or bm.file, had.line or bm.line, f"{bm.qualname}.{had.name}"),
         evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: no {key}"),
     ]
     kept = tm.fields.get(had.name)
@@ -133,7 +131,7 @@ def _now_forbidden(
     if not ctx.once(use.file, f"{use.line} key {key}"):
         return None
     ev = [
-        evidence(ctx.baseline, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),  # type: ignore[arg-type]
+        evidence(ctx.base, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),
         evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid"),
     ]
     message = (
@@ -168,11 +166,11 @@ def _required(
         was = "optional" if old is not None else "absent"
         ev = [
             evidence(
-                ctx.baseline,
+                ctx.base,
                 (old.file if old else "") or bm.file,
                 (old.line if old else 0) or bm.line,
                 f"{f.name} {was}",
-            ),  # type: ignore[arg-type]
+            ),
             evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required"),
         ]
         message = (

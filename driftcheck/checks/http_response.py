@@ -11,6 +11,8 @@ reported; neither is one an ``isinstance`` test rules out for the call's result.
 
 from __future__ import annotations
 
+from typing import cast
+
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.http import HTTP_RESPONSE_FIELD
 from driftcheck.checks.http_common import Sides, evidence, routes_now, sides, walk_response
@@ -18,7 +20,7 @@ from driftcheck.client.http.reads import EMPTY
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding
-from driftcheck.http.surface import Route
+from driftcheck.http.surface import HttpSurface, Route
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -50,7 +52,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     else:
         message = f"{target}'s {now.method} {now.path} no longer sends {name} ({got.note})"
     ev = [
-        evidence(ctx.baseline, was.file or before.file, was.line or before.line, f"sends {name}"),  # type: ignore[arg-type]
+        evidence(ctx.base, was.file or before.file, was.line or before.line, f"sends {name}"),
         evidence(ctx.target, got.file or now.file, got.line or now.line, got.note),
     ]
     return [finding(use, HTTP_RESPONSE_FIELD, symbol=use.symbol, message=message, evidence=ev)]
@@ -61,7 +63,7 @@ def _became_non_empty(
 ) -> list[Finding]:
     """The client tests for an empty body; the baseline's route sent none, the target's sends
     one (a model or a dict)."""
-    was = walk_response(s.baseline, before, ("*",))  # type: ignore[arg-type]
+    was = walk_response(cast(HttpSurface, s.baseline), before, ("*",))  # before: a baseline
     sends = [r for r in now.responses if r.kind in ("model", "keys")]
     if was.status != "empty" or not sends or any(r.kind == "unknown" for r in now.responses):
         return []
@@ -73,7 +75,7 @@ def _became_non_empty(
         f"({body}); the client expects none here"
     )
     ev = [
-        evidence(ctx.baseline, was.file or before.file, was.line or before.line, "sends no body"),  # type: ignore[arg-type]
+        evidence(ctx.base, was.file or before.file, was.line or before.line, "sends no body"),
         evidence(ctx.target, sends[0].file or now.file, sends[0].line or now.line, f"sends {body}"),
     ]
     return [finding(use, HTTP_RESPONSE_FIELD, symbol=use.symbol, message=message, evidence=ev)]

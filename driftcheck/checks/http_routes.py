@@ -79,7 +79,7 @@ def _conditioned(
         f"holds ({now.condition}); the baseline registered it where {before.condition or 'always'}"
     )
     ev = [
-        evidence(ctx.baseline, before.file, before.line, f"if {before.condition or 'always'}"),  # type: ignore[arg-type]
+        evidence(ctx.base, before.file, before.line, f"if {before.condition or 'always'}"),
         evidence(ctx.target, now.file, now.line, f"if {now.condition}"),
     ]
     return [
@@ -99,7 +99,7 @@ def _removed(use: HttpUse, ctx: CheckContext, before: Route, target: HttpSurface
         return []
     moved = _moved(target, before, use)
     where = f"{before.method} {before.path}"
-    ev = [evidence(ctx.baseline, before.file, before.line, f"{where} -> {before.handler}")]  # type: ignore[arg-type]
+    ev = [evidence(ctx.base, before.file, before.line, f"{where} -> {before.handler}")]
     if moved is not None:
         message = (
             f"{ctx.target.name} {ctx.target.version} no longer serves {where}; it serves "
@@ -160,7 +160,7 @@ def _flagged(
     names = " or ".join(flags)
     ev = [
         evidence(
-            ctx.baseline,  # type: ignore[arg-type]
+            ctx.base,
             before.file,
             before.line,
             f"{where} registered if {before.condition}"

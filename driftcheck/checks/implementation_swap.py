@@ -36,7 +36,7 @@ def alternatives(api: HostAPI, holder: str) -> list[tuple[str, str, int]]:
     for klass in api.mro(owner)[0]:
         found = klass.obj.extra.get("driftcheck", {}).get("alternatives", {}).get(attr)
         if found:
-            return [tuple(a) for a in found]  # type: ignore[misc]
+            return [tuple(a) for a in found]
     return []
 
 

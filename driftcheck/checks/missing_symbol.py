@@ -140,7 +140,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if use.kind == "import":
         ctx.reported.add((use.file, gone))  # the names it binds are not reported again
     base_gone = ctx.baseline.resolve(gone) if ctx.baseline else None
-    evidence = [ctx.evidence(ctx.baseline, base_gone)] if ctx.baseline else []
+    evidence = [ctx.evidence(ctx.base, base_gone)] if ctx.baseline else []
     said = served.message if isinstance(served, Served) else ""
     before = warned_before(ctx.baseline, base_gone)
     if isinstance(served, Served):
@@ -153,7 +153,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         private_ok=not said,
         reads=use.symbol,
     )
-    versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
+    versions = f" (present in {ctx.base.version})" if ctx.baseline else ""
     host = f"{ctx.target.name} {ctx.target.version}"
     unguarded = (
         f"; where its import (line {use.none_fallback}) fails, the fallback leaves it None (or "
@@ -173,7 +173,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             "contents": f"a module new in {ctx.target.version} that defines most of {short}'s "
             "names; the host does not say so",
         }[home.evidence]
-        told = f": {said}" if said else quoted(ctx.baseline.version, before) if before else ""  # type: ignore[union-attr]
+        told = f": {said}" if said else quoted(ctx.base.version, before) if before else ""
         return [
             finding(
                 use,
@@ -208,7 +208,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     else:
         message = f"{gone} does not exist in {host}{versions}"
     if before and before != said:
-        message += quoted(ctx.baseline.version, before)  # type: ignore[union-attr]
+        message += quoted(ctx.base.version, before)
     if isinstance(home, Lookalike):
         message += (
             f"; {home.found.path} shares the name but is not its new home (it is {home.reason})"

@@ -15,6 +15,7 @@ by keyword with the baseline's names, when the target still has every one of the
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 from driftcheck.checks.context import CheckContext, finding, runs, side
 from driftcheck.checks.declaration import Check, CheckId
@@ -80,7 +81,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     moved = [r for r in moved if r.how != "gone"]
     if not moved or target is None or sig_b is None or sig_t is None:
         return []
-    shape = use.shape.on(side(ctx.target))  # type: ignore[union-attr]
+    shape = cast(CallShape, use.shape).on(side(ctx.target))  # rebound only binds calls
     explains = any(r.how in ("keyword-only", "var-positional") for r in moved)
     if not explains and any(p.code == "too-many-positional" for p in bind(sig_t, shape)):
         return []  # the call fails outright: ``call-signature`` says so, where it lands is moot
@@ -103,7 +104,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 f"{ctx.target.name} {ctx.target.version}{silent}: " + "; ".join(parts)
             ),
             evidence=(
-                Evidence(ctx.baseline.version, sig_b.file, sig_b.line),  # type: ignore[union-attr]
+                Evidence(ctx.base.version, sig_b.file, sig_b.line),
                 Evidence(ctx.target.version, sig_t.file, sig_t.line),
             ),
             fix=_fix(moved, shape, sig_b, sig_t),
@@ -122,7 +123,7 @@ def _fails(r: Rebinding, checked: set[str]) -> bool:
 
 
 def _said(r: Rebinding, ctx: CheckContext, checked: set[str]) -> str:
-    old, new = ctx.baseline.version, ctx.target.version  # type: ignore[union-attr]
+    old, new = ctx.base.version, ctx.target.version
     head = f"argument {r.index + 1} bound to {r.before.name} in {old}"
     if r.how == "keyword-only":
         return f"{head}; {r.before.name} is keyword-only in {new} (TypeError)"

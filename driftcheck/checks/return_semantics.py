@@ -93,4 +93,4 @@ def _always_none(api: HostAPI | None, found: Found) -> bool | None:
         node = api.def_node(found)
         return None if node is None else always_returns_none(node)
 
-    return api.fact(f"always-none:{found.path}:{found.line}", compute)  # type: ignore[return-value]
+    return api.fact(f"always-none:{found.path}:{found.line}", compute)

@@ -7,7 +7,9 @@ The ids, kinds and severities of its findings are the rules' own (``rules/<host>
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import TypeGuard, cast
 
 from driftcheck.checks.context import CheckContext, side, site_of
 from driftcheck.checks.declaration import Check, Runs
@@ -23,7 +25,7 @@ from driftcheck.rules.model import Rule
 CHECK = Check(__name__, (), runs=Runs.MERGING, entry="apply_rules")
 
 
-def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
+def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | Served | None:
     symbol = rule.match["symbol"]
     want = rule.match.get("use", "any")
     if want != "any" and use.kind != want:
@@ -41,19 +43,19 @@ def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | None:
         return None
     for api in apis:
         got = api.resolve(use.symbol)
-        if _present(got) and got.path == _canonical(api, symbol):  # type: ignore[union-attr]
-            return got  # type: ignore[return-value]
+        if _present(got) and got.path == _canonical(api, symbol):
+            return got
     return None
 
 
-def _present(got: object) -> bool:
+def _present(got: object) -> TypeGuard[Found | Served]:
     """A host object, or a compiled one the host's stubs declare (``numpy.array``)."""
     return isinstance(got, Found) or isinstance(got, Served) and got.status == PRESENT
 
 
 def _canonical(api: HostAPI, symbol: str) -> str:
     got = api.resolve(symbol)
-    return got.path if _present(got) else symbol  # type: ignore[union-attr]
+    return got.path if _present(got) else symbol
 
 
 def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, list[Evidence]]:
@@ -99,14 +101,19 @@ def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, lis
         pairs = []
         for api in (ctx.baseline, ctx.target):
             cls = api.resolve(_owner_class(use)) if api else None
-            fd = field_default(api, cls, name) if isinstance(cls, Found) else None
+            fd = field_default(api, cls, name) if api and isinstance(cls, Found) else None
             pairs.append((api, cls, fd))
         (bapi, bcls, bfd), (tapi, tcls, tfd) = pairs
         if bfd is None or tfd is None or bfd[:2] == tfd[:2]:
             return False, []
+        # A default was read on both: each release and its class are there.
         evidence += [
-            Evidence(bapi.version, bcls.file, bfd[2], f"{name} = {bfd[1]}"),
-            Evidence(tapi.version, tcls.file, tfd[2], f"{name} = {tfd[1]}"),
+            Evidence(
+                cast(HostAPI, bapi).version, cast(Found, bcls).file, bfd[2], f"{name} = {bfd[1]}"
+            ),
+            Evidence(
+                cast(HostAPI, tapi).version, cast(Found, tcls).file, tfd[2], f"{name} = {tfd[1]}"
+            ),
         ]
     listed = cond.get("served_in")
     if listed:
@@ -132,6 +139,8 @@ def _served_in(ctx: CheckContext, path: str) -> Evidence | None:
     except SyntaxError:
         return None
     for node in tree.body:
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
         target = node.targets[0] if isinstance(node, ast.Assign) and node.targets else None
         target = node.target if isinstance(node, ast.AnnAssign) else target
         if not (isinstance(target, ast.Name) and target.id == name and node.value is not None):
@@ -154,10 +163,10 @@ def _owner_class(use: Use) -> str:
     return use.receiver if use.receiver and not use.member else use.symbol
 
 
-def _as_list(value: object) -> list[str]:
+def _as_list(value: str | Iterable[str] | None) -> list[str]:
     if value is None:
         return []
-    return [value] if isinstance(value, str) else list(value)  # type: ignore[arg-type]
+    return [value] if isinstance(value, str) else list(value)
 
 
 def rule_findings(ctx: CheckContext) -> list[Finding]:

@@ -18,6 +18,7 @@ family) and is run on another, and the host builds a different class for it. Two
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 import griffe
 
@@ -285,7 +286,10 @@ def _is_protocol(api: HostAPI, cls: Found) -> bool:
 
 
 def _lists_protocol(cls: Found) -> bool:
-    return any(str(getattr(b, "canonical_path", b)) in PROTOCOL_BASES for b in cls.obj.bases)
+    return any(
+        str(getattr(b, "canonical_path", b)) in PROTOCOL_BASES
+        for b in cast(griffe.Class, cls.obj).bases
+    )
 
 
 def _protocol_members(api: HostAPI, proto: Found) -> list[str]:

@@ -46,18 +46,18 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if not ctx.once(use.file, f"{gone}@{use.line}"):
         return []
     base = ctx.baseline.resolve(gone) if ctx.baseline else None
-    evidence = [ctx.evidence(ctx.baseline, base)] if ctx.baseline else []
+    evidence = [ctx.evidence(ctx.base, base)] if ctx.baseline else []
     said = served.message if isinstance(served, Served) else ""
     home = find_new_home(ctx.target, gone, baseline=ctx.baseline, message=said)
     host = f"{ctx.target.name} {ctx.target.version}"
-    versions = f" (present in {ctx.baseline.version})" if ctx.baseline else ""
+    versions = f" (present in {ctx.base.version})" if ctx.baseline else ""
     message = (
         f"{gone} is gone from {host}{versions}: the assignment still runs, but the patch no "
         "longer has any effect"
     )
     now = _copied_from(ctx, gone)
     if now is not None:
-        message += f"; at {ctx.baseline.version} it was a copy of {now.path}"  # type: ignore[union-attr]
+        message += f"; at {ctx.base.version} it was a copy of {now.path}"
     elif isinstance(home, NewHome):
         now = home.found
         message += f"; it now lives at {home.name}"

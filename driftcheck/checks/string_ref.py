@@ -11,7 +11,7 @@ from __future__ import annotations
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
-from driftcheck.findings import Finding, Fix
+from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
@@ -81,7 +81,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     ]
 
 
-def _finding(use: Use, ctx: CheckContext, symbol: str, msg: str, *evidence: object) -> Finding:
+def _finding(
+    use: Use, ctx: CheckContext, symbol: str, msg: str, *evidence: Evidence | None
+) -> Finding:
     return finding(
         use,
         STRING_REF,

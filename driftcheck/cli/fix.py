@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from driftcheck.cli.options import run_settings, scan_options
 
 if TYPE_CHECKING:
-    from driftcheck.findings import Finding
+    from driftcheck.findings import Finding, Fix
     from driftcheck.fixes.run import FixResult
 
 
@@ -87,7 +87,7 @@ def fix(
     )
     for f in done.confirmed:
         click.echo(
-            f"{where(done.scan, f.file, f.line)}: {f.rule}: unsafe fix treated as safe: {f.fix.description}"
+            f"{where(done.scan, f.file, f.line)}: {f.rule}: unsafe fix treated as safe: {cast('Fix', f.fix).description}"
         )
     for c in done.unmatched:
         click.echo(

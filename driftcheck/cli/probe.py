@@ -6,6 +6,7 @@ import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -197,7 +198,7 @@ def probe(
     plan: bool,
     timeout: float | None,
     fmt: str,
-    output: click.utils.LazyFile,
+    output: TextIO,
     svg: str | None,
     bundle_dir: Path | None,
     piece_size: str,
@@ -356,7 +357,7 @@ def _write_bundle(
     client: str | None,
     host: str,
     folder: Path,
-    output: click.utils.LazyFile,
+    output: TextIO,
     progress: Callable[[str], None] | None,
     *,
     piece_size: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from typing import TextIO
 
 import click
 
@@ -64,7 +65,7 @@ def scan(
     model: str | None,
     accepted_path: str | None,
     write_baseline: str | None,
-    output: click.utils.LazyFile,
+    output: TextIO,
     verify: bool,
     quiet: bool,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TextIO
 
 import click
 
@@ -33,7 +34,7 @@ def verify(
     against: str | None,
     baseline: str | None,
     fmt: str,
-    output: click.utils.LazyFile,
+    output: TextIO,
     quiet: bool,
 ) -> None:
     """Verify the findings of REPORT (written by 'driftcheck scan --format json').

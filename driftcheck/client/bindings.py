@@ -36,14 +36,14 @@ def apply_bindings(
         if len(call.args) >= 2 and "types.MethodType" in module.qualified(call.func):
             _bind(index, types, module, func, call.args[0], call.args[1])
     for node, _func, module in index.binding_assigns:
-        call = node.value
-        if not isinstance(call, ast.Call) or len(call.args) < 2:
+        made = node.value
+        if not isinstance(made, ast.Call) or len(made.args) < 2:
             continue
-        if "types.MethodType" not in module.qualified(call.func):
+        if "types.MethodType" not in module.qualified(made.func):
             continue
         for target in node.targets:
             if isinstance(target, ast.Attribute):
-                bound = _function(index, module, call.args[0])
+                bound = _function(index, module, made.args[0])
                 if bound is not None:
                     bound.replaces.append(target.attr)
 

@@ -109,7 +109,7 @@ class GateReader(HostValues):
             if value is NOT_CONSTANT:
                 gates.append(Gate("unknown", name=scope.module.source.segment(expr)[:120]))
                 continue
-            gates.append(Gate("version", form=form, cmp=cmp, value=value))  # type: ignore[arg-type]
+            gates.append(Gate("version", form=form, cmp=cmp, value=value))
         if gates:
             return all_of(gates)
         if mentions:

@@ -320,9 +320,9 @@ def bind_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
     defaults = a.defaults
     for param, default in zip(params[len(params) - len(defaults) :], defaults, strict=True):
         env[param.arg] = value(default)
-    for param, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        if default is not None:
-            env[param.arg] = value(default)
+    for param, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if kw_default is not None:
+            env[param.arg] = value(kw_default)
     for param, arg in zip(params, call.args, strict=False):
         if isinstance(arg, ast.Starred):
             break

@@ -15,7 +15,8 @@ except in a call where the handler left it ``None`` (or unbound) and nothing tes
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 from driftcheck.client.gate_reader import GateReader, Scope, host_imports
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
@@ -142,14 +143,14 @@ class GatedWalker(Walker):
             return None
         return self.reader.gate(test, Scope(self.module, self.func))
 
-    def _under(self, gate: Gate, nodes: list[ast.AST], parent: ast.AST) -> None:
+    def _under(self, gate: Gate, nodes: Sequence[ast.AST], parent: ast.AST) -> None:
         self.gates.append(gate)
         try:
             self._walk_all(nodes, parent)
         finally:
             self.gates.pop()
 
-    def _walk_all(self, nodes: list[ast.AST], parent: ast.AST) -> None:
+    def _walk_all(self, nodes: Sequence[ast.AST], parent: ast.AST) -> None:
         for child in nodes:
             self.parents[child] = parent
             self._walk(child)
@@ -389,7 +390,7 @@ def assignment_gates(module: ModuleInfo, reader: GateReader) -> dict[int, Gate]:
                 block(stmt.body, gates, func)
                 continue
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and gates and stmt.value is not None:
-                out[id(stmt.value)] = all_of(gates)  # type: ignore[assignment]
+                out[id(stmt.value)] = cast(Gate, all_of(gates))  # gates is not empty
                 continue
             if isinstance(stmt, ast.If):
                 gate = reader.gate(stmt.test, Scope(module, func))

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from driftcheck.gates import Gate, all_of, negate
 from driftcheck.host.signature import KeyOp
+
+if TYPE_CHECKING:
+    from driftcheck.client.index import FunctionInfo
+    from driftcheck.client.names import Source
 
 Span = tuple[int, int, int, int]
 
@@ -30,8 +35,14 @@ class KwargsFlow:
 
     gates: list[Gate]
 
+    if TYPE_CHECKING:  # what the collector supplies
+        source: Source
+
+        @property
+        def func(self) -> FunctionInfo | None: ...
+
     def _dicts(self) -> dict[str, _Dict]:
-        key = id(self.func) if self.func is not None else 0  # type: ignore[attr-defined]
+        key = id(self.func) if self.func is not None else 0
         store: dict[int, dict[str, _Dict]] = self.__dict__.setdefault("_kwargs_store", {})
         return store.setdefault(key, {})
 
@@ -39,7 +50,7 @@ class KwargsFlow:
         return all_of(list(self.gates))
 
     def _span(self, node: ast.AST) -> Span:
-        return self.source.span(node)  # type: ignore[attr-defined]
+        return self.source.span(node)
 
     # -- writes ------------------------------------------------------------------------------
     def track_assign(self, node: ast.Assign) -> None:

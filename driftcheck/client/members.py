@@ -5,16 +5,33 @@ member first."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from driftcheck.client.index import ClassInfo, ClientIndex, TypeRef, first_param
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
+if TYPE_CHECKING:
+    from driftcheck.client.index import FunctionInfo, ModuleInfo
+    from driftcheck.client.names import Source
+    from driftcheck.client.types import TypeInferrer
+
 
 class MemberUses:
     """The member-use part of the use collector (a base class of it)."""
 
-    def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: object) -> Use | None:
+    if TYPE_CHECKING:  # what the collector supplies
+        types: TypeInferrer
+        index: ClientIndex
+        module: ModuleInfo
+        source: Source
+        _add: Callable[..., Use]
+
+        @property
+        def func(self) -> FunctionInfo | None: ...
+
+    def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: Any) -> Use | None:
         arms = self.types.alternatives(attr.value, self.func, self.module)
         if arms:  # a receiver bound differently in the arms of an ``if`` on the host
             made = [self._member_of(kind, attr, at, owner, gate, **kw) for owner, gate in arms]
@@ -28,7 +45,7 @@ class MemberUses:
         at: ast.AST,
         owner: TypeRef | None,
         gate: Gate | None,
-        **kw: object,
+        **kw: Any,
     ) -> Use | None:
         if owner is None:
             owner = self.types.infer(attr.value, self.func, self.module)

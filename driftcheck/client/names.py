@@ -15,6 +15,7 @@ import ast
 import re
 import warnings
 from collections.abc import Iterator
+from typing import cast
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 #: Node classes CPython shares between trees (contexts and operators): never walked.
@@ -57,8 +58,8 @@ class Source:
 
     def end(self, node: ast.AST) -> tuple[int, int]:
         """(1-based line, 0-based character column) just past the end of ``node``."""
-        line = getattr(node, "end_lineno", None) or getattr(node, "lineno", 1)
-        offset = getattr(node, "end_col_offset", None)
+        line = cast(int, getattr(node, "end_lineno", None) or getattr(node, "lineno", 1))
+        offset: int | None = getattr(node, "end_col_offset", None)
         if offset is None:
             return line, 0
         return line, self.column(line, offset)
@@ -71,9 +72,10 @@ class Source:
 
     def segment(self, node: ast.AST) -> str:
         """The source text of ``node`` (as written, formatting kept)."""
+        located = cast(ast.expr, node)  # a node without a position raises AttributeError
         try:
-            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
-            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            first, last = located.lineno, located.end_lineno
+            start, end = located.col_offset, located.end_col_offset
         except AttributeError:
             return ""
         if first is None or last is None or end is None:
@@ -137,12 +139,12 @@ def children(node: ast.AST) -> Iterator[ast.AST]:
             yield value
         return
     for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            if not isinstance(value, _SHARED):
-                yield value
-        elif isinstance(value, list):
-            for item in value:
+        field = getattr(node, name, None)
+        if isinstance(field, ast.AST):
+            if not isinstance(field, _SHARED):
+                yield field
+        elif isinstance(field, list):
+            for item in field:
                 if isinstance(item, ast.AST) and not isinstance(item, _SHARED):
                     yield item
 

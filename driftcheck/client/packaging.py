@@ -85,7 +85,8 @@ def _setuptools(tool: dict, _backend: str, _name: str | None) -> Packaging | Non
     st = tool.get("setuptools")
     if not isinstance(st, dict):
         return None
-    package_dir = st.get("package-dir") if isinstance(st.get("package-dir"), dict) else {}
+    given_dir = st.get("package-dir")
+    package_dir = given_dir if isinstance(given_dir, dict) else {}
     base = str(package_dir.get("", "")).strip("/").removeprefix("./")
     modules = _strs(st.get("py-modules"))
     packages = st.get("packages")

@@ -11,7 +11,7 @@ about the host does not restrict (on a side that has the host, "the host is inst
 from __future__ import annotations
 
 import ast
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from driftcheck.client.names import FUNCTIONS
 from driftcheck.gates import ALWAYS, NEVER, Gate, all_of, negate
@@ -50,7 +50,7 @@ def predicate_gate(
         parts = [g for g in (*conds, value_gate) if g is not None]
         if not parts:
             return None  # true whatever the host: not a gate
-        alternatives.append(all_of(parts))  # type: ignore[arg-type]
+        alternatives.append(cast(Gate, all_of(parts)))  # parts is not empty
     if len(returns) > _LIMIT:
         return Gate("unknown", name=f"{name}(...)")
     if not alternatives:

@@ -379,10 +379,10 @@ class TypeInferrer:
         if not isinstance(found, Found):
             return None
         if found.kind == "attribute":
-            got = self.host.annotation_class(getattr(found.obj, "annotation", None), found.obj)
-            if got is None:
-                got = self._value_class(found)
-            return TypeRef("host", got.path) if got else None
+            home = self.host.annotation_class(getattr(found.obj, "annotation", None), found.obj)
+            if home is None:
+                home = self._value_class(found)
+            return TypeRef("host", home.path) if home else None
         if found.kind == "function" and "property" in found.obj.labels:
             ret = self.host.return_class(found)
             return TypeRef("host", ret.path) if ret else None

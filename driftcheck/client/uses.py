@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+from typing import Any
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import GatedWalker
@@ -77,7 +78,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         *,
         at: tuple[int, int] | None = None,
         width: int = 0,
-        **kw: object,
+        **kw: Any,
     ) -> Use:
         if kw.get("receiver") is not None and "guards" not in kw:
             kw["guards"] = guards_of(node, self.parents)
@@ -98,7 +99,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                 symbol, member=kw.get("receiver") is not None, kind=kind, fallback=fallback
             ),
             none_fallback=fallback,
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
         self.uses.append(use)
         if kind != "import" and kw.get("receiver") is None:
@@ -264,7 +265,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         end_line, end = self.source.end(node)
         shape = CallShape(
             positional=len(positional),
-            keywords=tuple(k.arg for k in named),  # type: ignore[misc]
+            keywords=tuple(k.arg for k in named if k.arg is not None),  # all named
             star=len(positional) < len(node.args),
             double_star=len(named) < len(node.keywords),
             positional_spans=tuple(self.source.span(a) for a in positional),

@@ -103,12 +103,13 @@ def in_use(root: Path | None) -> Iterator[None]:
     if root is None:
         yield
         return
-    marker = root / IN_USE / str(os.getpid())
+    path = root / IN_USE / str(os.getpid())
+    marker: Path | None = path
     try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text("")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
     except OSError:
-        marker = None  # type: ignore[assignment]
+        marker = None
     touch(root)
     try:
         yield

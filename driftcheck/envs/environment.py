@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
@@ -127,7 +128,8 @@ def clean_env() -> dict[str, str]:
 def applicable(lines: list[str], markers: dict[str, str] | None = None) -> list[Requirement]:
     """The requirements among ``lines`` whose markers hold here (extras off; ``markers``
     overrides the environment), unparsable lines left out."""
-    marker_env = {**default_environment(), "extra": "", **(markers or {})}
+    # Every marker variable of the environment is a string.
+    marker_env = {**cast(dict[str, str], default_environment()), "extra": "", **(markers or {})}
     out: list[Requirement] = []
     for line in lines:
         try:

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -188,7 +189,7 @@ def _build(root: Path, dist: str, version: str, *, progress: Progress | None) ->
         shutil.rmtree(root, ignore_errors=True)
         raise
     timings["total"] = time.monotonic() - t0
-    info = {
+    info: dict[str, Any] = {
         "format": ENV_FORMAT,
         "host_dist": found[0],
         "host_version": found[1],

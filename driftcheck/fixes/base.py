@@ -7,10 +7,11 @@ nothing and say why).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import ClassVar, TypeVar
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, ProviderT
 
 from driftcheck.findings import Finding
 
@@ -62,7 +63,7 @@ def _private(dotted: str) -> int:
 class Located(cst.CSTTransformer):
     """A transformer that knows positions and parents, and which findings it targets."""
 
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES: ClassVar[Collection[ProviderT]] = (PositionProvider, ParentNodeProvider)
 
     def __init__(self, findings: list[Finding]) -> None:
         super().__init__()
@@ -111,12 +112,17 @@ def _tail(node: cst.CSTNode) -> str | None:
     return _TAIL.get(type(node).__name__)
 
 
+_Item = TypeVar("_Item", bound=cst.CSTNode)
+_Last = TypeVar("_Last", bound=cst.CSTNode)
+_New = TypeVar("_New", bound=cst.CSTNode)
+
+
 def hand_over(
     prev: cst.CSTNode | None,
-    last: cst.CSTNode,
-    new: cst.CSTNode,
+    last: _Last,
+    new: _New,
     opening: cst.BaseParenthesizableWhitespace | None,
-) -> tuple[cst.CSTNode, cst.CSTNode]:
+) -> tuple[_Last, _New]:
     """Append ``new`` after ``last`` in a comma-separated list: both rewritten.
 
     One item per line stays one item per line (indented like the item before, or like the
@@ -124,13 +130,12 @@ def hand_over(
     its own item's line: the closing line's whitespace moves to the new item.
     """
     tail_attr = _tail(last)
-    trailing = isinstance(getattr(last, "comma", None), cst.Comma)
-    tail = last.comma.whitespace_after if trailing else getattr(last, tail_attr or "", None)  # type: ignore[attr-defined]
-    sep = (
-        prev.comma.whitespace_after  # type: ignore[attr-defined]
-        if prev is not None and isinstance(getattr(prev, "comma", None), cst.Comma)
-        else opening
-    )
+    last_comma = getattr(last, "comma", None)
+    comma = last_comma if isinstance(last_comma, cst.Comma) else None
+    trailing = comma is not None
+    tail = comma.whitespace_after if comma is not None else getattr(last, tail_attr or "", None)
+    prev_comma = getattr(prev, "comma", None)
+    sep = prev_comma.whitespace_after if isinstance(prev_comma, cst.Comma) else opening
     if isinstance(sep, cst.ParenthesizedWhitespace) and isinstance(
         tail, cst.ParenthesizedWhitespace
     ):
@@ -138,8 +143,8 @@ def hand_over(
             first_line=tail.first_line, empty_lines=[], indent=sep.indent, last_line=sep.last_line
         )
         closing = tail.with_changes(first_line=cst.TrailingWhitespace())
-        if trailing:
-            last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))  # type: ignore[attr-defined]
+        if comma is not None:
+            last = last.with_changes(comma=comma.with_changes(whitespace_after=between))
             new = new.with_changes(comma=cst.Comma(whitespace_after=closing))
         else:
             changes = {tail_attr: cst.SimpleWhitespace("")} if tail_attr else {}
@@ -149,8 +154,8 @@ def hand_over(
         return last, new
     space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if trailing:  # one line with a trailing comma: ``f(a, b,)``
-        sep_comma = prev.comma if prev is not None else space  # type: ignore[attr-defined]
-        return last.with_changes(comma=sep_comma), new.with_changes(comma=last.comma)  # type: ignore[attr-defined]
+        sep_comma = prev_comma if prev is not None else space
+        return last.with_changes(comma=sep_comma), new.with_changes(comma=comma)
     new_tail = _tail(new)
     if tail_attr and new_tail:  # the space before the closing bracket stays before it
         new = new.with_changes(**{new_tail: getattr(last, tail_attr)})
@@ -171,7 +176,7 @@ def appended(
     return [*items[:-1], last, new]
 
 
-def without(items: Sequence[cst.CSTNode], idx: int) -> list[cst.CSTNode]:
+def without(items: Sequence[_Item], idx: int) -> list[_Item]:
     """``items`` without item ``idx``, the list's layout and the kept items' comments intact."""
     out = list(items)
     removed = out.pop(idx)

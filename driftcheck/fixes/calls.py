@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from driftcheck.findings import Finding
@@ -34,7 +36,7 @@ class _FollowUp(Located):
             raise Decline("the call has no receiver")
         if _has_call(call.func.value):
             raise Decline("the receiver is computed by a call; it would be evaluated twice")
-        args = cst.parse_expression(f"f({p.get('args', '')})").args  # type: ignore[attr-defined]
+        args = cast(cst.Call, cst.parse_expression(f"f({p.get('args', '')})")).args
         return cst.Call(func=call.func.with_changes(attr=cst.Name(p["method"])), args=args)
 
     def _claim(self, stmt: cst.CSTNode, expr: cst.BaseExpression | None) -> None:
@@ -163,7 +165,7 @@ class _NameUses(cst.CSTVisitor):
         self.bindings = 0
         self.indexed: list[cst.Subscript] = []
         self.other = False
-        self._seen: set[cst.Name] = set()
+        self._seen: set[cst.BaseExpression] = set()
 
     def _is(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Name) and node.value == self.name
@@ -171,10 +173,10 @@ class _NameUses(cst.CSTVisitor):
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         if self._is(node.target):
             self.bindings += 1
-            self._seen.add(node.target)  # type: ignore[arg-type]
+            self._seen.add(node.target)
         elif isinstance(node.target, cst.Subscript) and self._is(node.target.value):
             self.other = True  # x[0] = ... writes through the old container shape
-            self._seen.add(node.target.value)  # type: ignore[arg-type]
+            self._seen.add(node.target.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if self._is(node.target):
@@ -182,7 +184,7 @@ class _NameUses(cst.CSTVisitor):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._is(node.value) and node.value not in self._seen:
-            self._seen.add(node.value)  # type: ignore[arg-type]
+            self._seen.add(node.value)
             if _is_zero_index(node):
                 self.indexed.append(node)
             else:

@@ -44,7 +44,12 @@ def _append(lst: cst.List, value: cst.BaseExpression) -> cst.List:
     last = items[-1]
     closing = lst.rbracket.whitespace_before
     if isinstance(last.comma, cst.Comma) and isinstance(closing, cst.ParenthesizedWhitespace):
-        prev = items[-2].comma.whitespace_after if len(items) > 1 else lst.lbracket.whitespace_after  # type: ignore[union-attr]
+        before = items[-2].comma if len(items) > 1 else None
+        prev = (
+            before.whitespace_after
+            if isinstance(before, cst.Comma)  # an item before the last always has its comma
+            else lst.lbracket.whitespace_after
+        )
         indent = (
             prev.last_line if isinstance(prev, cst.ParenthesizedWhitespace) else closing.last_line
         )
@@ -90,7 +95,7 @@ class _LaunchList(Located):
         for flag in self.flags.get((pos.line, pos.column), [params(finding)["flag"]]):
             if flag in texts or any(t and t.startswith(flag + "=") for t in texts):
                 raise Decline(f"{flag} is already passed")
-            updated_node = _append(updated_node, _quoted(like, flag))  # type: ignore[arg-type]
+            updated_node = _append(updated_node, _quoted(like, flag))
         return updated_node
 
 

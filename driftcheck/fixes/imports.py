@@ -10,7 +10,9 @@ m``. An import of the new module already written next to it takes the moved name
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import libcst as cst
 
@@ -47,7 +49,7 @@ def _tried_first(new: list[cst.SimpleStatementLine], old: cst.SimpleStatementLin
 def _moved_along(index: int, alias: cst.ImportAlias, module: str) -> _Move:
     """One name of ``from old import a, b`` whose module moved whole to ``module``."""
     name = code_of(alias.name)
-    asname = alias.asname.name.value if alias.asname else None  # type: ignore[attr-defined]
+    asname = _asname(alias)
     return _Move(index, module, name, asname)
 
 
@@ -84,18 +86,14 @@ class MoveImport(Located):
             old_name = code_of(alias.name)
             if old_name != p["old"].rpartition(".")[2]:
                 raise Decline("the imported name does not match the finding")
-            asname = (
-                alias.asname.name.value  # type: ignore[attr-defined]
-                if alias.asname
-                else (None if name == old_name else old_name)
-            )
+            asname = _asname(alias) if alias.asname else (None if name == old_name else old_name)
             moves.append(_Move(i, module, name, asname))
         if not moves:
             return updated_node
         modules = list(dict.fromkeys(m.module for m in moves))
         moved = {m.index for m in moves}
         node = _closing_as_comma(updated_node)
-        aliases = list(node.names)  # type: ignore[arg-type]
+        aliases = _aliases(node)
         rewritten = len(moved) == len(aliases)
         if rewritten:
             # Every name moves: the statement takes the first new module, in its own layout.
@@ -145,7 +143,7 @@ class MoveImport(Located):
                 raise Decline(
                     f"import {p['old']} binds the top package; its uses name the old path"
                 )
-            moves.append((i, _module_import(p["new"], alias.asname.name.value)))  # type: ignore[attr-defined]
+            moves.append((i, _module_import(p["new"], cast(str, _asname(alias)))))
         if not moves:
             return updated_node
         if len(moves) == len(original_node.names):
@@ -211,11 +209,14 @@ class MoveImport(Located):
             stmt = body[i]
             imp = _lone_import(stmt)
             if (
-                imp is None or id(imp) not in mine or imp.lpar or stmt.trailing_whitespace.comment  # type: ignore[attr-defined]
+                imp is None
+                or id(imp) not in mine
+                or imp.lpar
+                or cast(cst.SimpleStatementLine, stmt).trailing_whitespace.comment  # holds imp
             ):
                 i += 1
                 continue
-            module = code_of(imp.module)  # type: ignore[arg-type]
+            module = code_of(cast(cst.CSTNode, imp.module))  # the imports made here name one
             target = next(
                 (
                     j
@@ -240,26 +241,39 @@ class MoveImport(Located):
             written = {_binding(a) for a in have}
             add = [
                 a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                for a in imp.names  # type: ignore[union-attr]
+                for a in _aliases(imp)
                 if _binding(a) not in written
             ]
             names = have + add
             if [code_of(a) for a in have] == sorted(code_of(a) for a in have):
                 names.sort(key=code_of)
             merged = sibling.with_changes(names=_one_line(names))
-            body[target] = body[target].with_changes(body=[merged])  # type: ignore[attr-defined]
+            body[target] = body[target].with_changes(body=[merged])
             self.created.append(merged)
             mine.add(id(merged))
             if i + 1 < len(body):
                 nxt = body[i + 1]
-                body[i + 1] = nxt.with_changes(
-                    leading_lines=[*stmt.leading_lines, *nxt.leading_lines]
-                )
+                body[i + 1] = nxt.with_changes(leading_lines=[*_leading(stmt), *_leading(nxt)])
             del body[i]
         return body
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _asname(alias: cst.ImportAlias) -> str | None:
+    """The local name an ``import ... as name`` binds (an import binds a plain name)."""
+    return cast(cst.Name, alias.asname.name).value if alias.asname else None
+
+
+def _aliases(node: cst.ImportFrom) -> list[cst.ImportAlias]:
+    """The names of a from-import (star imports are left alone before they get here)."""
+    return list(cast(Sequence[cst.ImportAlias], node.names))
+
+
+def _leading(stmt: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
+    """The blank lines and comments above a statement (every statement kind has them)."""
+    return cast(cst.SimpleStatementLine | cst.BaseCompoundStatement, stmt).leading_lines
 
 
 def _lone_import(stmt: cst.CSTNode) -> cst.ImportFrom | None:
@@ -279,7 +293,7 @@ def _closing_as_comma(node: cst.ImportFrom) -> cst.ImportFrom:
     """A parenthesized import without a trailing comma, written as if it had one: the way to
     the closing bracket (and the last name's comment) then belongs to the last name, and
     :func:`without` keeps every comment with its own name."""
-    names = list(node.names)  # type: ignore[arg-type]
+    names = _aliases(node)
     if node.rpar is None or isinstance(names[-1].comma, cst.Comma):
         return node
     tail = node.rpar.whitespace_before
@@ -291,13 +305,17 @@ def _closing_as_comma(node: cst.ImportFrom) -> cst.ImportFrom:
 
 def _closing_restored(node: cst.ImportFrom, original: cst.ImportFrom) -> cst.ImportFrom:
     """Undo :func:`_closing_as_comma` where the original had no trailing comma."""
-    names = list(node.names)  # type: ignore[arg-type]
-    if original.rpar is None or isinstance(original.names[-1].comma, cst.Comma):  # type: ignore[index]
+    names = _aliases(node)
+    if original.rpar is None or isinstance(_aliases(original)[-1].comma, cst.Comma):
         return node
     last = names[-1]
     tail = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
     names[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    rpar = node.rpar.with_changes(whitespace_before=tail) if tail is not None else node.rpar  # type: ignore[union-attr]
+    rpar = (
+        node.rpar.with_changes(whitespace_before=tail)
+        if tail is not None and node.rpar is not None  # it has one where the original had
+        else node.rpar
+    )
     return node.with_changes(names=names, rpar=rpar)
 
 
@@ -318,7 +336,7 @@ def _import_line(
 ) -> cst.SimpleStatementLine:
     """``from module import ...`` on a line of its own, the moved names' comments kept: one as
     its trailing comment, several on the lines above it."""
-    imp = cst.ImportFrom(module=cst.parse_expression(module), names=_one_line(aliases))  # type: ignore[arg-type]
+    imp = cst.ImportFrom(module=_dotted(module), names=_one_line(aliases))
     if len(comments) == 1:
         return cst.SimpleStatementLine(
             body=[imp],
@@ -344,7 +362,12 @@ def _module_import(new: str, asname: str) -> cst.ImportFrom | cst.Import:
     )
     if not parent:
         return cst.Import(names=[alias])
-    return cst.ImportFrom(module=cst.parse_expression(parent), names=[alias])  # type: ignore[arg-type]
+    return cst.ImportFrom(module=_dotted(parent), names=[alias])
+
+
+def _dotted(module: str) -> cst.Attribute | cst.Name:
+    """A module path as an expression (a dotted path parses to a Name or an Attribute)."""
+    return cast(cst.Attribute | cst.Name, cst.parse_expression(module))
 
 
 def _alias_as(alias: cst.ImportAlias, name: str, asname: str | None) -> cst.ImportAlias:

@@ -11,11 +11,12 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import libcst as cst
 
 from driftcheck.errors import UsageError
-from driftcheck.findings import Finding
+from driftcheck.findings import Finding, Fix
 from driftcheck.fixes.base import Decline
 from driftcheck.fixes.codemods import CODEMODS
 from driftcheck.fixes.notebook_fix import notebook_patch, on_disk
@@ -99,9 +100,10 @@ def fix_code(
         groups.setdefault(key, []).append(f)
     steps = sorted(groups.values(), key=lambda g: max(f.fix_at for f in g), reverse=True)
     for group in steps:
-        codemod = CODEMODS.get(group[0].fix.codemod or "")  # type: ignore[union-attr]
+        fix = cast(Fix, group[0].fix)  # the plan groups findings that have a fix
+        codemod = CODEMODS.get(fix.codemod or "")
         if codemod is None:
-            declined.extend((f, f"no codemod {group[0].fix.codemod!r}") for f in group)  # type: ignore[union-attr]
+            declined.extend((f, f"no codemod {fix.codemod!r}") for f in group)
             continue
         try:
             new = codemod(code, group)
@@ -121,7 +123,7 @@ def fix_code(
             continue
         except Exception as exc:  # a codemod bug must not stop the other files' fixes
             declined.extend(
-                (f, f"codemod {f.fix.codemod} failed here ({type(exc).__name__}: {exc})")  # type: ignore[union-attr]
+                (f, f"codemod {fix.codemod} failed here ({type(exc).__name__}: {exc})")
                 for f in group
             )
             continue
@@ -253,15 +255,14 @@ def apply_in_place(fix_plan: FixPlan, root: Path) -> tuple[list[str], list[tuple
                 refused.append((ff.file, "not writable"))
                 continue
             targets[path] = ff.file
-            fd, tmp = tempfile.mkstemp(
+            fd, tmp_name = tempfile.mkstemp(
                 prefix=f".{path.name}.", suffix=".driftcheck", dir=path.parent
             )
-            staged.append(
-                (Path(tmp), path, ff.file)
-            )  # recorded first: removed even if writing fails
+            # Recorded first: removed even if writing fails.
+            staged.append((Path(tmp_name), path, ff.file))
             with os.fdopen(fd, "wb") as handle:
                 handle.write(new.encode("utf-8", errors="surrogateescape"))
-            os.chmod(tmp, mode & 0o7777)
+            os.chmod(tmp_name, mode & 0o7777)
         for tmp, path, rel in staged:
             os.replace(tmp, path)
             done.append(rel)

@@ -212,7 +212,11 @@ def _not_borne_out(
         new = next(f for f in after if _key(f) == k)
         why = f"the rewritten code has new drift: {new.rule} {new.symbol} at line {new.line}"
         here = [f for f in applied if f.file == new.file]
-        named = [f for f in here if any(v and v in new.symbol for _, v in f.fix.params)]  # type: ignore[union-attr]
+        named = [
+            f
+            for f in here
+            if f.fix is not None and any(v and v in new.symbol for _, v in f.fix.params)
+        ]
         out.update((id(f), why) for f in named or here)
     return out
 
@@ -263,7 +267,7 @@ def _baseline_breaks(
             continue
         why = f"the rewritten code does not work on {version}, which the client allows: {g.message[:200]}"
         for f in kept:
-            names = [v for k, v in f.fix.params if k != "fallback" and v]  # type: ignore[union-attr]
+            names = [v for k, v in (f.fix.params if f.fix else ()) if k != "fallback" and v]
             if f.file == g.file and any(v in g.symbol or g.symbol in v for v in names):
                 out[id(f)] = why
     return out

@@ -165,9 +165,14 @@ def _bound_to(scope: Scope | None, target: str, line: int, at: Located) -> str |
         candidates += [a.name for a in cur.assignments if isinstance(a, ImportAssignment)]
         cur = cur.parent
     for local in dict.fromkeys(c for c in candidates if "." not in c):
-        if _module_of(scope, local) != target:
+        # A name _module_of matches has a scope and is bound by imports only.
+        if scope is None or _module_of(scope, local) != target:
             continue
-        lines = [at.get_metadata(PositionProvider, a.node).start.line for a in scope[local]]  # type: ignore[index]
+        lines = [
+            at.get_metadata(PositionProvider, a.node).start.line
+            for a in scope[local]
+            if isinstance(a, ImportAssignment)
+        ]
         if max(lines) < line:
             return local
     return None

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
-from driftcheck.findings import Finding
+from driftcheck.findings import Finding, Fix
 from driftcheck.fixes.confirmed import Confirmation, mark_confirmed, read_confirmations
 from driftcheck.fixes.patches import (
     FixPlan,
@@ -168,14 +169,14 @@ def fix(
     elif out is not None:
         from driftcheck.patch_folder import FIXES_FILE, LEFT_FILE, previous
 
-        before = previous(Path(out))
+        earlier = previous(Path(out))
         fixes, left = fix_records(done)
         # A fix that is only a flag for the server's command line is worth a folder too
         # (``probe --patches`` starts the patched run's server with it).
         flags = any(d.get("launch_flag") for d in left)
         records = {FIXES_FILE: fixes, LEFT_FILE: left}
         done.written = write_patches(fix_plan, Path(out), records, make=flags)
-        done.removed = [p for p in before if p not in done.written and not p.exists()]
+        done.removed = [p for p in earlier if p not in done.written and not p.exists()]
     return done
 
 
@@ -245,7 +246,10 @@ def fix_records(done: FixResult) -> tuple[list[dict], list[dict]]:
     ]
     plan_ = done.plan
     left = [(f, f"manual: {f.fix.description if f.fix else f.message}") for f in plan_.manual]
-    left += [(f, f"unsafe fix not applied: {f.fix.description}") for f in plan_.skipped_unsafe]  # type: ignore[union-attr]
+    left += [
+        (f, f"unsafe fix not applied: {cast(Fix, f.fix).description}")  # skipped: it has one
+        for f in plan_.skipped_unsafe
+    ]
     left += [(f, f"fix declined: {why}") for ff in plan_.files for f, why in ff.declined]
     return fixes, [
         {

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import griffe
 
@@ -115,7 +116,7 @@ class HostAPI(Signatures, ModuleNames):
             mod = griffe.Module(
                 dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
             )
-            mod.compiled = True  # type: ignore[attr-defined]
+            mod.compiled = True  # type: ignore[attr-defined]  # driftcheck's own mark on the module
         elif self.tree.is_package(dotted):
             mod = griffe.Module(
                 dotted.rsplit(".", 1)[-1], filepath=Path(dotted.replace(".", "/")), parent=parent
@@ -132,8 +133,9 @@ class HostAPI(Signatures, ModuleNames):
             self.texts[dotted] = self.tree.read_text(rel)
         return self.texts.get(dotted)
 
-    def fact(self, key: str, compute: Callable[[], object]) -> object:
-        """A host-wide fact computed once per release (kept in the snapshot when there is one)."""
+    def fact(self, key: str, compute: Callable[[], object]) -> Any:
+        """A host-wide fact computed once per release (kept in the snapshot when there is one).
+        Typed Any: a snapshot gives it back as decoded JSON (lists where tuples went in)."""
         cache = self.__dict__.setdefault("_facts", {})
         if key not in cache:
             keeper = getattr(self.tree, "fact", None)
@@ -299,7 +301,7 @@ class HostAPI(Signatures, ModuleNames):
 
     def _mro(self, cls: Found, out: list[Found], _depth: int) -> tuple[list[Found], bool]:
         complete = True
-        for base in cls.obj.bases:
+        for base in cast(griffe.Class, cls.obj).bases:  # an MRO is asked of classes only
             path = _canonical(base)
             if path in (None, "object", "builtins.object"):
                 continue
@@ -362,18 +364,22 @@ class HostAPI(Signatures, ModuleNames):
 
     def class_node(self, cls: Found) -> ast.ClassDef | None:
         """The ``ast`` node of a host class (for facts the API model does not carry)."""
-        return self.def_node(cls)  # type: ignore[return-value]
+        return cast(ast.ClassDef | None, self.def_node(cls))  # a class's line is its class
 
-    def def_node(self, found: Found) -> ast.AST | None:
+    def def_node(
+        self, found: Found
+    ) -> ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The ``ast`` node of a host class or function, found by its line."""
         module = found.obj.module
         text = self.module_text(module.path)
         if text is None:
             return None
         defs = self.__dict__.setdefault("_defs", {})
+        table: dict[tuple[str, int], ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef] | None
         table = defs.get(module.path)
         if table is None:  # one walk per module: every definition by (name, line)
-            table = defs[module.path] = {}
+            table = {}
+            defs[module.path] = table
             tree = self._ast(module.path, text)
             for node in _definitions(tree.body if tree is not None else []):
                 for line in (node.lineno, *(d.lineno for d in node.decorator_list)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import cast
 
 import griffe
 
@@ -136,9 +137,9 @@ def add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
     def walk_class(node: ast.ClassDef, cls: griffe.Class) -> None:
         for item in node.body:
             if isinstance(item, ast.ClassDef) and isinstance(
-                cls.members.get(item.name), griffe.Class
+                inner := cls.members.get(item.name), griffe.Class
             ):
-                walk_class(item, cls.members[item.name])
+                walk_class(item, inner)
             if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or not item.args.args:
                 continue
             me = item.args.args[0].arg
@@ -149,7 +150,9 @@ def add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
             }
             _record_alternatives(item, me, cls, methods)
             for sub in ast.walk(item):
-                target, ann, value = None, None, None
+                target: ast.expr | None = None
+                ann: ast.expr | None = None
+                value: ast.expr | None = None
                 if isinstance(sub, ast.AnnAssign):
                     target, ann, value = sub.target, sub.annotation, sub.value
                 elif isinstance(sub, ast.Assign) and len(sub.targets) == 1:
@@ -183,12 +186,18 @@ def add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
                     except Exception:  # griffe raises NameResolutionError for unknown names
                         path = None
                 attr = griffe.Attribute(
-                    name, lineno=sub.lineno, endlineno=getattr(sub, "end_lineno", None)
+                    name,
+                    lineno=cast(ast.stmt, sub).lineno,  # only assignments get this far
+                    endlineno=getattr(sub, "end_lineno", None),
                 )
-                attr.annotation = InferredType(path, text) if text else None
+                # InferredType stands in for griffe's Expr: str() and canonical_path are all
+                # that is read from an annotation.
+                attr.annotation = InferredType(path, text) if text else None  # type: ignore[assignment]  # duck-typed Expr
                 attr.labels.add("instance-attribute")
                 cls.set_member(name, attr)
 
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and isinstance(mod.members.get(node.name), griffe.Class):
-            walk_class(node, mod.members[node.name])
+        if isinstance(node, ast.ClassDef) and isinstance(
+            cls := mod.members.get(node.name), griffe.Class
+        ):
+            walk_class(node, cls)

@@ -15,6 +15,7 @@ import re
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from driftcheck.host.api import HostAPI
 
@@ -62,7 +63,7 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
         wanted = sorted({member, *also} - {m for m in also if f"callers:{FORMAT}:{m}" in facts})
         mined = _mine(api, wanted)
         for m in wanted:
-            api.fact(f"callers:{FORMAT}:{m}", lambda m=m: [asdict(s) for s in mined.get(m, [])])
+            api.fact(f"callers:{FORMAT}:{m}", partial(_rows, mined.get(m, [])))
     rows = api.fact(key, lambda: [asdict(s) for s in _mine(api, [member]).get(member, [])])
     return [
         CallSite(
@@ -76,8 +77,12 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
             values=tuple(r.get("values", ())),
             none_checked=bool(r.get("none_checked", False)),
         )
-        for r in rows  # type: ignore[union-attr]
+        for r in rows
     ]
+
+
+def _rows(sites: list[CallSite]) -> list[dict]:
+    return [asdict(s) for s in sites]
 
 
 def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
@@ -93,7 +98,11 @@ def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
         lines = text.splitlines()
         for member in sorted(hits):
             needle = f".{member}("
-            for func in _functions_around(lines, lambda line, needle=needle: needle in line):
+
+            def hit(line: str, needle: str = needle) -> bool:
+                return needle in line
+
+            for func in _functions_around(lines, hit):
                 out[member].extend(_in_function(rel, func, member))
     return out
 
@@ -183,11 +192,12 @@ def _in_function(rel: str, func: ast.AST, member: str) -> list[CallSite]:
             for n in nodes
         )
         later = [
-            (c.func.attr, tuple(ast.unparse(a) for a in c.args))  # type: ignore[attr-defined]
+            (f.attr, tuple(ast.unparse(a) for a in c.args))
             for c in calls
-            if (c.lineno, c.col_offset) > (call.lineno, call.col_offset)
-            and ast.unparse(c.func.value) == receiver  # type: ignore[attr-defined]
-            and c.func.attr != member  # type: ignore[attr-defined]
+            if isinstance(f := c.func, ast.Attribute)  # every call in ``calls`` is a method call
+            and (c.lineno, c.col_offset) > (call.lineno, call.col_offset)
+            and ast.unparse(f.value) == receiver
+            and f.attr != member
         ]
         out.append(
             CallSite(
@@ -205,11 +215,11 @@ def _in_function(rel: str, func: ast.AST, member: str) -> list[CallSite]:
     return out
 
 
-def _result(call: ast.Call, parents: dict[ast.AST, ast.AST]) -> tuple[str, bool, str | None]:
+def _result(call: ast.expr, parents: dict[ast.AST, ast.AST]) -> tuple[str, bool, str | None]:
     """How the call's result is used: (kind, element [0] taken, the name it is assigned to)."""
     up = parents.get(call)
     if isinstance(up, ast.Await):
-        call, up = up, parents.get(up)  # type: ignore[assignment]
+        call, up = up, parents.get(up)
     if isinstance(up, ast.Expr):
         return "discarded", False, None
     if isinstance(up, ast.Return):
@@ -252,10 +262,7 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
     the snapshot; files are searched as text first, then only the functions around a match are
     parsed."""
     rows = api.fact(f"kwcalls:{FORMAT}:{name}", lambda: [asdict(c) for c in _mine_calls(api, name)])
-    return [
-        KeywordCall(r["file"], r["line"], r["function"], tuple(r["keywords"]))
-        for r in rows  # type: ignore[union-attr]
-    ]
+    return [KeywordCall(r["file"], r["line"], r["function"], tuple(r["keywords"])) for r in rows]
 
 
 def _functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[ast.AST]:

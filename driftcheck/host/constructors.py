@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, cast
 
 import griffe
 
@@ -42,10 +43,11 @@ class Signatures:
     _sig_cache: dict[str, Signature | None]
     resolve: Callable[..., Lookup]
     mro: Callable[..., tuple[list[Found], bool]]
-    fact: Callable[[str, Callable[[], object]], object]
+    fact: Callable[[str, Callable[[], object]], Any]
     owns: Callable[[str], bool]
     class_node: Callable[[Found], ast.ClassDef | None]
     def_node: Callable[[Found], ast.AST | None]
+    _follow: Callable[..., Lookup]
 
     def signature(self, found: Found) -> Signature | None:
         """Call signature of a function or of a class's constructor; None when unknowable."""
@@ -75,7 +77,7 @@ class Signatures:
         """Keywords a decorator takes for a parameter under an old name
         (``@deprecate_kwarg(old_arg_name="line_terminator", new_arg_name="lineterminator")``):
         a decorator call whose two string arguments are an unknown name and a parameter."""
-        node = self.def_node(found)  # type: ignore[attr-defined]
+        node = self.def_node(found)
         extra: list[Param] = []
         for deco in getattr(node, "decorator_list", []):
             if not isinstance(deco, ast.Call):
@@ -89,12 +91,12 @@ class Signatures:
                 continue
             known = [t for t in texts if sig.param(t) is not None]
             unknown = [t for t in texts if sig.param(t) is None]
-            if len(known) == 1 and len(unknown) == 1:
-                new = sig.param(known[0])
+            # ``new`` is always found: ``known`` holds only names the signature has.
+            if len(known) == 1 and len(unknown) == 1 and (new := sig.param(known[0])) is not None:
                 extra.append(
                     Param(
                         unknown[0], "keyword_only", True, "None", new.annotation, alias_of=new.name
-                    )  # type: ignore[union-attr]
+                    )
                 )
         if not extra:
             return sig
@@ -142,7 +144,7 @@ class Signatures:
 
     def is_dataclass(self, cls: Found) -> bool:
         """True when a class's decorators make it a dataclass (stdlib, pydantic, PEP 681)."""
-        for deco in cls.obj.decorators:
+        for deco in cast(griffe.Class, cls.obj).decorators:
             value = deco.value
             func = getattr(value, "function", value)
             path = _canonical(func)
@@ -170,7 +172,7 @@ class Signatures:
                 continue
             attrs = any(
                 _canonical(getattr(d.value, "function", d.value)) in ATTRS_DECORATORS
-                for d in klass.obj.decorators
+                for d in cast(griffe.Class, klass.obj).decorators
             )
             for param in dataclass_fields(node, kw_only=_decorator_kw_only(klass)):
                 if attrs and param.name.startswith("_"):
@@ -183,7 +185,7 @@ class Signatures:
 
 
 def _decorator_kw_only(cls: Found) -> bool:
-    for deco in cls.obj.decorators:
+    for deco in cast(griffe.Class, cls.obj).decorators:
         for arg in getattr(deco.value, "arguments", []) or []:
             if getattr(arg, "name", None) == "kw_only" and str(getattr(arg, "value", "")) == "True":
                 return True

@@ -31,7 +31,7 @@ def module_notes(api: HostAPI, module: str) -> list[str]:
                 out.append(message_text(api, module, call.args[0]))
         return out
 
-    return list(api.fact(f"module-deprecations:{module}", compute))  # type: ignore[arg-type]
+    return list(api.fact(f"module-deprecations:{module}", compute))
 
 
 def _top(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -56,7 +56,7 @@ def class_notes(api: HostAPI, cls: Found) -> list[str]:
             if re.search(r"\bdeprecated\b", ast.unparse(d))
         ]
 
-    return list(api.fact(f"class-deprecations:{cls.file}:{cls.line}:{cls.obj.name}", compute))  # type: ignore[arg-type]
+    return list(api.fact(f"class-deprecations:{cls.file}:{cls.line}:{cls.obj.name}", compute))
 
 
 _POSITIONAL_USE = re.compile(r"positional|keyword[- ]only|as keyword", re.I)

@@ -4,7 +4,8 @@ evaluated for one concrete name: a mixin of the interpreter in :mod:`driftcheck.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from driftcheck.host.values import (
     ABSENT,
@@ -35,6 +36,8 @@ class Expressions:
     """Evaluates expressions; the interpreter supplies ``api``, ``global_value`` and ``call``."""
 
     api: HostAPI
+    global_value: Callable[[str, str, int], Any]
+    call: Callable[..., End]
 
     def truth(self, node: ast.expr, path: Trace, module: str, depth: int) -> bool | None:
         value = self.expr(node, path, module, depth)
@@ -77,7 +80,7 @@ class Expressions:
                 value = (
                     self.expr(piece.value, path, module, depth)
                     if isinstance(piece, ast.FormattedValue)
-                    else piece.value  # type: ignore[attr-defined]
+                    else cast(ast.Constant, piece).value
                 )
                 if isinstance(piece, ast.FormattedValue) and piece.conversion == ord("r"):
                     value = repr(value) if isinstance(value, str) else value
@@ -100,7 +103,7 @@ class Expressions:
                     out[key] = self.expr(v, path, module, depth)
             return out
         if isinstance(node, ast.Set | ast.List | ast.Tuple):
-            items = []
+            items: list[Any] = []
             for e in node.elts:
                 if isinstance(e, ast.Starred):
                     inner = self.expr(e.value, path, module, depth)
@@ -160,8 +163,10 @@ class Expressions:
             return self.call_expr(node, path, module, depth)
         return UNK
 
-    def comprehension(self, node: ast.expr, path: Trace, module: str, depth: int) -> Any:
-        gens = node.generators  # type: ignore[attr-defined]
+    def comprehension(
+        self, node: ast.DictComp | ast.ListComp | ast.SetComp, path: Trace, module: str, depth: int
+    ) -> Any:
+        gens = node.generators
         if len(gens) != 1:
             return UNK
         gen = gens[0]
@@ -180,7 +185,7 @@ class Expressions:
                     return UNK
                 out.append((key, self.expr(node.value, inner, module, depth)))
             else:
-                out.append(self.expr(node.elt, inner, module, depth))  # type: ignore[attr-defined]
+                out.append(self.expr(node.elt, inner, module, depth))
         if isinstance(node, ast.DictComp):
             return dict(out)
         return frozenset(out) if isinstance(node, ast.SetComp) else tuple(out)

@@ -70,7 +70,7 @@ def all_guards(api: HostAPI) -> list[Guard]:
         return [[g.file, g.line, g.message, list(g.methods), g.cls, g.function] for g in found]
 
     rows = api.fact("guards", compute)
-    return [Guard(r[0], r[1], r[2], tuple(r[3]), r[4], r[5]) for r in rows]  # type: ignore[union-attr]
+    return [Guard(r[0], r[1], r[2], tuple(r[3]), r[4], r[5]) for r in rows]
 
 
 def guards_by_text(text: str, file: str) -> list[Guard]:

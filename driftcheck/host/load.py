@@ -56,8 +56,8 @@ def save_snapshots() -> None:
                 # empty dict that must not replace the pickle of an earlier run's modules.
                 grew = len(api.modules) != api.restored
                 if grew:
-                    api.tree.dirty = True  # type: ignore[attr-defined]
-                save(api.modules if grew else None)  # type: ignore[attr-defined]
+                    api.tree.dirty = True  # type: ignore[attr-defined]  # a tree with save() is a SnapshotTree
+                save(api.modules if grew else None)
                 api.restored = len(api.modules)
             except (OSError, SourceError):
                 pass  # an optimisation: a read-only or full cache is not an error

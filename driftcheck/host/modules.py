@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,14 @@ class ModuleNames:
     modules: dict
     unknown_names: set[str]
     parse_errors: list[tuple[str, str]]
+    module: Callable[[str], griffe.Module | None]
+    module_text: Callable[[str], str | None]
+    owns: Callable[[str], bool]
+    resolve: Callable[..., Lookup]
+    member: Callable[..., Lookup]
+    fact: Callable[[str, Callable[[], object]], Any]
+    _follow: Callable[..., Lookup]
+    _ast: Callable[[str, str], ast.Module | None]
 
     def _module_member(
         self, owner: Found, name: str, _seen: frozenset[str], namespace_only: bool
@@ -58,7 +67,7 @@ class ModuleNames:
                 served = module_getattr(self, owner, name)
                 if isinstance(served, Served) and served.status in (REMOVED, DEPRECATED):
                     return served
-            return Found(self.modules[sub], sub)  # type: ignore[arg-type]
+            return Found(self.modules[sub], sub)
         if getattr(obj, "compiled", False):
             return self._unknown(sub)
         starred = star_lookup(self, owner, name, _seen)
@@ -94,14 +103,14 @@ class ModuleNames:
         if module not in cache:
             cache[module] = frozenset(
                 self.fact(f"deleted:{module}", lambda: self._read_deleted(module))
-            )  # type: ignore[attr-defined]
+            )
         return cache[module]
 
     def _read_deleted(self, module: str) -> list[str]:
-        text = self.module_text(module) or ""  # type: ignore[attr-defined]
+        text = self.module_text(module) or ""
         names: set[str] = set()
         if "\ndel " in text or text.startswith("del "):
-            tree = self._ast(module, text)  # type: ignore[attr-defined]
+            tree = self._ast(module, text)
             for stmt in _top_level(tree.body if tree is not None else []):
                 if isinstance(stmt, ast.Delete):
                     names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
@@ -113,10 +122,10 @@ class ModuleNames:
         if module.path not in cache:
 
             def read() -> bool:
-                text = self.module_text(module.path) or ""  # type: ignore[attr-defined]
+                text = self.module_text(module.path) or ""
                 return _OPEN_NAMESPACE.search(text) is not None
 
-            cache[module.path] = bool(self.fact(f"open:{module.path}", read))  # type: ignore[attr-defined]
+            cache[module.path] = bool(self.fact(f"open:{module.path}", read))
         return cache[module.path]
 
     def _unknown(self, path: str) -> Lookup:

@@ -16,6 +16,7 @@ Lookups answer a :class:`~driftcheck.host.objects.Found`, a
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import griffe
@@ -48,7 +49,7 @@ def exports(api: HostAPI, module: str) -> Exports | None:
     row = api.fact(f"exports:{module}", lambda: _exports_row(api, module))
     if row is None:
         return None
-    names, complete = row  # type: ignore[misc]
+    names, complete = row
     return Exports(frozenset(names), bool(complete))
 
 
@@ -121,7 +122,7 @@ def _read_all(api: HostAPI, module: str, tree: ast.Module) -> list | None:
     return [sorted(set(names)), complete]
 
 
-def _is_all(targets: list[ast.expr]) -> bool:
+def _is_all(targets: Sequence[ast.expr]) -> bool:
     return any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
 
 

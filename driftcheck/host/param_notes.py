@@ -19,6 +19,7 @@ import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.served import Interpreter
@@ -55,13 +56,13 @@ def parameter_notes(api: HostAPI, func: Found) -> list[ParamNote]:
         return [[n.param, n.status, n.message, n.line, n.replacement] for n in notes]
 
     rows = api.fact(key, compute)
-    return [ParamNote(*row) for row in rows]  # type: ignore[union-attr]
+    return [ParamNote(*row) for row in rows]
 
 
 def function_notes(api: HostAPI, func: Found) -> list[str]:
     """Deprecation messages the function emits whatever its arguments (and ``@deprecated``)."""
     key = f"deprecations:{func.file}:{func.line}:{func.obj.name}"
-    return list(api.fact(key, lambda: _read(api, func)[1]))  # type: ignore[arg-type]
+    return list(api.fact(key, lambda: _read(api, func)[1]))
 
 
 def message_text(api: HostAPI, module: str, node: ast.expr) -> str:
@@ -86,7 +87,7 @@ def validated(api: HostAPI, func: Found) -> list[str]:
         reader.block(node.body, ())
         return sorted(reader.validated)
 
-    return list(api.fact(f"validated:{func.file}:{func.line}:{func.obj.name}", compute))  # type: ignore[arg-type]
+    return list(api.fact(f"validated:{func.file}:{func.line}:{func.obj.name}", compute))
 
 
 def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
@@ -400,9 +401,9 @@ def literal(node: ast.expr) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
+        # An f-string's literal pieces are str constants.
         return "".join(
-            p.value if isinstance(p, ast.Constant) else "..."  # type: ignore[misc]
-            for p in node.values
+            cast(str, p.value) if isinstance(p, ast.Constant) else "..." for p in node.values
         )
     if isinstance(node, ast.Call) and node.args:
         return literal(node.args[0])

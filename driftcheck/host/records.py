@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from driftcheck.host.signature import Param, Signature, dataclass_fields
 
@@ -17,8 +17,15 @@ class Klass(Protocol):
     """A host class as the API model finds it (``host.api.Found``)."""
 
     obj: Any
-    file: str
-    line: int
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+
+K = TypeVar("K", bound=Klass)
 
 
 #: External base -> the kind of record it makes.
@@ -41,10 +48,10 @@ def record_kind(chain: Sequence[Klass]) -> str | None:
 
 
 def record_init(
-    cls: Klass,
-    chain: Sequence[Klass],
+    cls: K,
+    chain: Sequence[K],
     kind: str,
-    class_node: Callable[[Klass], ast.ClassDef | None],
+    class_node: Callable[[K], ast.ClassDef | None],
 ) -> Signature | None:
     """The ``__init__`` a record class's fields make, or None when it cannot be known."""
     params: dict[str, Param] = {}

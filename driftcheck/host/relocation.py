@@ -27,6 +27,7 @@ import griffe
 
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.objects import canonical
+from driftcheck.host.signature import Signature
 
 _DEF_RE = re.compile(r"^(?:class|def|async def)\s+(\w+)|^(\w+)\s*(?::[^=]+)?=", re.M)
 # A replacement a message names: ``Use `np.float64` instead``, ``moved to `pydantic.X` ``.
@@ -70,7 +71,7 @@ def definitions(api: HostAPI) -> dict[str, list[str]]:
                 out.setdefault(m.group(1) or m.group(2), []).append(module)
         return out
 
-    return api.fact("definitions", compute)  # type: ignore[return-value]
+    return api.fact("definitions", compute)
 
 
 def named_in(api: HostAPI, message: str, gone: str) -> tuple[str, Found] | None:
@@ -117,9 +118,9 @@ def find_new_home(
     if named is not None:
         return NewHome(named[1], "message", named[0])
     before = baseline.resolve(gone) if baseline is not None else None
-    if isinstance(before, Found):
+    if isinstance(before, Found) and baseline is not None:  # before is only found on a baseline
         if before.kind == "module":
-            return module_home(api, baseline, gone, reads)  # type: ignore[arg-type]
+            return module_home(api, baseline, gone, reads)
         if before.path != gone and api.owns(before.path):
             still = api.resolve(before.path)
             if isinstance(still, Found) and still.kind == before.kind:
@@ -143,11 +144,11 @@ def find_new_home(
                 found, "in a private module, and the host's message says it was removed"
             )
             continue
-        if not isinstance(before, Found):
+        if not isinstance(before, Found) or baseline is None:  # no before without a baseline
             if baseline is None:
                 return NewHome(found, "definition")
             continue
-        why = _unlike(baseline, before, api, found)  # type: ignore[arg-type]
+        why = _unlike(baseline, before, api, found)
         if why is None:
             return NewHome(found, "definition")
         if why == _CHANGED:
@@ -268,21 +269,21 @@ def _public(obj: griffe.Object) -> set[str]:
     return {n for n in obj.members if not n.startswith("_")}
 
 
-def _compatible(old: object, new: object) -> bool:
+def _compatible(old: Signature, new: Signature) -> bool:
     """Every call the old signature accepted binds the same way on the new one."""
-    old_params = [p for p in old.params if p.kind not in ("var_positional", "var_keyword")]  # type: ignore[attr-defined]
-    new_params = {p.name: p for p in new.params}  # type: ignore[attr-defined]
+    old_params = [p for p in old.params if p.kind not in ("var_positional", "var_keyword")]
+    new_params = {p.name: p for p in new.params}
     positional = [
         p.name for p in new.params if p.kind in ("positional_only", "positional_or_keyword")
-    ]  # type: ignore[attr-defined]
+    ]
     for i, p in enumerate(old_params):
         q = new_params.get(p.name)
         if q is None:
-            if not new.accepts_var_keyword or p.kind == "positional_only":  # type: ignore[attr-defined]
+            if not new.accepts_var_keyword or p.kind == "positional_only":
                 return False
             continue
         if p.kind in ("positional_only", "positional_or_keyword"):
             if i >= len(positional) or positional[i] != p.name:
                 return False
     old_names = {p.name for p in old_params}
-    return not any(q.required and q.name not in old_names for q in new.params)  # type: ignore[attr-defined]
+    return not any(q.required and q.name not in old_names for q in new.params)

@@ -60,7 +60,7 @@ def serve(api: HostAPI, module: str, name: str) -> Served:
     """What ``module.__getattr__(name)`` does, read from the host's source."""
     key = f"served:{module}:{name}"
     row = api.fact(key, lambda: _serve_row(api, module, name))
-    status, message, file, line, returns = row  # type: ignore[misc]
+    status, message, file, line, returns = row
     return Served(status, f"{module}.{name}", message, file, line, returns)
 
 

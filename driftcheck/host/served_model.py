@@ -132,7 +132,9 @@ def registry(api: HostAPI, module: str) -> dict[str, tuple[str, str]]:
                 and len(v.elts) == 2
                 and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
             ):
-                out.setdefault(k.value, (v.elts[0].value, v.elts[1].value))
+                # Both are str constants (checked just above).
+                first, second = (e.value for e in v.elts if isinstance(e, ast.Constant))
+                out.setdefault(k.value, (str(first), str(second)))
     return out
 
 

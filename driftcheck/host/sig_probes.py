@@ -55,7 +55,7 @@ def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
         return out
 
     raw = api.fact(f"probed-parameters:{FORMAT}", compute)
-    return {k: (v[0], int(v[1])) for k, v in raw.items()}  # type: ignore[union-attr]
+    return {k: (v[0], int(v[1])) for k, v in raw.items()}
 
 
 def _probe_functions(text: str) -> set[str]:

@@ -262,10 +262,11 @@ def dataclass_fields(node: ast.ClassDef, *, kw_only: bool = False) -> list[Param
         field_kw_only = after_kw_only
         if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) in _FIELD_FUNCS:
             kws = {k.arg: k.value for k in stmt.value.keywords if k.arg}
-            if isinstance(kws.get("init"), ast.Constant) and kws["init"].value is False:
+            init, kw_only_arg = kws.get("init"), kws.get("kw_only")
+            if isinstance(init, ast.Constant) and init.value is False:
                 continue
-            if isinstance(kws.get("kw_only"), ast.Constant):
-                field_kw_only = bool(kws["kw_only"].value)
+            if isinstance(kw_only_arg, ast.Constant):
+                field_kw_only = bool(kw_only_arg.value)
             first = stmt.value.args[0] if stmt.value.args else None
             positional_default = (
                 first is not None
@@ -275,7 +276,7 @@ def dataclass_fields(node: ast.ClassDef, *, kw_only: bool = False) -> list[Param
             has_default = bool(
                 {"default", "default_factory"} & set(kws) or positional_default
             ) and not (
-                isinstance(kws.get("default"), ast.Constant) and kws["default"].value is Ellipsis
+                isinstance(given := kws.get("default"), ast.Constant) and given.value is Ellipsis
             )
             default = ast.unparse(kws["default"]) if "default" in kws else default
         out.append(

@@ -25,7 +25,7 @@ def flags_behind(api: HostAPI, surface: HttpSurface, route: Route, name: str) ->
     key = f"http-condition-flags:1:{route.method} {route.path}:{name}"
     dests = api.fact(key, lambda: _dests(api, route, name))
     out = []
-    for dest in dests:  # type: ignore[union-attr]
+    for dest in dests:
         flag = surface.flag("--" + dest.replace("_", "-"))
         flag = flag or next((f for f in surface.flags.values() if f.dest == dest), None)
         if flag is not None and flag.name not in out:

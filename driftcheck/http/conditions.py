@@ -73,10 +73,10 @@ def _atoms(
     elif isinstance(node, ast.Call):
         name = _call_name(node.func)
         if name == "getattr" and len(node.args) >= 2:
-            attr = literal_str(node.args[1])
+            named = literal_str(node.args[1])
             owner = _call_name(node.args[0]).rsplit(".", 1)[-1]
-            if attr and owner:
-                _flag(owner, attr, positive, flags, out_flags)
+            if named and owner:
+                _flag(owner, named, positive, flags, out_flags)
         elif name in ("os.getenv", "os.environ.get", "getenv", "environ.get") and node.args:
             env = literal_str(node.args[0])
             if env and positive:

@@ -181,9 +181,9 @@ class FlagReader:
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-                first = node.args[0] if node.args else None
-                rows = literal_loops.get(first.id) if isinstance(first, ast.Name) else None
-                for call in [substituted(node, row) for row in rows] if rows else [node]:
+                arg0 = node.args[0] if node.args else None
+                loop_rows = literal_loops.get(arg0.id) if isinstance(arg0, ast.Name) else None
+                for call in [substituted(node, row) for row in loop_rows] if loop_rows else [node]:
                     out.flags.extend(self._added(func, call, kwargs_of, deleted, loops))
             else:
                 callee = self._callee(func, node, local)
@@ -214,20 +214,24 @@ class FlagReader:
         if name is None:
             return None
         owner, _, attr = name.rpartition(".")
-        cls = (
+        owner_cls = (
             self.code.resolve_class(func.module, ast.parse(owner, mode="eval").body, local)
             if owner
             else None
         )
-        if cls is not None:
-            method = self.code.method(cls, attr)
+        if owner_cls is not None:
+            method = self.code.method(owner_cls, attr)
             if method is not None and method.qualname in self._defs:
-                bound = "" if method.qualname == f"{cls.qualname}.{attr}" else f"@{cls.qualname}"
+                bound = (
+                    ""
+                    if method.qualname == f"{owner_cls.qualname}.{attr}"
+                    else f"@{owner_cls.qualname}"
+                )
                 return method.qualname + bound
             return None
-        found = self.code.resolve(func.module, name, local)
-        if isinstance(found, Def) and found.qualname in self._defs:
-            return found.qualname
+        resolved = self.code.resolve(func.module, name, local)
+        if isinstance(resolved, Def) and resolved.qualname in self._defs:
+            return resolved.qualname
         return None
 
     def _added(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, literal_str
 
@@ -42,7 +43,7 @@ def argument_keywords(call: ast.Call) -> tuple[ast.AST | None, dict[str, ast.AST
 
 def says_deprecated(text: str | None) -> bool:
     """Whether a help text or docstring says the flag itself is deprecated."""
-    return bool(text) and DEPRECATED_TEXT.search(text) is not None  # type: ignore[arg-type]
+    return text is not None and bool(text) and DEPRECATED_TEXT.search(text) is not None
 
 
 def deprecation(kw: dict[str, ast.AST]) -> str | None:
@@ -69,7 +70,7 @@ class FieldInfo:
 def dataclass_fields(code: HostCode, cls: Def, depth: int = 0) -> dict[str, FieldInfo]:
     """Annotated class attributes through the host bases (the class's own win)."""
     out: dict[str, FieldInfo] = {}
-    node: ast.ClassDef = cls.node  # type: ignore[assignment]
+    node = cast(ast.ClassDef, cls.node)  # asked of classes only
     if depth < 10:
         for base in node.bases:
             found = code.resolve_class(cls.module, base)
@@ -158,7 +159,7 @@ def literal_rows(loop: ast.For) -> list[dict[str, ast.AST]]:
         else []
     )
     rows: list[dict[str, ast.AST]] = []
-    for item in loop.iter.elts:  # type: ignore[attr-defined]
+    for item in cast(ast.List | ast.Tuple, loop.iter).elts:  # the caller checks the literal
         values = item.elts if isinstance(item, ast.Tuple) and len(names) > 1 else [item]
         if len(values) != len(names):
             return []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from driftcheck.host.api import HostAPI
@@ -154,12 +154,13 @@ class HostCode:
 
     def method(self, cls: Def, name: str, _depth: int = 0) -> Def | None:
         """A method defined on a host class or the first of its host bases that has it."""
-        for stmt in cls.node.body:  # type: ignore[attr-defined]
+        node = cast(ast.ClassDef, cls.node)  # asked of classes only
+        for stmt in node.body:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
                 return Def(cls.module, stmt, f"{cls.name}.{name}")
         if _depth > 10:
             return None
-        for base in cls.node.bases:  # type: ignore[attr-defined]
+        for base in node.bases:
             found = self.resolve_class(cls.module, base)
             if found is not None:
                 method = self.method(found, name, _depth + 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, keyword, literal_str
 from driftcheck.http.surface_model import BodyModel, ModelField
@@ -30,7 +31,7 @@ class ModelReader:
             return self._is_model[cls.qualname]
         self._is_model[cls.qualname] = False
         result = False
-        for base in cls.node.bases:  # type: ignore[attr-defined]
+        for base in cast(ast.ClassDef, cls.node).bases:  # asked of classes only
             if _names_pydantic_base(self.code, cls.module, base):
                 result = True
             else:
@@ -155,7 +156,7 @@ class ModelReader:
         return model
 
     def _field(self, cls: Def, stmt: ast.AnnAssign) -> ModelField | None:
-        name = stmt.target.id  # type: ignore[attr-defined]
+        name = cast(ast.Name, stmt.target).id  # the caller takes name targets only
         annotation = ast.unparse(stmt.annotation)
         if (
             name.startswith("_")
@@ -247,8 +248,8 @@ def _annotated_field(annotation: ast.AST) -> ast.Call | None:
     if isinstance(annotation, ast.Subscript) and isinstance(annotation.slice, ast.Tuple):
         if (dotted_name(annotation.value) or "").endswith("Annotated"):
             for part in annotation.slice.elts[1:]:
-                if _field_call(part) is not None:
-                    return part  # type: ignore[return-value]
+                if (call := _field_call(part)) is not None:
+                    return call
     return None
 
 
@@ -280,7 +281,7 @@ def _config(node: ast.ClassDef, key: str) -> ast.AST | None:
         if isinstance(stmt, ast.AnnAssign):
             target = stmt.target
         if isinstance(target, ast.Name) and target.id == "model_config":
-            value = stmt.value  # type: ignore[union-attr]
+            value = cast(ast.Assign | ast.AnnAssign, stmt).value  # only they have a target
             if isinstance(value, ast.Call) and (found := keyword(value, key)) is not None:
                 return found
             if isinstance(value, ast.Dict):

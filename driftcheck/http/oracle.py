@@ -112,7 +112,7 @@ def _hints(func: typing.Any) -> dict:
 def _build(target: str, args: argparse.Namespace, notes: list[str]) -> typing.Any:
     builder = _load(target)
     hints = _hints(builder)
-    kwargs = {}
+    kwargs: dict[str, typing.Any] = {}
     for name, param in list(inspect.signature(builder).parameters.items())[1:]:
         literals = _literals(hints.get(name))
         if literals:
@@ -157,7 +157,7 @@ def _route(route: typing.Any, prefix: str) -> dict:
     kind = type(route).__name__
     if not methods and "WebSocket" in kind:
         methods = ["WEBSOCKET"]
-    row = {
+    row: dict[str, typing.Any] = {
         "kind": kind,
         "path": prefix + getattr(route, "path", ""),
         "methods": methods,

@@ -10,6 +10,7 @@ model the decorator lists under an error status, makes an *error* shape.
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from driftcheck.http.hostcode import Def, HostCode, dotted_name, keyword, literal_str
 from driftcheck.http.models import ModelReader
@@ -27,7 +28,8 @@ class ResponseReader:
         self.models = models
 
     def shapes(self, handler: Def, decorator: ast.Call | None) -> tuple[ResponseShape, ...]:
-        module, func = handler.module, handler.node
+        # A route handler is a function.
+        module, func = handler.module, cast(ast.FunctionDef | ast.AsyncFunctionDef, handler.node)
         file = self.code.file(module)
         errors = self._error_models(module, decorator)
         declared = keyword(decorator, "response_model") if decorator is not None else None
@@ -36,12 +38,12 @@ class ResponseReader:
             cls = self.models.model_of(module, getattr(func, "returns", None))
         if cls is not None:
             self.models.read(cls)
-            return (ResponseShape("model", cls.qualname, (), file, func.lineno),)  # type: ignore[attr-defined]
+            return (ResponseShape("model", cls.qualname, (), file, func.lineno),)
         out: list[ResponseShape] = []
         state = _State(module, {}, {})
-        self._walk(func.body, state, out, file, errors)  # type: ignore[attr-defined]
+        self._walk(func.body, state, out, file, errors)
         if not out:
-            out.append(ResponseShape("unknown", None, (), file, func.lineno))  # type: ignore[attr-defined]
+            out.append(ResponseShape("unknown", None, (), file, func.lineno))
         return tuple(dict.fromkeys(out))
 
     def _error_models(self, module: str, decorator: ast.Call | None) -> set[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import cast
 
 from driftcheck.http.hostcode import Def, HostCode, Imports, keyword, literal_str, local_imports
 from driftcheck.http.routes_syntax import (
@@ -95,7 +96,7 @@ class RouteReader:
                 objects[name] = key if cls in APP_CLASSES else f"{key}:{name}"
                 self._record_object(objects[name], cls, call, app=False)
             walk = _Walk(builder.module, objects, local, builder=True)
-            self._body(walk, builder.node.body, ())  # type: ignore[attr-defined]
+            self._body(walk, cast(ast.FunctionDef, builder.node).body, ())  # a builder function
         best: list[RawRoute] = []
         for app in self.apps:
             routes = self.routes_of(app)
@@ -218,18 +219,23 @@ class RouteReader:
     def _cond(self, walk: _Walk, test: ast.expr, negated: bool) -> Guard:
         return Guard(walk.module, ast.unparse(test), negated, test)
 
-    def _decorated(self, walk: _Walk, func: ast.AST, guards: tuple[Guard, ...]) -> None:
-        for dec in func.decorator_list:  # type: ignore[attr-defined]
+    def _decorated(
+        self,
+        walk: _Walk,
+        func: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        guards: tuple[Guard, ...],
+    ) -> None:
+        for dec in func.decorator_list:
             if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)):
                 continue
             key = self._resolve_object(walk, dec.func.value)
             if not self._mine(walk, key):
                 continue
-            handler = Def(walk.module, func, func.name)  # type: ignore[attr-defined]
+            handler = Def(walk.module, func, func.name)
             for method in decorator_methods(dec.func.attr, dec):
                 path = literal_str(dec.args[0]) if dec.args else literal_str(keyword(dec, "path"))
                 if path is not None:
-                    self._reg(key, method, path, handler, guards, walk, dec)  # type: ignore[arg-type]
+                    self._reg(cast(str, key), method, path, handler, guards, walk, dec)  # _mine
 
     def _reg(
         self,
@@ -311,7 +317,7 @@ class RouteReader:
         if name:
             found = self.code.resolve(walk.module, name, walk.local)
             handler = found if isinstance(found, Def) else None
-        attr = call.func.attr  # type: ignore[attr-defined]
+        attr = cast(ast.Attribute, call.func).attr  # ``app.add_route(...)``
         methods = ["WEBSOCKET"] if "websocket" in attr else listed_methods(call) or ["GET"]
         for method in methods:
             self._reg(key, method, path, handler, guards, walk, call)
@@ -340,7 +346,9 @@ class RouteReader:
         params = [a.arg for a in (*found.node.args.posonlyargs, *found.node.args.args)]
         bindings = dict(self._objects_of(found.module))
         for index, kw, key in passed:
-            param = kw if kw is not None else (params[index] if index < len(params) else None)
+            # A positional argument has its index, a keyword its name.
+            at = cast(int, index)
+            param = kw if kw is not None else (params[at] if at < len(params) else None)
             if param:
                 bindings[param] = key
         seen = (found.qualname, tuple(sorted(bindings.items())), tuple(g.text for g in guards))

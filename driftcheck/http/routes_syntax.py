@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import cast
 
 from driftcheck.http.hostcode import Def, dotted_name, keyword, literal_str
 
@@ -101,7 +102,7 @@ def listed_methods(call: ast.Call) -> list[str]:
 
 def registers_on_decorator(func: ast.AST) -> bool:
     """A route handler itself (decorated with ``@router.<method>``): its body registers nothing."""
-    for dec in func.decorator_list:  # type: ignore[attr-defined]
+    for dec in cast(ast.FunctionDef, func).decorator_list:  # called on function definitions
         if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute):
             if dec.func.attr in (*HTTP_METHODS, "api_route", "route", "websocket"):
                 return True

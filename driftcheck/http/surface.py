@@ -43,5 +43,5 @@ def http_surface(api: HostAPI) -> HttpSurface:
         from driftcheck.http.reader import read_surface
 
         raw = api.fact(f"http-surface:{FORMAT}", lambda: read_surface(api).to_json())
-        cache["surface"] = HttpSurface.from_json(raw)  # type: ignore[arg-type]
+        cache["surface"] = HttpSurface.from_json(raw)
     return cache["surface"]

@@ -28,6 +28,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import cast
 
 from driftcheck.cache import cache_root, locked
 from driftcheck.envs.environment import EnvError, clean_env
@@ -83,7 +84,9 @@ def ensure_model(rec: ModuleType, python: Path | str, *, timeout: float = 600) -
         part = out.with_name(out.name + ".part")
         shutil.rmtree(part, ignore_errors=True)
         try:
-            proc = run_target(python, [os.path.abspath(rec.__file__), str(part)], timeout)
+            proc = run_target(
+                python, [os.path.abspath(cast(str, rec.__file__)), str(part)], timeout
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EnvError(f"cannot generate the {rec.NAME} model: {exc}") from None
         if proc.returncode != 0:

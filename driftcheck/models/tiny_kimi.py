@@ -50,8 +50,9 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-if __package__:
+if TYPE_CHECKING or __package__:
     from driftcheck.models.tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
 else:  # run as a script by the target environment's interpreter: the sibling file
     from tiny_kimi_files import CONFIG_MODULE, PROCESSOR_CONFIG, PROCESSOR_MODULE
@@ -291,7 +292,7 @@ def _train_tokenizer(out: Path) -> tuple[int, int, int, int]:
     return tok.get_vocab_size(), ids[0], ids[1], ids[2]
 
 
-def _draw(shape: tuple[int, ...], name: str, gen: object) -> object:
+def _draw(shape: tuple[int, ...], name: str, gen: object) -> Any:
     """Unit-ish gain: norms near 1, matrices scaled by their fan-in, the rest small."""
     import torch
 

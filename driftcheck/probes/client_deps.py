@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Container
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -142,13 +143,15 @@ def ensure_client_deps(
                 if target is None:
                     pins.write_text(frozen)
                     _pip(env.python, ["install", "-c", str(pins), spec])
-                    got: list[str] = []
+                    installed: list[str] = []
                 else:
                     pins.write_text(_declared_pins(frozen, wanted))
-                    got = install_missing(env.python, target, spec, pins)
+                    installed = install_missing(env.python, target, spec, pins)
             note = f"installed the client's requirement {spec} (its {module} imports {top})"
             if target is not None:
-                shown = ", ".join(got[:8]) + (f" and {len(got) - 8} more" if len(got) > 8 else "")
+                shown = ", ".join(installed[:8]) + (
+                    f" and {len(installed) - 8} more" if len(installed) > 8 else ""
+                )
                 note += f" into its own site folder, what the environment lacks: {shown or 'none'}"
             notes.append(note)
         else:
@@ -193,7 +196,7 @@ def _resolved(item: dict) -> str:
     return f"{meta['name']}=={meta['version']}"
 
 
-def _declared_pins(frozen: str, wanted: dict[str, str]) -> str:
+def _declared_pins(frozen: str, wanted: Container[str]) -> str:
     """The frozen pins of the distributions the client declares (``NAME==V`` lines)."""
     lines = [ln for ln in frozen.splitlines() if canonicalize_name(ln.split("==")[0]) in wanted]
     return "\n".join(lines) + "\n"

@@ -35,7 +35,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 # How vLLM's executor words an exception that a worker raised: a failed call, and a worker
 # that failed to start ("WorkerProc initialization failed due to an exception in a background
@@ -182,7 +184,7 @@ def _batches(vocab: int) -> list[list[list[int]]]:
     return [[[rng.randrange(lo, vocab) for _ in range(n)] for n in batch] for batch in sizes]
 
 
-def _text_config(model: str, trust: bool) -> object:
+def _text_config(model: str, trust: bool) -> Any:
     from transformers import AutoConfig
 
     cfg = AutoConfig.from_pretrained(model, trust_remote_code=trust)
@@ -193,11 +195,11 @@ def _failure(kind: str, message: str, *, from_worker: bool = False) -> dict:
     return {"type": kind, "message": message, "from_worker": from_worker}
 
 
-def _asks(executor: object) -> bool:
+def _asks(executor: Any) -> bool:
     return executor is not None and hasattr(executor, "collective_rpc")
 
 
-def _origin_stage(res: _Result, executor: object, spec: dict, workers: ModuleType) -> bool:
+def _origin_stage(res: _Result, executor: Any, spec: dict, workers: ModuleType) -> bool:
     """The ``worker-origin`` stage (also starts recording the capture method on each worker)."""
     t = time.monotonic()
     if not _asks(executor):
@@ -226,10 +228,10 @@ def _origin_stage(res: _Result, executor: object, spec: dict, workers: ModuleTyp
 
 def _capture_stage(
     res: _Result,
-    executor: object,
+    executor: Any,
     spec: dict,
     workers: ModuleType,
-    rpc_log: object,
+    rpc_log: Any,
     timeout: float | None = None,
 ) -> bool:
     """The ``capture`` stage: the workers' capture-method returns against the client's gathers
@@ -406,7 +408,7 @@ def run(spec: dict) -> int:
         if spec.get("reference"):
             t = time.monotonic()
             try:
-                ref = {"batches": []}
+                ref: dict[str, Any] = {"batches": []}
                 worst = 1.0
                 for batch, out in zip(batches, outputs):  # noqa: B905 (runs on Python 3.9 too)
                     r = states.reference(spec, batch, out, layer_ids)
@@ -432,7 +434,7 @@ def run(spec: dict) -> int:
     return code
 
 
-def main(argv: list[str], body: object = None) -> int:
+def main(argv: list[str], body: Callable[[dict], int] | None = None) -> int:
     """Run ``body`` (default :func:`run`; the served driver passes its own) on the spec, and
     mark the result file finished whatever happens."""
     with open(argv[1]) as f:

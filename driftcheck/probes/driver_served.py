@@ -26,6 +26,7 @@ import re
 import string
 import sys
 import time
+from typing import Any
 
 from driver import _cpu, _error, _failure, _Result, _text_config, _versions
 
@@ -37,7 +38,7 @@ class _Values:
         self.spec = spec
         self._openai = None
 
-    def provided(self, name: str, sample: dict) -> object:
+    def provided(self, name: str, sample: dict) -> Any:
         if name == "url":
             return self.spec["url"]
         if name == "model":
@@ -52,7 +53,7 @@ class _Values:
             return self._openai
         return sample["bound"][name]
 
-    def resolve(self, value: object, sample: dict) -> object:
+    def resolve(self, value: object, sample: dict) -> Any:
         if isinstance(value, str) and value.startswith("$") and value[1:].isidentifier():
             return self.provided(value[1:], sample)
         if isinstance(value, str) and "${" in value:
@@ -86,7 +87,9 @@ def _states(spec: dict, samples: list[dict], layer_ids: list[int]) -> tuple[list
 
     check = spec["validate"]
     key, ids_key = check.get("states-key", "hidden_states"), check.get("token-ids-key")
-    results, problems, dtype = [], [], ""
+    results: list[Any] = []
+    problems: list[str] = []
+    dtype = ""
     for n, sample in enumerate(samples):
         path = str(_Values(spec).resolve(check["file"], sample))
         if not os.path.isfile(path):

@@ -19,11 +19,12 @@ how the probe tells which workers' replies the client read.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 _RECORD = "_driftcheck_probe_record"
 
 
-def summarize(value: object) -> object:
+def summarize(value: Any) -> object:
     """A comparable summary of an RPC value: tensors by shape, dtype and a digest of their
     bytes; lists, tuples and dicts item by item; anything else by its type's name."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -128,7 +129,7 @@ class RpcLog:
     driver, by wrapping the executor instance's method): the arguments that choose the replies
     and a summary of what came back. Everything passes through unchanged."""
 
-    def __init__(self, executor: object, methods: list[str]) -> None:
+    def __init__(self, executor: Any, methods: list[str]) -> None:
         self.calls: list[dict] = []
         self._methods = set(methods)
         original = executor.collective_rpc

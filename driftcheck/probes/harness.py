@@ -167,7 +167,8 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
         install_driver(work)
         logs_root = _logs_dir()
         runs: list[RunOutcome] = []
-        variants = [("unpatched", [])] + ([("patched", patches)] if patches or flags else [])
+        variants: list[tuple[str, list[Path]]] = [("unpatched", [])]
+        variants += [("patched", patches)] if patches or flags else []
         last_env: dict[str, str] = {}
 
         def run(label: str, variant_patches: list[Path], opts: ProbeOptions) -> tuple:
@@ -198,14 +199,11 @@ def probe(options: ProbeOptions, *, progress: Progress | None = None) -> ProbeRe
             say(f"running the {label} client against {env.host_dist}=={env.host_version}")
             outcome, last_env = run(label, variant_patches, options)
             if tp > 1:
-                add_tp_match(
-                    outcome,
-                    tp,
-                    env,
-                    work,
-                    lambda lb=label, vp=variant_patches: run(f"{lb}-tp1", vp, single)[0],
-                    say,
-                )
+
+                def baseline(lb: str = label, vp: list[Path] = variant_patches) -> RunOutcome:
+                    return run(f"{lb}-tp1", vp, single)[0]
+
+                add_tp_match(outcome, tp, env, work, baseline, say)
             runs.append(outcome)
         report = ProbeReport(
             client=options.client,

@@ -117,7 +117,8 @@ class _Quant:
 
 def estimate(config: dict, tp: int, max_model_len: int | None = None) -> MemoryEstimate:
     """The estimate for ``config`` (a parsed ``config.json``) at tensor parallel ``tp``."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nested = config.get("text_config")
+    text = nested if isinstance(nested, dict) else config
     out = MemoryEstimate(tensor_parallel_size=max(1, tp))
     dtype = str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
     size = DTYPE_BYTES.get(dtype, 2)

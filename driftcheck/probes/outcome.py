@@ -8,11 +8,15 @@ harness so that the reports and the tests use them without the machinery that ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from driftcheck.envs.environment import ProbeEnv
 from driftcheck.probes import runner
 from driftcheck.probes.patches import AppliedPatch
 from driftcheck.probes.workloads import CHECKS, Workload
+
+if TYPE_CHECKING:
+    from driftcheck.probes.served import ServedWorkload
 
 
 @dataclass
@@ -86,7 +90,7 @@ class ProbeReport:
     env: ProbeEnv
     model: str
     tiny_model: bool
-    workload: Workload
+    workload: Workload | ServedWorkload
     shims: list[str]
     runs: list[RunOutcome]
     command: list[str]

@@ -209,7 +209,7 @@ def fix_patches(
         NoPatchError: When it made no patch (and, with ``launch_fixes``, named no flag).
     """
     try:
-        from driftcheck.fixes.run import plan_patches  # type: ignore[import-not-found]
+        from driftcheck.fixes.run import plan_patches
     except ImportError as exc:
         raise UsageError(
             "--fix needs driftcheck.fixes.run.make_patches, which this driftcheck does not "

@@ -197,9 +197,9 @@ def _check_needs(api: HostAPI, top: Found, needs: ClientNeeds, result: ModelChec
             text = f"{cls} has no attribute 'model' in {host}: the client's model.model at {where} raises AttributeError"
             if wrapper is not None:
                 holder = _attr_class(api, top, wrapper)
-                inner = f" ({holder.path.rsplit('.', 1)[-1]})" if holder else ""
+                under = f" ({holder.path.rsplit('.', 1)[-1]})" if holder else ""
                 text += (
-                    f"; the text model sits under the multimodal wrapper's .{wrapper}{inner}, "
+                    f"; the text model sits under the multimodal wrapper's .{wrapper}{under}, "
                     f"so the client would need model.{wrapper}.model"
                 )
             result.add("fail", text)

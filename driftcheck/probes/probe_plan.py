@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import cast
 
 from driftcheck.envs.environment import ProbeEnv
 from driftcheck.envs.managed import build_plan
@@ -183,7 +184,8 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
             notes.append(str(exc))
     flags = launch_flags(left) if served else []
     patch_desc += [f"launch flag {flag} on the server's command line" for flag in flags]
-    variants = [("unpatched", [])] + ([("patched", patch_desc)] if patch_desc else [])
+    variants: list[tuple[str, list[str]]] = [("unpatched", [])]
+    variants += [("patched", patch_desc)] if patch_desc else []
 
     rec = recipe(options.model)
     tiny = rec is not None
@@ -191,7 +193,7 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
         model_lines, model_arg, config = _builtin_model_lines(rec)
     else:
         model_lines = [f"{options.model}"]
-        model_arg = options.model
+        model_arg = cast(str, options.model)  # recipe(None) is the default: a name was given
         config = None
     model_lines.append(f"tensor parallel size {options.tensor_parallel_size}")
     if options.trust_remote_code:

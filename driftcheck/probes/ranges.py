@@ -70,14 +70,17 @@ class ReleaseRun:
         return blame(run, host, fixes=rep.fixes, left=rep.left, hunks=rep.hunks)
 
     def to_dict(self, host: str) -> dict:
-        runs = {}
+        runs: dict[str, dict | None] = {}
         for label in ("unpatched", "patched"):
             r = self.run(label)
-            runs[label] = None if r is None else cell_dict(r, host)
-            if r is not None and not r.ok:
-                runs[label]["blame"] = self.blame(label, host)
-            if r is not None and label == "patched" and not r.ok and self.report is not None:
-                runs[label]["left_for_a_person"] = left_at(r, self.report.left)
+            if r is None:
+                runs[label] = None
+                continue
+            cell = runs[label] = cell_dict(r, host)
+            if not r.ok:
+                cell["blame"] = self.blame(label, host)
+            if label == "patched" and not r.ok and self.report is not None:
+                cell["left_for_a_person"] = left_at(r, self.report.left)
         return {
             "version": self.version,
             "ok": self.ok,

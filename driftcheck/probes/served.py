@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -118,7 +119,7 @@ class ServedWorkload:
         return [str(python), "-m", self.module, *self.command[1:]]
 
     def server_args(
-        self, model: str, layer_ids: list[int], storage: str, extra: list[str] = ()
+        self, model: str, layer_ids: list[int], storage: str, extra: Sequence[str] = ()
     ) -> list[str]:
         """The server's arguments (after :meth:`command_head`), placeholders filled, then ``extra`` (the probe's own: host, port, a fix's flag)."""
         values = {"model": model, "layer_ids": json.dumps(layer_ids), "storage": storage}
@@ -176,8 +177,8 @@ def parse_served(table: dict, label: str) -> ServedWorkload:
             names = set()
         unknown = sorted(n for n in names - {None} if n not in SERVER_FIELDS)
         if unknown:
-            known = ", ".join(f"${n}" for n in SERVER_FIELDS)
-            raise UsageError(f"{label}: server.argv uses ${unknown[0]} (known: {known})")
+            fields = ", ".join(f"${n}" for n in SERVER_FIELDS)
+            raise UsageError(f"{label}: server.argv uses ${unknown[0]} (known: {fields})")
     command = _strings(server.get("command", list(DEFAULT_COMMAND)), f"{label}: server.command")
     if not command or not re.fullmatch(r"[\w.+-]+", command[0]):
         raise UsageError(f"{label}: server.command starts with a console script's name")

@@ -17,7 +17,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from driftcheck.envs.environment import ProbeEnv, clean_env
@@ -157,7 +157,7 @@ def run_served_variant(
     log_dir: Path,
     say: Progress,
     launch_flags: list[str],
-    client_path: list[Path] = (),
+    client_path: Sequence[Path] = (),
     bind_env: dict[str, str] | None = None,
 ) -> tuple[RunOutcome, dict[str, str]]:
     """Run one variant (the client copy is written and patched already); ``bind_env`` is the

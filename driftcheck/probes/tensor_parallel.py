@@ -178,7 +178,7 @@ def add_tp_match(
     entry: dict = {"name": "tp-match", "tensor_parallel_size": tensor_parallel_size}
     if ref is None:
         where = baseline.get("failed_stage") or "the states"
-        verdict = {
+        verdict: dict[str, Any] = {
             "ok": False,
             "problems": [f"the TP=1 run has no hidden states (failed at {where})"],
         }

@@ -112,7 +112,7 @@ def load_rule(path: Path) -> Rule:
     rule_id = need("id", str)
     if rule_id != path.stem:
         raise RuleError(f"{path}: id {rule_id!r} differs from the file name {path.stem!r}")
-    kind = need("kind", str)
+    kind = str(need("kind", str))
     if kind != "binding" and kind not in list(Kind):
         raise RuleError(f"{path}: unknown kind {kind!r}")
     try:

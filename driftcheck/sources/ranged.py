@@ -137,7 +137,7 @@ class RangeReader(io.RawIOBase):
         self.pos += len(data)
         return data
 
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]  # io passes a bytearray or memoryview
         data = self.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)

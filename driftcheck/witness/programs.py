@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from driftcheck.findings import Finding, Shape, Site, Verification
 from driftcheck.registry import KIND_WITNESS
@@ -106,12 +107,12 @@ def _spec(check: str, site: Site, shape: Shape | None, declared: dict[str, str])
         if site.use in ("call", "subclass") and declared.get("on") != "name":
             # The warning comes when host code runs; a mark (PEP 702) shows without a call.
             return {"check": "marker", **where}
-        path = site.symbol if not (site.receiver and site.member) else None
-        if path is None:
+        named = site.symbol if not (site.receiver and site.member) else None
+        if named is None:
             raise _NoWitness("a member of an instance: reading it needs an instance")
         return {
             "check": "warns",
-            "path": path,
+            "path": named,
             "reads": site.reads,
             "module_only": declared.get("on") == "module",
         }
@@ -282,10 +283,11 @@ def _params_verdict(
     from driftcheck.checks.override_signature import runtime_problems
 
     assert f.site is not None
-    client = [tuple(p) for p in f.site.params]
-    now = runtime_problems(client, target["data"]["params"])  # type: ignore[arg-type]
+    # (name, kind, has a default) rows, lists again when read back from JSON.
+    client = cast(list[tuple[str, str, bool]], [tuple(p) for p in f.site.params])
+    now = runtime_problems(client, target["data"]["params"])
     if baseline is not None and baseline["outcome"] == "ok":
-        now -= runtime_problems(client, baseline["data"]["params"])  # type: ignore[arg-type]
+        now -= runtime_problems(client, baseline["data"]["params"])
     if now:
         return out("confirmed", f"on {tv}: " + "; ".join(sorted(text for _, text in now)))
     return out("refuted", f"the host's runtime signature on {tv} fits the client's function")

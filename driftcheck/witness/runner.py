@@ -31,6 +31,8 @@ import signal
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
+from typing import Any, cast
 
 ROOTS: list[str] = []
 
@@ -53,7 +55,9 @@ def _short(exc: BaseException) -> str:
 
 
 def _in_host(name: str | None) -> bool:
-    return bool(name) and any(name == r or name.startswith(r + ".") for r in ROOTS)
+    if not name:
+        return False
+    return any(name == r or name.startswith(r + ".") for r in ROOTS)
 
 
 def _raised_by(exc: BaseException, module: str) -> bool:
@@ -78,8 +82,8 @@ def resolve(path: str, *, module_only: bool = False, reads: int = 0) -> object:
     importable module prefix, then attributes), then the client's attribute reads."""
     parts = path.split(".")
     if 0 < reads < len(parts):
-        obj = resolve(".".join(parts[:-reads]))
-        return _read(obj, parts[-reads:])
+        imported = resolve(".".join(parts[:-reads]))
+        return _read(imported, parts[-reads:])
     obj: object = None
     i = len(parts)
     while i > 0:
@@ -152,7 +156,8 @@ def _callable(spec: dict) -> tuple[object, bool]:
 
 def _signature(obj: object) -> inspect.Signature:
     try:
-        return inspect.signature(obj)  # type: ignore[arg-type]
+        # Whatever the host holds there: what is not callable raises TypeError below.
+        return inspect.signature(cast(Callable[..., Any], obj))
     except (TypeError, ValueError) as exc:
         raise Env(f"no runtime signature: {_short(exc)}") from None
 
@@ -261,8 +266,8 @@ def default(spec: dict) -> dict:
             if f.name == name:
                 if f.default is not dataclasses.MISSING:
                     return {"value": repr(f.default)}
-                if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                    factory = f.default_factory  # type: ignore[misc]
+                if f.default_factory is not dataclasses.MISSING:
+                    factory = f.default_factory
                     return {"value": f"<factory {getattr(factory, '__qualname__', factory)}>"}
                 return {"value": "<required>"}
     fields = getattr(cls, "model_fields", None)

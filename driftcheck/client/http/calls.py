@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import GatedWalker
@@ -223,8 +224,9 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             values = [expr]
         elif isinstance(expr, ast.Name):
             func = self.func
-            if func is not None and expr.id in func.params and func.params[expr.id] is not None:
-                values.append(func.params[expr.id])  # type: ignore[arg-type]
+            param = func.params.get(expr.id) if func is not None else None
+            if param is not None:
+                values.append(param)
             if func is not None:
                 values += func.locals.get(expr.id, [])
             values += self.module.globals.get(expr.id, [])
@@ -296,7 +298,8 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         if path.path is None or path.foreign:
             return
         ops: list[KeyOp] = [
-            KeyOp("+", k.arg, self._gate(), self.source.span(k))  # type: ignore[arg-type]
+            # The body's keywords are named ones (``**`` spreads are kept apart).
+            KeyOp("+", cast(str, k.arg), self._gate(), self.source.span(k))
             for k in request.openai_body
         ]
         complete = True

@@ -14,9 +14,14 @@ from __future__ import annotations
 import ast
 import posixpath
 import shlex
+from typing import TYPE_CHECKING, cast
 
 from driftcheck.client.http.use import HttpUse
-from driftcheck.gates import all_of
+from driftcheck.gates import Gate, all_of
+
+if TYPE_CHECKING:
+    from driftcheck.client.index import FunctionInfo, ModuleInfo
+    from driftcheck.client.names import Source
 
 _PYTHONS = frozenset({"python", "python3", "sys.executable"})
 _SHELL_CALLS = frozenset(
@@ -42,8 +47,17 @@ class LaunchFinder:
     roots: set[str]
     uses: list
 
+    if TYPE_CHECKING:  # what the collector supplies
+        module: ModuleInfo
+        source: Source
+        parents: dict[ast.AST, ast.AST]
+        gates: list[Gate]
+
+        @property
+        def func(self) -> FunctionInfo | None: ...
+
     def _argvs(self) -> dict[str, HttpUse]:
-        key = id(self.func) if self.func is not None else 0  # type: ignore[attr-defined]
+        key = id(self.func) if self.func is not None else 0
         store: dict[int, dict[str, HttpUse]] = self.__dict__.setdefault("_argv_store", {})
         return store.setdefault(key, {})
 
@@ -52,10 +66,10 @@ class LaunchFinder:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.Name):  # ``flag = "--x"; cmd.append(flag)``
-            value = _assigned(node.id, self.func, self.module)  # type: ignore[attr-defined]
+            value = _assigned(node.id, self.func, self.module)
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 return value.value
-        names = self.module.qualified(node)  # type: ignore[attr-defined]
+        names = self.module.qualified(node)
         return "sys.executable" if "sys.executable" in names else None
 
     def _is_server(self, tokens: list[str | None]) -> bool:
@@ -74,7 +88,7 @@ class LaunchFinder:
             return
         use = self._launch(node, argv_list=True)
         self._add_elements(use, node.elts)
-        parent = self.parents.get(node)  # type: ignore[attr-defined]
+        parent = self.parents.get(node)
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
             target = parent.targets[0]
             if isinstance(target, ast.Name):
@@ -97,11 +111,11 @@ class LaunchFinder:
                     self._add_elements(use, [node.args[0]])
                 elif func.attr in ("extend", "__iadd__"):
                     self._grow(use, node.args[0])
-        names = self.module.qualified(func)  # type: ignore[attr-defined]
+        names = self.module.qualified(func)
         if node.args and any(n in _SHELL_CALLS for n in names):
             arg = node.args[0]
             if isinstance(arg, ast.Name):
-                values = _assigned(arg.id, self.func, self.module)  # type: ignore[attr-defined]
+                values = _assigned(arg.id, self.func, self.module)
                 arg = values if values is not None else arg
             self._shell_string(arg)
 
@@ -114,14 +128,14 @@ class LaunchFinder:
     def _add_elements(self, use: HttpUse, elts: list[ast.expr]) -> None:
         flags = list(use.flags)
         gates = list(use.flag_gates) + [None] * (len(flags) - len(use.flag_gates))
-        gate = all_of(list(self.gates))  # type: ignore[attr-defined]
+        gate = all_of(list(self.gates))
         for e in elts:
             if isinstance(e, ast.Starred):
                 use.argv_open = True
                 continue
             token = self._token(e)
             if token is not None and token.startswith("--"):
-                flags.append((token.split("=", 1)[0], self.source.span(e)))  # type: ignore[attr-defined]
+                flags.append((token.split("=", 1)[0], self.source.span(e)))
                 gates.append(gate)
         use.flags = tuple(flags)
         use.flag_gates = tuple(gates)
@@ -130,7 +144,10 @@ class LaunchFinder:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
         elif isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else _HOLE for v in node.values)
+            # An f-string's literal pieces are str constants.
+            text = "".join(
+                cast(str, v.value) if isinstance(v, ast.Constant) else _HOLE for v in node.values
+            )
         else:
             return
         try:
@@ -141,7 +158,7 @@ class LaunchFinder:
         if not self._is_server(head):
             return
         use = self._launch(node, argv_list=False)
-        span = self.source.span(node)  # type: ignore[attr-defined]
+        span = self.source.span(node)
         use.flags = tuple(
             (t.split("=", 1)[0], span) for t in tokens if t.startswith("--") and _HOLE not in t
         )
@@ -159,20 +176,20 @@ class LaunchFinder:
 
     def _launch(self, node: ast.expr, *, argv_list: bool) -> HttpUse:
 
-        line, column = self.source.start(node)  # type: ignore[attr-defined]
-        end_line, end_column = self.source.end(node)  # type: ignore[attr-defined]
-        func = self.func  # type: ignore[attr-defined]
+        line, column = self.source.start(node)
+        end_line, end_column = self.source.end(node)
+        func = self.func
         use = HttpUse(
             kind="launch",
-            file=self.module.file,  # type: ignore[attr-defined]
+            file=self.module.file,
             line=line,
             column=column + 1,
             end_line=end_line,
             end_column=end_column + 1,
             symbol="launch",
-            scope=func.qualname if func is not None else self.module.name,  # type: ignore[attr-defined]
+            scope=func.qualname if func is not None else self.module.name,
             order=len(self.uses),
-            gate=all_of(list(self.gates)),  # type: ignore[attr-defined]
+            gate=all_of(list(self.gates)),
             argv_list=argv_list,
         )
         self.uses.append(use)

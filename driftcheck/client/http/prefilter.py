@@ -64,7 +64,7 @@ def any_may_talk(client: Client, api: HostAPI) -> bool:
 
 def console_scripts(api: HostAPI) -> tuple[str, ...]:
     """The console scripts the host's distribution declares (a snapshot fact)."""
-    return tuple(api.fact("console-scripts:1", lambda: list(_read_scripts(api))))  # type: ignore[arg-type]
+    return tuple(api.fact("console-scripts:1", lambda: list(_read_scripts(api))))
 
 
 def _read_scripts(api: HostAPI) -> list[str]:

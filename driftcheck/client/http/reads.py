@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+from typing import cast
 
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
@@ -100,8 +101,8 @@ class ReadFinder:
                 grand = self.parents.get(parent)
                 if isinstance(grand, ast.Call) and grand.func is parent:
                     if parent.attr in _GETS and kind == "body" and _const_arg(grand) is not None:
-                        key = _const_arg(grand)
-                        prefix, optional, node = (*prefix, key), True, grand  # type: ignore[assignment]
+                        field = cast(str, _const_arg(grand))  # not None: tested just above
+                        prefix, optional, node = (*prefix, field), True, grand
                         optional = not self._raises_if_missing(grand)
                         continue
                     break  # another method of the value: not a field read
@@ -111,9 +112,9 @@ class ReadFinder:
                 continue
             if isinstance(parent, ast.Call) and node in parent.args and parent.args[0] is node:
                 name = parent.func.id if isinstance(parent.func, ast.Name) else ""
-                key = _const_arg(parent, 1)
-                if name in ("getattr", "hasattr") and key is not None and kind == "sdk":
-                    prefix = (*prefix, key)
+                named = _const_arg(parent, 1)
+                if name in ("getattr", "hasattr") and named is not None and kind == "sdk":
+                    prefix = (*prefix, named)
                     missing_ok = name == "hasattr" or len(parent.args) > 2
                     optional = missing_ok and not self._raises_if_missing(parent)
                     if name == "hasattr":
@@ -182,7 +183,7 @@ class ReadFinder:
         target = self.index.functions.get(f"{self.module.name}.{call.func.id}")
         if target is None:
             return
-        position = call.args.index(value)  # type: ignore[arg-type]
+        position = call.args.index(cast(ast.expr, value))  # an argument of the call
         params = [p.arg for p in (*target.node.args.posonlyargs, *target.node.args.args)]
         if position >= len(params):
             return
@@ -258,6 +259,8 @@ class ReadFinder:
             stmt: ast.AST = parent
             for _ in range(3):  # out of the arms of an ``if`` that assigns it in each
                 holder = self.parents.get(stmt)
+                if holder is None:  # the module: no arm left to leave
+                    return False
                 for body in (getattr(holder, "body", None), getattr(holder, "orelse", None)):
                     if isinstance(body, list) and stmt in body:
                         later = body[body.index(stmt) + 1 :]
@@ -265,7 +268,7 @@ class ReadFinder:
                             return True
                         if later or not isinstance(holder, ast.If):
                             return False
-                stmt = holder  # type: ignore[assignment]
+                stmt = holder
         return False
 
 
@@ -276,11 +279,12 @@ def _expects_empty(attr: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool
     if attr.attr in ("content", "text"):
         if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
             return True
+        tested: ast.AST = attr
         if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
             if parent.func.id == "len":
-                attr, parent = parent, parents.get(parent)  # type: ignore[assignment]
+                tested, parent = parent, parents.get(parent)
         if isinstance(parent, ast.Compare) and len(parent.ops) == 1:
-            other = parent.comparators[0] if parent.left is attr else parent.left
+            other = parent.comparators[0] if parent.left is tested else parent.left
             return (
                 isinstance(parent.ops[0], (ast.Eq, ast.Is))
                 and isinstance(other, ast.Constant)

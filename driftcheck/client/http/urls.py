@@ -96,9 +96,9 @@ def _pieces(
             return None
         return None
     if isinstance(expr, ast.Name):
-        value = _single_value(expr.id, func, module)
-        if value is not None:
-            return _pieces(value, func, module, depth + 1)
+        single = _single_value(expr.id, func, module)
+        if single is not None:
+            return _pieces(single, func, module, depth + 1)
     return None
 
 

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -313,7 +314,9 @@ def make_bundle(req: BundleRequest, progress: Progress | None = None) -> dict:
         )
         _pip([*args, "-r", str(work / "roots.txt")], "pip download", progress, work / "wheels")
 
-        wheels, provided, excluded = [], {}, {}
+        wheels: list[dict[str, Any]] = []
+        provided: dict[str, str] = {}
+        excluded: dict[str, str] = {}
         for path in sorted((work / "wheels").glob("*.whl")):
             name, version, _build, _tags = parse_wheel_filename(path.name)
             label = (version.local or "").replace(".", "")
