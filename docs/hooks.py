@@ -1,16 +1,15 @@
 """mkdocs hooks: the reference pages that are made, not written.
 
 The site's home page is the README (its ``docs/`` links made relative to the site); the page of
-each built-in check comes from its module docstring and the check registry, and the page of each
-host rule from its file under ``rules/<host>/<id>.toml``. Nothing here is committed: the pages
+each built-in check comes from its declaration (``driftcheck.checks.catalog``), its module
+docstring and its cases (``driftcheck/checks/cases/``), and the page of each host rule from its
+file under ``rules/<host>/<id>.toml``. Nothing here is committed: the pages
 exist only in the built site (``mkdocs build --strict``, run by ``.ci/run``), so they cannot go
 stale. ``tests/test_docs.py`` reads the same pages through :func:`pages`.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,31 +26,48 @@ RULES_INDEX = "rules/index.md"
 
 @dataclass(frozen=True)
 class CheckDoc:
-    """What the docs say about one built-in check."""
+    """What the docs say about one id of a built-in check."""
 
     id: str
     kind: str
     severity: str
     witness: str
+    fixes: tuple[str, ...]
+    codemods: tuple[str, ...]
     module: str
     doc: str
+    #: The check's own cases (``driftcheck/checks/cases/<module>.toml``) that name this id.
+    cases: tuple[dict[str, Any], ...]
 
 
 def builtin_checks() -> list[CheckDoc]:
-    """Every built-in check, in the registry's order: the one place the docs read the registry."""
-    from driftcheck.registry import CHECKS, KIND_WITNESS
+    """Every id of a built-in check, in the order the checks run: the one place the docs read the
+    checks' declarations (:data:`driftcheck.checks.catalog.CHECKS`)."""
+    from driftcheck.checks.catalog import CHECKS
 
-    return [
-        CheckDoc(
-            id=check.id,
-            kind=check.kind,
-            severity=check.severity,
-            witness=KIND_WITNESS.get(check.id, KIND_WITNESS.get(check.kind, "workload")),
-            module=check.module,
-            doc=inspect.cleandoc(importlib.import_module(check.module).__doc__ or ""),
+    out = []
+    for check in CHECKS:
+        cases_file = ROOT / "driftcheck" / "checks" / "cases" / f"{check.name}.toml"
+        cases = (
+            tomllib.loads(cases_file.read_text(encoding="utf-8")).get("cases", [])
+            if cases_file.is_file()
+            else []
         )
-        for check in CHECKS.values()
-    ]
+        for check_id in check.ids:
+            out.append(
+                CheckDoc(
+                    id=check_id.id,
+                    kind=str(check_id.kind.value),
+                    severity=str(check_id.severity.value),
+                    witness=str(check_id.witness.value),
+                    fixes=tuple(str(f.value) for f in check_id.fixes),
+                    codemods=check_id.codemods,
+                    module=check.module,
+                    doc=check.doc,
+                    cases=tuple(c for c in cases if c["name"].startswith(check_id.id + "-")),
+                )
+            )
+    return out
 
 
 def kinds() -> dict[str, str]:
@@ -77,18 +93,42 @@ def _markdown(doc: str) -> str:
 
 
 def _check_page(check: CheckDoc) -> str:
-    return (
+    fixes = ", ".join(check.fixes) if check.fixes else "none"
+    codemods = ", ".join(f"`{c}`" for c in check.codemods)
+    out = [
         f"# `{check.id}`\n\n"
         f"Built-in check, run on every use whatever the host. Kind `{check.kind}`, default "
         f"severity **{check.severity}**, witness `{check.witness}` "
-        f"([witnesses](../witnesses.md)); module `{check.module}`.\n\n"
+        f"([witnesses](../witnesses.md)); fixes: {fixes}"
+        + (f" ({codemods})" if codemods else "")
+        + f"; module `{check.module}`.\n\n"
         f"{_markdown(check.doc)}\n"
-    )
+    ]
+    if check.cases:
+        out.append(
+            "\n## Cases\n\nThe check's own cases (a host module on release 1.0 and 2.0, a "
+            "client, the findings expected), run by one generic test:\n\n"
+        )
+    for case in check.cases:
+        expect = case.get("expect", [])
+        said = (
+            ", ".join(f"`{e['check']}` at line {e['line']}" for e in expect)
+            if expect
+            else "no finding (a near miss)"
+        )
+        out.append(f"### {case['name']}\n\nExpected: {said}.\n\n")
+        for side in ("baseline", "target"):
+            for name, text in case.get(side, {}).items():
+                out.append(f"Host `{name}` on the {side}:\n\n{_code(text)}\n")
+        out.append(f"Client:\n\n{_code(case['client'])}\n")
+    return "".join(out)
 
 
 def _checks_index(checks: list[CheckDoc]) -> str:
     rows = "\n".join(
-        f"| [`{c.id}`]({c.id}.md) | `{c.kind}` | {c.severity} | `{c.witness}` |" for c in checks
+        f"| [`{c.id}`]({c.id}.md) | `{c.kind}` | {c.severity} | `{c.witness}` | "
+        f"{', '.join(c.fixes) or '-'} |"
+        for c in checks
     )
     kind_rows = "\n".join(f"| `{kind}` | {meaning} |" for kind, meaning in kinds().items())
     return (
@@ -97,7 +137,7 @@ def _checks_index(checks: list[CheckDoc]) -> str:
         "exactly these ids, the kinds, and the ids of the [host rules](../rules/index.md); "
         "`driftcheck rules list` lists them all and `driftcheck rules show ID` prints one. "
         "The built-in checks run on every use, whatever the host:\n\n"
-        "| id | kind | severity | witness |\n|---|---|---|---|\n"
+        "| id | kind | severity | witness | fixes |\n|---|---|---|---|---|\n"
         f"{rows}\n\n"
         "## Kinds\n\n| kind | what it means |\n|---|---|\n"
         f"{kind_rows}\n"

@@ -112,6 +112,8 @@ def test_check_pages_come_from_the_registry(pages: dict[str, str]):
         page = pages[f"checks/{check.id}.md"]
         doc = sys.modules[check.module].__doc__ or ""
         assert doc.strip().splitlines()[0].split("``")[0] in page, check.id
+        assert f"fixes: {', '.join(check.fixes) or 'none'}" in page, check.id
+        assert "## Cases" in page and f"### {check.id}-" in page, check.id
 
 
 def test_rule_pages_come_from_the_rule_files(pages: dict[str, str]):
