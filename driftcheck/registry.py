@@ -1,7 +1,7 @@
 """One registry of ids: the kinds of drift, the built-in checks, and (given a rule set) the rules.
 
 Every finding carries an id (``rule``) and a ``kind``. A built-in check's id and kind come from
-its declaration (:data:`CHECKS` is derived from :mod:`driftcheck.checks.catalog`); a rule's
+its declaration (:data:`CHECK_IDS` is derived from :mod:`driftcheck.checks.catalog`); a rule's
 from its file. ``--disable`` and ``disable = [...]`` take exactly these
 ids: a check id or rule id drops that id's findings, a kind drops every finding of the kind.
 """
@@ -74,7 +74,7 @@ class BuiltinCheck:
 
 
 #: Every built-in check id, with its kind and default severity, in the order the checks run.
-CHECKS: dict[str, BuiltinCheck] = {
+CHECK_IDS: dict[str, BuiltinCheck] = {
     r.id: BuiltinCheck(r.id, r.kind, r.severity, c.module, r.witness, r.fixes, r.codemods, c)
     for c in catalog.CHECKS
     for r in c.ids
@@ -83,7 +83,7 @@ CHECKS: dict[str, BuiltinCheck] = {
 #: The witness of each kind (a rule can declare another in ``[witness]``), and of the checks
 #: whose claim differs from their kind's.
 KIND_WITNESS: dict[str, str] = {str(k): str(w) for k, w in _KIND_WITNESS.items()} | {
-    c.id: str(c.witness) for c in CHECKS.values() if c.witness != _KIND_WITNESS[c.kind]
+    c.id: str(c.witness) for c in CHECK_IDS.values() if c.witness != _KIND_WITNESS[c.kind]
 }
 
 
@@ -93,7 +93,7 @@ def known_ids(rules: Iterable[_HasId]) -> dict[str, str]:
     out: dict[str, str] = {}
     for kind in KINDS:
         out[kind] = "kind"
-    for check_id in CHECKS:
+    for check_id in CHECK_IDS:
         out[check_id] = "check and kind" if check_id in KINDS else "check"
     for rule in rules:
         out[rule.id] = "rule"
@@ -114,7 +114,7 @@ def check_ids(ids: Iterable[str], rules: Iterable[_HasId], *, where: str) -> Non
 
 def kinds_of(rules: Iterable[_HasKind]) -> dict[str, str]:
     """Every check and rule id -> its kind."""
-    out: dict[str, str] = {c.id: c.kind for c in CHECKS.values()}
+    out: dict[str, str] = {c.id: c.kind for c in CHECK_IDS.values()}
     out.update({r.id: r.kind for r in rules})
     return out
 

@@ -41,7 +41,7 @@ CHECKS: tuple[Check, ...] = (
     override_signature.CHECK,
     deprecated.CHECK,
     implementation_swap.CHECK,
-    *http.CHECKS,  # routes, request bodies, response reads, launch flags (loaded on first use)
+    *http.HTTP_CHECKS,  # routes, request bodies, response reads, launch flags (loaded on first use)
     protocol.CHECK,
     rule_match.CHECK,
 )

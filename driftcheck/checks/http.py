@@ -41,7 +41,7 @@ HTTP_CLI_FLAG = CheckId(
 _REQUEST = frozenset({"http-request"})
 
 #: The HTTP checks, in the order they run (routes, request bodies, response reads, flags).
-CHECKS: tuple[Check, ...] = (
+HTTP_CHECKS: tuple[Check, ...] = (
     Check(
         "driftcheck.checks.http_routes",
         (HTTP_ROUTE_REMOVED, HTTP_ROUTE_FLAG),

@@ -30,11 +30,11 @@ def rules_list(host: str | None, rule_dirs: tuple[str, ...]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from driftcheck.registry import CHECKS
+    from driftcheck.registry import CHECK_IDS
     from driftcheck.rules import load_rules
 
     table = Table("id", "source", "host", "versions", "kind", "severity", "fix", box=None)
-    for check in CHECKS.values():
+    for check in CHECK_IDS.values():
         fixes = "/".join(check.fixes) or "-"
         table.add_row(check.id, "check", "any", "-", check.kind, check.severity, fixes)
     for rule in load_rules(*rule_dirs):
@@ -52,10 +52,10 @@ def rules_list(host: str | None, rule_dirs: tuple[str, ...]) -> None:
 def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
     """Everything about one check or rule (a rule's cases included)."""
     from driftcheck.errors import UsageError
-    from driftcheck.registry import CHECKS
+    from driftcheck.registry import CHECK_IDS
     from driftcheck.rules import load_rules
 
-    check = CHECKS.get(rule_id)
+    check = CHECK_IDS.get(rule_id)
     if check is not None:
         click.echo(f"{check.id}  (built-in check: {check.kind}, {check.severity}, any host)")
         fixes = ", ".join(check.fixes) or "none"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from driftcheck.envs.environment import ProbeEnv
 from driftcheck.probes import runner
 from driftcheck.probes.patches import AppliedPatch
-from driftcheck.probes.workloads import CHECKS, Workload
+from driftcheck.probes.workloads import STAGE_CHECKS, Workload
 
 if TYPE_CHECKING:
     from driftcheck.probes.served import ServedWorkload
@@ -204,7 +204,7 @@ def interpret(
     label: str,
     data: dict,
     res: runner.RunResult,
-    checks: list[tuple[str, str]] = CHECKS,
+    checks: list[tuple[str, str]] = STAGE_CHECKS,
     required: tuple[str, ...] = IN_PROCESS_REQUIRED,
 ) -> RunOutcome:
     """Turn the driver's result file and the run into an outcome: it passed when every stage
@@ -261,7 +261,7 @@ def interpret(
     return out
 
 
-def _next_stage(stages: list[dict], checks: list[tuple[str, str]] = CHECKS) -> str:
+def _next_stage(stages: list[dict], checks: list[tuple[str, str]] = STAGE_CHECKS) -> str:
     done = {s["name"] for s in stages}
     return next((name for name, _ in checks if name not in done), "unknown")
 

@@ -37,7 +37,7 @@ from driftcheck.probes.patches import (
     read_patch_folder,
 )
 from driftcheck.probes.served import ServedWorkload
-from driftcheck.probes.workloads import CHECKS, Workload, workload_for
+from driftcheck.probes.workloads import STAGE_CHECKS, Workload, workload_for
 from driftcheck.sources.specs import PackageSpec, parse_spec
 from driftcheck.sources.trees import SourceTree, open_tree
 
@@ -256,7 +256,9 @@ def make_plan(options: ProbeOptions, argv: list[str]) -> ProbePlan:
         run_env = shown_env({**run_env, **model_env, **bind_env}, extra=model_env)
         command = driver_command(python, work)
         checks = [
-            (s, c) for s, c in CHECKS if (tiny or s != "reference") and (tp > 1 or s != "tp-match")
+            (s, c)
+            for s, c in STAGE_CHECKS
+            if (tiny or s != "reference") and (tp > 1 or s != "tp-match")
         ]
         model_checks = _model_checks(
             host, env, version, tree, workload, model_arg, config, patch_paths, notes

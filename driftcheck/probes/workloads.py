@@ -1,6 +1,6 @@
 """What the probe runs and checks: the client workloads it knows (:data:`WORKLOADS`, one
 :class:`Workload` per client package, found with :func:`workload_for`) and the stages a run
-passes through (:data:`CHECKS`, with the reference check's :data:`COSINE_MIN` per dtype). They are the
+passes through (:data:`STAGE_CHECKS`, with the reference check's :data:`COSINE_MIN` per dtype). They are the
 probe's vocabulary, shared by the run, the plan and the reports, so they live apart from all
 three.
 """
@@ -44,7 +44,7 @@ def cosine_min(dtype: str | None) -> float:
 
 
 _SHOWN = ", ".join(f"{k.split('.')[-1]} {v}" for k, v in COSINE_MIN.items() if k != "default")
-CHECKS = [
+STAGE_CHECKS = [
     ("import", "the workload class imports, from the client copy"),
     ("build", "the generator builds (vLLM executor, workers, scheduler, KV cache)"),
     ("worker-origin", "one answer per worker (TP ranks 0..N-1), the extension from the copy"),
@@ -72,7 +72,7 @@ class Workload:
     @property
     def checks(self) -> list[tuple[str, str]]:
         """The stages a run of it passes through, in order (the report's rows)."""
-        return CHECKS
+        return STAGE_CHECKS
 
 
 WORKLOADS = {

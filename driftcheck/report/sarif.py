@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 from driftcheck.accepted import Triage
 from driftcheck.findings import Evidence, Finding
-from driftcheck.registry import CHECKS
+from driftcheck.registry import CHECK_IDS
 from driftcheck.report.locations import (
     as_uri,
     cell_location,
@@ -287,7 +287,7 @@ def apply_replacements(old: str, reps: list[dict]) -> str:
 
 def rule_descriptors(host: str, rules: Iterable[Rule]) -> list[dict]:
     """The built-in checks, then every drift rule for ``host``."""
-    out = [_builtin(check.id, check.doc) for check in CHECKS.values()]
+    out = [_builtin(check.id, check.doc) for check in CHECK_IDS.values()]
     out += [_rule(r) for r in rules if r.kind != "binding" and _same_host(r.host, host)]
     return out
 

@@ -23,7 +23,7 @@ import pytest
 from driftcheck.compat import tomllib
 from driftcheck.findings import Finding
 from driftcheck.pipeline import scan
-from driftcheck.registry import CHECKS
+from driftcheck.registry import CHECK_IDS
 from driftcheck.rules import load_rules
 
 HOST = "casehost"
@@ -180,7 +180,7 @@ def test_check_case(case: CheckCase, tmp_path: Path):
 def _changed_expectations(case: CheckCase) -> list[tuple[Expected, ...]]:
     """The case's expectation with one thing wrong: another line, another id, a message it
     does not say, a finding left out, or (for a near miss) a finding it does not give."""
-    other_id = next(i for i in sorted(CHECKS) if i not in {e.check for e in case.expect})
+    other_id = next(i for i in sorted(CHECK_IDS) if i not in {e.check for e in case.expect})
     if not case.positive:
         return [(Expected(other_id, 1),)]
     first, rest = case.expect[0], case.expect[1:]
@@ -201,7 +201,7 @@ def test_every_check_id_has_a_positive_and_a_negative_case():
     positive: dict[str, int] = {}
     negative: dict[str, int] = {}
     for module in case_modules():
-        ids = {c.id for c in CHECKS.values() if c.module == f"driftcheck.checks.{module}"}
+        ids = {c.id for c in CHECK_IDS.values() if c.module == f"driftcheck.checks.{module}"}
         assert ids, f"cases/{module}.toml belongs to no built-in check module"
         for case in load_cases(module):
             _named(case, ids)
@@ -211,8 +211,8 @@ def test_every_check_id_has_a_positive_and_a_negative_case():
             if not case.positive:
                 for check_id in _named(case, ids):
                     negative[check_id] = negative.get(check_id, 0) + 1
-    assert sorted(set(CHECKS) - set(positive)) == []
-    assert sorted(set(CHECKS) - set(negative)) == []
+    assert sorted(set(CHECK_IDS) - set(positive)) == []
+    assert sorted(set(CHECK_IDS) - set(negative)) == []
 
 
 def _named(case: CheckCase, ids: set[str]) -> set[str]:

@@ -60,7 +60,7 @@ def test_a_check_declares_itself_in_its_own_module_unless_it_is_lazy():
         if c.lazy:
             # held by the light entry, so that the registry reads it without loading the check
             assert c.loads_on, c.module
-            assert c in importlib.import_module(LAZY_HOME).CHECKS
+            assert c in importlib.import_module(LAZY_HOME).HTTP_CHECKS
         else:
             assert not c.loads_on, c.module
             assert importlib.import_module(c.module).CHECK is c, c.module
@@ -71,9 +71,9 @@ def test_a_check_declares_itself_in_its_own_module_unless_it_is_lazy():
 def test_ids_are_unique_and_the_registry_is_derived_from_the_declarations():
     ids = [r.id for c in catalog.CHECKS for r in c.ids]
     assert len(ids) == len(set(ids))
-    assert list(registry.CHECKS) == ids
+    assert list(registry.CHECK_IDS) == ids
     for check_id, (c, r) in DECLARED.items():
-        got = registry.CHECKS[check_id]
+        got = registry.CHECK_IDS[check_id]
         assert (got.kind, got.severity, got.module, got.witness) == (
             r.kind,
             r.severity,

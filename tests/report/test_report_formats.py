@@ -15,7 +15,7 @@ from conftest import need_module, run_cli
 from driftcheck.checks import MERGING, PER_USE, WHOLE_CLIENT, Runs, catalog
 from driftcheck.fixes.patches import fix_code
 from driftcheck.pipeline import ScanResult, scan
-from driftcheck.registry import CHECKS as BUILTIN_CHECKS
+from driftcheck.registry import CHECK_IDS as BUILTIN_CHECKS
 from driftcheck.report import FORMATS, github, sarif
 from driftcheck.rules import load_rules
 
