@@ -172,17 +172,26 @@ def build_wheel(
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     dist_info = f"{name}-{version}.dist-info"
+
+    # A fixed date in every member: the same files make the same bytes, as a release re-downloaded
+    # from an index does (a test that re-fetches compares them).
+    def member(member_name: str) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(member_name, date_time=(2020, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o644 << 16
+        return info
+
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for rel, data in files.items():
-            zf.writestr(rel, data)
+            zf.writestr(member(rel), data)
         zf.writestr(
-            f"{dist_info}/METADATA",
+            member(f"{dist_info}/METADATA"),
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
             + "".join(f"Requires-Dist: {r}\n" for r in requires),
         )
-        zf.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n")
+        zf.writestr(member(f"{dist_info}/WHEEL"), "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n")
         if record:
-            zf.writestr(f"{dist_info}/RECORD", "")
+            zf.writestr(member(f"{dist_info}/RECORD"), "")
         for rel, data in (raw_members or {}).items():
             zf.writestr(zipfile.ZipInfo(rel), data)
     return path
