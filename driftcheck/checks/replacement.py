@@ -95,14 +95,17 @@ def differs(use: Use, ctx: CheckContext, gone: str, new: str, message: str = "")
         return f"{was} calls {short} and does more than return its result ({old.file}:{old.line})"
     if before.returns and after.returns and before.returns != after.returns:
         return f"{was} returns {before.returns}, {short} returns {after.returns}"
-    calls = [u for u in ctx.uses if u.file == use.file and u.kind == "call" and u.symbol == gone]
+    # A call is fixed where it is; an import's rewrite reaches every call of the name in the file.
+    calls = [use] if use.kind == "call" else []
+    if use.kind == "import":
+        calls = [
+            u for u in ctx.uses if u.file == use.file and u.kind == "call" and u.symbol == gone
+        ]
     for call in calls:
         why = _call_differs(call.shape, before, after, was, short) if call.shape else ""
         if why:
             return f"line {call.line}: {why}"
-    if calls and use.kind == "call":
-        return ""
-    referenced = use.kind != "call" and not any(u.line == use.line for u in calls)
+    referenced = not calls  # read as a value (a callback), or imported and never called here
     if referenced and _params(before) != _params(after):
         return (
             f"{was} is referenced, not called here, and its parameters "
