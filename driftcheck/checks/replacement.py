@@ -23,6 +23,7 @@ import textwrap
 from driftcheck.checks.context import CheckContext, rename_fix
 from driftcheck.client.use import Use
 from driftcheck.findings import Fix
+from driftcheck.host.annotations import normalise_annotation, union_members
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.relocation import named_all
 from driftcheck.host.signature import CallShape, Param, Signature, bind
@@ -82,6 +83,8 @@ def differs(use: Use, ctx: CheckContext, gone: str, new: str, message: str = "")
             return ""
     if old.path != gone and old.obj.name == now.obj.name:
         return ""  # ``gone`` was an alias of the same-named object ``new`` names
+    if now.kind not in ("function", "class"):
+        return ""  # built by a call (``lazy(gettext, str)``, ``partial(...)``): not comparable
     if old.kind != now.kind:
         return f"{was} is a {old.kind}, {short} a {now.kind}"
     before, after = ctx.baseline.signature(old), ctx.target.signature(now)
@@ -89,12 +92,18 @@ def differs(use: Use, ctx: CheckContext, gone: str, new: str, message: str = "")
         if before is None and after is None:
             return ""  # neither side has a signature to read (compiled on both)
         return f"no signature of {was if before is None else short} to compare"
-    if _forwards(ctx.baseline, old, short):
+    if _forwards(ctx.baseline, old, before):
         before = after  # ``def sometrue(*args, **kwargs): return any(*args, **kwargs)``
-    elif _wraps(ctx.baseline, old, short):
-        return f"{was} calls {short} and does more than return its result ({old.file}:{old.line})"
-    if before.returns and after.returns and before.returns != after.returns:
+    elif was != short and isinstance(ctx.baseline.resolve(new), Found):
+        # Another name the baseline had too: a body that calls it and reworks its result
+        # (``recfromtxt``: ``genfromtxt(...).view(np.recarray)``) is no alias of it.
+        if _wraps(ctx.baseline, old, short):
+            return f"{was} calls {short} and reworks its result ({old.file}:{old.line})"
+    if was != short and not _same_return(before.returns, after.returns):
+        # (a function that only moved keeps its name; its annotations' spelling churns)
         return f"{was} returns {before.returns}, {short} returns {after.returns}"
+    if _same_parameters(before, after):
+        return ""  # any call, spread or not, binds alike
     # A call is fixed where it is; an import's rewrite reaches every call of the name in the file.
     calls = [use] if use.kind == "call" else []
     if use.kind == "import":
@@ -170,15 +179,28 @@ def _listed(sig: Signature) -> str:
     return ", ".join(p.name for p in sig.params)
 
 
-def _forwards(api: HostAPI, old: Found, new: str) -> bool:
-    """``old`` takes only ``*args``/``**kwargs`` and hands them on to ``new`` whole (its own
-    parameters: the signature read for callers may have followed ``**kwargs`` already)."""
-    own = [getattr(p.kind, "value", "") for p in getattr(old.obj, "parameters", ())]
-    if not own or any(k not in ("variadic positional", "variadic keyword") for k in own):
-        return False
-    return any(
-        any(isinstance(a, ast.Starred) for a in call.args) for call, _ in _calls(api, old, new)
-    )
+def _forwards(api: HostAPI, old: Found, sig: Signature) -> bool:
+    """``old`` takes only ``*args``/``**kwargs`` and hands them on whole (``return any(*args,
+    **kwargs)``, ``super().__init__(*args, **kwargs)``): what it accepts is what it calls."""
+    if not sig.params or any(p.kind not in _VAR for p in sig.params):
+        own = [getattr(p.kind, "value", "") for p in getattr(old.obj, "parameters", ())]
+        # the signature read for callers may have followed ``**kwargs`` already
+        if not own or any(k not in ("variadic positional", "variadic keyword") for k in own):
+            return False
+    return any(any(isinstance(a, ast.Starred) for a in call.args) for call, _ in _calls(api, old))
+
+
+def _same_parameters(a: Signature, b: Signature) -> bool:
+    """The same parameters: names, kinds and defaults, in order."""
+    return [(p.name, p.kind, _default(p)) for p in a.params] == [
+        (p.name, p.kind, _default(p)) for p in b.params
+    ]
+
+
+def _same_return(a: str | None, b: str | None) -> bool:
+    """The same return annotation, or one side unannotated (``Optional[str]`` is ``str | None``)."""
+    x, y = normalise_annotation(a), normalise_annotation(b)
+    return not x or not y or union_members(x) == union_members(y)
 
 
 def _wraps(api: HostAPI, old: Found, new: str) -> bool:
@@ -188,9 +210,9 @@ def _wraps(api: HostAPI, old: Found, new: str) -> bool:
     return bool(calls) and not any(returned for _, returned in calls)
 
 
-def _calls(api: HostAPI, old: Found, new: str) -> list[tuple[ast.Call, bool]]:
-    """The calls of ``new`` in ``old``'s body (not its docstring), each with whether it is
-    what a ``return`` returns."""
+def _calls(api: HostAPI, old: Found, new: str = "") -> list[tuple[ast.Call, bool]]:
+    """The calls of ``new`` (any call, without it) in ``old``'s body (not its docstring),
+    each with whether it is what a ``return`` returns."""
     text = api.source_texts().get(old.file)
     start, end = old.obj.lineno, old.obj.endlineno
     if text is None or not start or not end:
@@ -208,7 +230,7 @@ def _calls(api: HostAPI, old: Found, new: str) -> list[tuple[ast.Call, bool]]:
             continue
         f = node.func
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-        if name == new:
+        if name == new or not new:
             out.append((node, id(node) in returned))
     return out
 
