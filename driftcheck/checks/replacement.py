@@ -5,8 +5,10 @@ A rename the host's words or an alias chain propose is checked against what the 
 with the name: each call's arguments are bound against ``gone``'s signature on the baseline
 and ``new``'s on the target, and must land on parameters of the same names and kinds (an
 argument ``gone`` put into ``**kwargs`` must go there on ``new`` too), with ``new`` accepting
-the whole call, the same defaults for what the call leaves out and the same return annotation.
-A name only referenced (passed as a callback) needs the same parameters. The host's words
+the whole call and the same defaults for what the call leaves out; another function (not the
+same one moved) needs the same return annotation, and an old body that calls it and reworks
+the result (``recfromtxt``) is no alias of it. A name only referenced (passed as a callback)
+needs the same parameters. The host's words
 count too: a message that names two replacements gives a manual fix naming both, and one that
 spells the replacement with arguments (``np.sort(a, axis=0)``) or a condition ("with comma
 delimiter") says it is not a drop-in. ``np.find_common_type`` -> ``np.promote_types`` (other
