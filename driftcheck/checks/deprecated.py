@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import cast
 
 from driftcheck.checks.call_signature import CALL_SIGNATURE
-from driftcheck.checks.context import CheckContext, finding, rename_fix, runs, side
+from driftcheck.checks.context import CheckContext, finding, runs, side
 from driftcheck.checks.declaration import Check, CheckId
+from driftcheck.checks.replacement import replacement_fix
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
@@ -27,6 +28,7 @@ from driftcheck.host.param_notes import (
     ParamNote,
     function_notes,
     parameter_notes,
+    replacements,
 )
 from driftcheck.host.relocation import named_in
 from driftcheck.host.served import DEPRECATED, Served
@@ -165,7 +167,9 @@ def _served(use: Use, ctx: CheckContext, target: Served) -> list[Finding]:
     named = named_in(ctx.target, target.message, gone)
     fix = Fix(FixSafety.MANUAL, target.message or "move to the replacement the host names")
     if named is not None:
-        fix = rename_fix(use, gone, named[0], FixSafety.SAFE, f"use {named[0]}")
+        fix = replacement_fix(
+            use, ctx, gone, named[0], FixSafety.SAFE, f"use {named[0]}", target.message
+        )
     evidence = [ctx.evidence(ctx.target, target, note="deprecation")]
     if ctx.baseline is not None:
         evidence.insert(0, ctx.evidence(ctx.baseline, ctx.baseline.resolve(gone)))
@@ -303,6 +307,13 @@ def _param_finding(
     verb = "no longer accepts" if removed else "deprecates"
     how = f"{keyword}=" if index is None else f"{keyword} (passed as argument {index + 1})"
     fix = Fix(FixSafety.MANUAL, note.message[:200])
+    named = replacements(note.message, note.param, (p.name for p in sig.params) if sig else ())
+    if len(named) > 1:  # ``missing`` -> ``load_default`` or ``dump_default``: the caller's choice
+        fix = Fix(
+            FixSafety.MANUAL,
+            f"pass {' or '.join(f'{n}=' for n in named)} instead of {note.param}= (the host's "
+            "message names each; which one fits depends on what the value is for)",
+        )
     new = note.replacement
     target_param = sig.param(new) if new and sig is not None else None
     renamable = index is None and note.param != EXTRA  # a positional keeps its slot

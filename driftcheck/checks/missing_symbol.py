@@ -19,10 +19,10 @@ from driftcheck.checks.context import (
     imported_parts,
     missing_module,
     prefixes,
-    rename_fix,
 )
 from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import quoted, warned_before
+from driftcheck.checks.replacement import replacement_fix
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
@@ -186,8 +186,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 evidence=tuple(evidence),
                 fix=Fix(FixSafety.MANUAL, f"import it from {home.name} where the try imports it")
                 if use.none_fallback
-                else rename_fix(
+                else replacement_fix(
                     use,
+                    ctx,
                     gone,
                     home.name,
                     FixSafety.UNSAFE
@@ -200,6 +201,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                         if home.name.rsplit(".", 1)[-1] == short
                         else f"use {home.name}"
                     ),
+                    said or before,
                 ),
             )
         ]

@@ -33,7 +33,7 @@ POSITIONAL_SHIFT = CheckId(
     Kind.CALL_SIGNATURE,
     Severity.ERROR,
     Witness.POSITIONS,
-    fixes=(FixSafety.SAFE, FixSafety.MANUAL),
+    fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
     codemods=("positional-to-keyword",),
 )
 #: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
@@ -149,12 +149,27 @@ def _fix(moved: list[Rebinding], shape: CallShape, sig_b: Signature, sig_t: Sign
     )
     after = CallShape(positional=first, keywords=(*shape.keywords, *names))
     still = [p.detail for p in bind(sig_t, after)] if ok else []
+    # A name the baseline takes by position only: ``text=`` there lands in its ``**styles``
+    # (or fails), so the keyword call is not what the client ran before.
+    only = [n for n in names if (p := sig_b.param(n)) is not None and p.kind == "positional_only"]
+    keywords = ", ".join(f"{n}=" for n in names)
+    params = (("from", str(first)), ("names", ",".join(names)))
+    if ok and not still and only:
+        where = next((p.name for p in sig_b.params if p.kind == "var_keyword"), "")
+        return Fix(
+            FixSafety.UNSAFE,
+            f"pass them by keyword: {keywords} (not the same call on the baseline, where "
+            f"{only[0]} is positional-only and {only[0]}= "
+            + (f"lands in **{where})" if where else "is a TypeError)"),
+            codemod="positional-to-keyword",
+            params=params,
+        )
     if ok and not still:
         return Fix(
             FixSafety.SAFE,
-            "pass them by keyword with the names they had: " + ", ".join(f"{n}=" for n in names),
+            f"pass them by keyword with the names they had: {keywords}",
             codemod="positional-to-keyword",
-            params=(("from", str(first)), ("names", ",".join(names))),
+            params=params,
         )
     order = ", ".join(p.name for p in sig_t.params)
     return Fix(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
@@ -27,7 +27,12 @@ from driftcheck.host.served import Interpreter
 DEPRECATION = re.compile(r"deprecat|FutureWarning|PendingDeprecation|will be removed", re.I)
 # A raise that says the parameter is gone (not one that validates its value).
 _GONE = re.compile(r"\bremoved\b|no longer|not supported|unsupported|renamed|\binstead\b", re.I)
-_WORD = re.compile(r"[`'\"]?\b([A-Za-z_]\w*)\b[`'\"]?")
+# A word a message marks as a name: quoted, after "use"/"in favor of", or before "instead".
+_MARKED = re.compile(
+    r"[`'\"]([A-Za-z_]\w*)=?[`'\"]"
+    r"|\b(?:[Uu]se|favou?r of)\s+([A-Za-z_]\w*)\b"
+    r"|\b([A-Za-z_]\w*)=?\s+instead\b"
+)
 
 
 #: A parameter whose absence warns (``if x is None: warn("pass x")``): calls that leave it out.
@@ -347,12 +352,24 @@ class _Reader:
                 )
 
     def replacement(self, message: str, param: str) -> str | None:
-        """Another parameter of the function that the message names (``use `pattern```)."""
-        for m in _WORD.finditer(message):
-            word = m.group(1)
-            if word != param and word in self.params:
-                return word
-        return None
+        """The other parameter of the function that the message names as the replacement
+        (``use `pattern```); None when it names none, or two (the choice is the caller's)."""
+        named = replacements(message, param, self.params)
+        return named[0] if len(named) == 1 else None
+
+
+def replacements(message: str, param: str, params: Iterable[str]) -> list[str]:
+    """The parameters a message names as replacements of ``param``: quoted (`` `x` ``,
+    ``'x'``), after "use" or "in favor of", or before "instead". A bare word that happens to
+    be a parameter's name ("`min_items` is deprecated" beside a parameter ``deprecated``) is
+    not one."""
+    names = set(params)
+    out: list[str] = []
+    for m in _MARKED.finditer(message):
+        word = next(g for g in m.groups() if g)
+        if word != param and word in names and word not in out:
+            out.append(word)
+    return out
 
 
 def _about(test: ast.expr, param: str) -> bool:

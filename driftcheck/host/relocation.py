@@ -21,6 +21,7 @@ it as a :class:`Lookalike`, which the check names in its message without offerin
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import griffe
@@ -77,6 +78,31 @@ def definitions(api: HostAPI) -> dict[str, list[str]]:
 def named_in(api: HostAPI, message: str, gone: str) -> tuple[str, Found] | None:
     """The host object a message names as the replacement of ``gone`` (None if it names none
     the target has)."""
+    return next(iter(named_all(api, message, gone, first=True)), None)
+
+
+def named_all(
+    api: HostAPI, message: str, gone: str, first: bool = False
+) -> list[tuple[str, Found]]:
+    """Each distinct host object a message names as a replacement of ``gone``, in the order
+    named (``Use `np.promote_types` or `np.result_type```: both); ``first``: stop at one."""
+    out: list[tuple[str, Found]] = []
+    for named in _named(api, message, gone):
+        # A module and an object in it (``numpy._core.numeric`` and its
+        # ``normalize_axis_tuple``) name one replacement, not two.
+        if all(not _within(named[1].path, f.path) for _, f in out):
+            out.append(named)
+            if first:
+                break
+    return out
+
+
+def _within(a: str, b: str) -> bool:
+    """One of two dotted paths is the other or holds it."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _named(api: HostAPI, message: str, gone: str) -> Iterator[tuple[str, Found]]:
     root = gone.split(".", 1)[0]
     for m in _NAMED.finditer(message or ""):
         text = (m.group(1) or m.group(2) or "").replace(":", ".").strip(".")
@@ -89,9 +115,9 @@ def named_in(api: HostAPI, message: str, gone: str) -> tuple[str, Found] | None:
                 continue
             got = api.resolve(cand)
             if isinstance(got, Found) and got.path != gone:
-                return cand, got
+                yield cand, got
+                break
         del head
-    return None
 
 
 def find_new_home(

@@ -7,7 +7,8 @@ A check module ``driftcheck/checks/<name>.py`` keeps its cases in
 package -> source; without ``target`` the host is the same on both), a client module
 (``client``, written as ``caseclient/mod.py``) and the findings the scan must give, exactly
 (``expect``: ``check`` id, ``line`` in the client, and optionally a ``message`` fragment,
-``severity`` or ``symbol``). An empty ``expect`` is a near miss: the scan must stay quiet. A
+``severity``, ``symbol``, ``fix`` (the fix's safety, ``none`` for no fix) or ``fix_says`` (a
+fragment of the fix's description)). An empty ``expect`` is a near miss: the scan must stay quiet. A
 case may add rule files (``[cases.rules]``: rule id -> TOML, for binding rules) and a model
 config (``model``: the ``config.json`` text) for checks that need them.
 """
@@ -33,7 +34,7 @@ CLIENT_FILE = f"{CLIENT}/mod.py"
 CASES_FOLDER = files("driftcheck.checks") / "cases"
 #: Keys a case may carry (a typo in a case file fails, never silently drops a part of it).
 CASE_KEYS = {"name", "note", "client", "expect", "baseline", "target", "rules", "model"}
-EXPECT_KEYS = {"check", "line", "message", "severity", "symbol"}
+EXPECT_KEYS = {"check", "line", "message", "severity", "symbol", "fix", "fix_says"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ class Expected:
     message: str = ""
     severity: str = ""
     symbol: str = ""
+    #: The fix's safety (``safe``, ``unsafe``, ``manual``; ``none``: no fix) and a fragment of
+    #: what it says.
+    fix: str = ""
+    fix_says: str = ""
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,9 @@ def check_case(case: CheckCase, findings: list[Finding]) -> None:
         assert e.message in f.message, (e.message, f.message)
         assert e.severity in ("", f.severity), (e.severity, f.severity)
         assert e.symbol in ("", f.symbol), (e.symbol, f.symbol)
+        safety = f.fix.safety.value if f.fix is not None else "none"
+        assert e.fix in ("", safety), (e.fix, safety, f.fix)
+        assert e.fix_says in (f.fix.description if f.fix else ""), (e.fix_says, f.fix)
 
 
 CASES = [
@@ -184,7 +192,9 @@ def _changed_expectations(case: CheckCase) -> list[tuple[Expected, ...]]:
     if not case.positive:
         return [(Expected(other_id, 1),)]
     first, rest = case.expect[0], case.expect[1:]
+    wrong_fix = [(replace(first, fix="none" if first.fix != "none" else "safe"), *rest)]
     return [
+        *(wrong_fix if first.fix else []),
         (replace(first, line=first.line + 1), *rest),
         (replace(first, check=other_id), *rest),
         (replace(first, message="words no finding says"), *rest),

@@ -29,6 +29,7 @@ HELPERS = {
     "declaration": "what a check declares",
     "context": "what every check sees, and finding(), which builds a declared id's finding",
     "history": "what a host's deprecation shims and changelogs say, for several checks",
+    "replacement": "whether a rename is a drop-in, for the checks that propose renames",
     "fallbacks": "which findings a client's own fallback makes moot",
     "http_common": "what the HTTP checks share",
     "http": "the lazy HTTP checks' declarations, readable without loading them",
@@ -120,16 +121,24 @@ def test_every_finding_is_of_a_declared_id_and_every_declared_id_is_reported_by_
 
 
 def _named(call: ast.Call) -> tuple[set[str], set[str]]:
-    """The codemods and fix safeties a ``Fix(...)``, ``rename_fix(...)`` call names."""
+    """The codemods and fix safeties a ``Fix(...)``, ``rename_fix(...)`` or
+    ``replacement_fix(...)`` call names."""
     codemods: set[str] = set()
     safeties: set[str] = set()
-    if isinstance(call.func, ast.Name) and call.func.id == "rename_fix":
+    renames = isinstance(call.func, ast.Name) and call.func.id in ("rename_fix", "replacement_fix")
+    if renames:
         codemods |= {"rename-import", "rename-attribute"}
     elif len(call.args) >= 3 and isinstance(call.args[2], ast.Constant):
         codemods.add(call.args[2].value)
     codemods |= {k.value.value for k in call.keywords if k.arg == "codemod"}  # type: ignore[attr-defined]
-    # the safety: Fix's first argument, rename_fix's fourth (maybe ``"safe" if x else "unsafe"``)
-    where = 3 if isinstance(call.func, ast.Name) and call.func.id == "rename_fix" else 0
+    # the safety: Fix's first argument, rename_fix's fourth, replacement_fix's fifth (maybe
+    # ``"safe" if x else "unsafe"``); replacement_fix makes a rename that is no drop-in unsafe,
+    # and one the host's message names two of manual
+    where = 0
+    if renames:
+        where = 3 if call.func.id == "rename_fix" else 4  # type: ignore[attr-defined]  # a Name
+    if renames and call.func.id == "replacement_fix":  # type: ignore[attr-defined]  # a Name
+        safeties |= {str(FixSafety.UNSAFE), str(FixSafety.MANUAL)}
     given = [k.value for k in call.keywords if k.arg == "safety"]
     given += call.args[where : where + 1]
     for node in (n for g in given for n in ast.walk(g)):
@@ -148,7 +157,7 @@ def test_a_check_declares_the_fixes_it_offers(module: str):
     tree = ast.parse(_module_path(module).read_text())
     codemods: set[str] = set()
     safeties: set[str] = set()
-    for call in _calls(tree, "Fix") + _calls(tree, "rename_fix"):
+    for call in _calls(tree, "Fix") + _calls(tree, "rename_fix") + _calls(tree, "replacement_fix"):
         got = _named(call)
         codemods |= got[0]
         safeties |= got[1]
