@@ -14,6 +14,7 @@ import click
 
 from driftcheck.cli.cache import cache_group
 from driftcheck.cli.fix import fix
+from driftcheck.cli.matrix import matrix
 from driftcheck.cli.probe import probe
 from driftcheck.cli.routes import routes
 from driftcheck.cli.rules import rules
@@ -104,5 +105,5 @@ def main() -> None:
     """Find API drift between a client package and the host library it calls into."""
 
 
-for _command in (scan, verify, fix, probe, timeline_cmd, rules, routes, cache_group):
+for _command in (scan, verify, fix, probe, timeline_cmd, matrix, rules, routes, cache_group):
     main.add_command(_command)

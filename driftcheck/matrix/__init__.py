@@ -1,0 +1,12 @@
+"""The ecosystem matrix: every client of a list against every release of a host, stored in a
+SQLite database (``driftcheck matrix run``; docs/matrix.md).
+
+:func:`run_matrix` is the library's entry; the modules: ``clients`` (the clients file), ``plan``
+(releases, clients and snapshots prepared once in the parent), ``tasks`` (one pair's scan in a
+worker, the staleness key), ``pool`` and ``ray_runner`` (the back ends), ``store`` (the
+database).
+"""
+
+from driftcheck.matrix.runner import MatrixSummary, run_matrix
+
+__all__ = ["MatrixSummary", "run_matrix"]

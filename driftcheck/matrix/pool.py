@@ -1,0 +1,85 @@
+"""The local back end: the pair tasks in a ``concurrent.futures`` process pool.
+
+At most ``jobs`` tasks are in flight, so when a worker dies (killed, out of memory) the pool's
+break touches only those: each is then run again alone in a fresh pool, and the one that kills
+its own worker again is recorded as failed. The run never hangs on a dead worker
+(``ProcessPoolExecutor`` notices it) and never stops for one pair.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from driftcheck.matrix.tasks import PairOutcome, PairTask, failed_row, now_utc, run_pair
+
+Runner = Callable[[PairTask], PairOutcome]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """Fork where the platform has it (workers start at once, with the parent's imports),
+    else the platform's default."""
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def run_in_pool(
+    tasks: Iterable[PairTask], jobs: int, *, runner: Runner = run_pair
+) -> Iterator[PairOutcome]:
+    """Run ``tasks`` in ``jobs`` worker processes, yielding each outcome as it finishes."""
+    queue = list(tasks)
+    queue.reverse()  # pop() from the end keeps the given order
+    suspects: list[PairTask] = []
+    while queue:
+        broken = yield from _drain(queue, jobs, runner)
+        suspects.extend(broken)
+        # Each task that was in flight when a worker died, alone: only the killer fails.
+        while suspects:
+            task = suspects.pop(0)
+            again = yield from _drain([task], 1, runner)
+            for dead in again:
+                yield PairOutcome(
+                    failed_row(
+                        dead, "the worker process died while scanning it (killed or out of "
+                        "memory)", started=now_utc(), seconds=0.0, key="",
+                    )  # fmt: skip
+                )
+
+
+def _drain(queue: list[PairTask], jobs: int, runner: Runner) -> Iterator[PairOutcome]:
+    """Run tasks from ``queue`` until it is empty or the pool breaks; returns the tasks that
+    were in flight when it broke (the queue keeps the ones not started)."""
+    in_flight: dict[Future[PairOutcome], PairTask] = {}
+    broken: list[PairTask] = []
+    pool = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_context())
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < jobs and not broken:
+                task = queue.pop()
+                in_flight[pool.submit(runner, task)] = task
+            if not in_flight:
+                break
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                task = in_flight.pop(future)
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    broken.append(task)
+            if broken:
+                # Everything still in flight broke with the pool.
+                for future in list(in_flight):
+                    broken.append(in_flight.pop(future))
+                    future.cancel()
+                break
+    finally:
+        if in_flight and not broken:
+            # Interrupted (the caller stopped reading, Ctrl-C): stop the scans in progress
+            # rather than wait for them; their pairs are simply not written.
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+        pool.shutdown(wait=not in_flight, cancel_futures=True)
+    return broken
