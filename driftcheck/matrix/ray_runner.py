@@ -25,6 +25,26 @@ from driftcheck.matrix.tasks import PairOutcome, PairTask, failed_row, now_utc, 
 LOCAL_OBJECT_STORE = 256 * 1024 * 1024
 
 
+MISSING = "--ray needs Ray: pip install 'driftcheck[ray]' (or pip install ray)"
+
+
+def check_ray() -> None:
+    """Say at once, before any work, when Ray is not installed (without importing it: that
+    takes seconds).
+
+    Raises:
+        UsageError: Ray is not installed (one line saying what to install).
+    """
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["ray"] is None
+        found = False
+    if not found:
+        raise UsageError(MISSING)
+
+
 def import_ray() -> ModuleType:
     """The ``ray`` module.
 
@@ -34,9 +54,7 @@ def import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
-        raise UsageError(
-            "--ray needs Ray: pip install 'driftcheck[ray]' (or pip install ray)"
-        ) from None
+        raise UsageError(MISSING) from None
     return ray
 
 
@@ -49,7 +67,7 @@ def run_on_ray(
     env = {k: os.environ[k] for k in ("DRIFTCHECK_CACHE_DIR",) if k in os.environ}
     options: dict[str, object] = {
         "runtime_env": {"env_vars": env} if env else None,
-        "logging_level": logging.WARNING,
+        "logging_level": logging.ERROR,
         "log_to_driver": False,
         "ignore_reinit_error": True,
     }

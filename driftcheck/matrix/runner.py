@@ -101,9 +101,9 @@ def run_matrix(
     t0 = time.perf_counter()
     jobs = jobs or os.cpu_count() or 1
     if ray is not None:
-        from driftcheck.matrix.ray_runner import import_ray
+        from driftcheck.matrix.ray_runner import check_ray
 
-        import_ray()  # a missing Ray is said before any work
+        check_ray()  # a missing Ray is said before any work
     lines = read_clients(clients)
     rules = load_rules() if rules is None else rules
     conn = open_db(db)
