@@ -47,11 +47,11 @@ def test_readme_is_a_front_door():
 
 def test_readme_set_up_commands_are_what_ci_runs():
     scan = "python -m pip install -e . && driftcheck scan speculators==0.3.0 --against vllm==0.16.0"
-    tests = "python -m pip install -e '.[test]' && python -m pytest"
+    tests = "python -m pip install -e '.[test,ray]' && python -m pytest"
     assert f"```bash\n{scan}\n```" in README
     assert f"```bash\n{tests}\n```" in README
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "python -m pip install -e '.[test]'\n" in ci and "python -m pytest" in ci
+    assert "python -m pip install -e '.[test,ray]'\n" in ci and "python -m pytest" in ci
     assert "mkdocs build --strict" in ci
     wheels = (ROOT / ".ci" / "wheels.py").read_text()
     main = re.search(r"^MAIN = (\[.*\])$", wheels, re.M)

@@ -1,7 +1,7 @@
 """The clients file of ``matrix run``: one client per line.
 
-A line is ``name==version`` (that release), ``name`` (its newest release on the index) or a
-folder (relative to the file's own folder); blank lines and ``#`` comments are skipped. A bad
+A line is ``name==version`` (that release), ``name`` (its newest release on the index; never a
+folder, as for ``scan``) or a folder (``./name`` or a path, relative to the file's own folder); blank lines and ``#`` comments are skipped. A bad
 line is the user's mistake: one error naming the file and the line.
 """
 
@@ -79,7 +79,7 @@ def _strip_comment(raw: str) -> str:
 def _parse_line(line: str, number: int, path: Path) -> ClientLine:
     where = f"{path}, line {number}"
     folder = path.parent / line
-    if looks_like_path(line) or (_NAME.match(line) and folder.is_dir()):
+    if looks_like_path(line):  # a bare name is a name, as for scan: a folder is ./name
         resolved = folder.expanduser().resolve()
         if not resolved.is_dir():
             raise UsageError(f"{where}: no such folder: {line} (folders are relative to the file)")

@@ -104,7 +104,7 @@ def make_plan(
     tell = say or (lambda _m: None)
     with ThreadPoolExecutor(max_workers=fetchers) as pool:
         resolved = list(pool.map(_resolve_client, clients))
-        host_why = dict(zip(releases, pool.map(lambda v: _fetch(host, v), releases)))
+        host_why = dict(zip(releases, pool.map(lambda v: _fetch(host, v), releases), strict=True))
     plan = Plan(host, releases, resolved)
     # Each release opened once here: its snapshot is built (or found) before any task reads it.
     bases: set[str] = set()
@@ -126,8 +126,14 @@ def make_plan(
             key = pair_key(client.digest, host, release, rules_digest, code)
             plan.tasks.append(
                 PairTask(
-                    client.line.spec, client.name, client.version, client.scan_target,
-                    client.digest, host, release, key,
+                    client.line.spec,
+                    client.name,
+                    client.version,
+                    client.scan_target,
+                    client.digest,
+                    host,
+                    release,
+                    key,
                 )  # fmt: skip
             )
     return plan

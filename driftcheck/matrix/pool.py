@@ -9,7 +9,7 @@ its own worker again is recorded as failed. The run never hangs on a dead worker
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -43,13 +43,18 @@ def run_in_pool(
             for dead in again:
                 yield PairOutcome(
                     failed_row(
-                        dead, "the worker process died while scanning it (killed or out of "
-                        "memory)", started=now_utc(), seconds=0.0, key="",
+                        dead,
+                        "the worker process died while scanning it (killed or out of memory)",
+                        started=now_utc(),
+                        seconds=0.0,
+                        key="",
                     )  # fmt: skip
                 )
 
 
-def _drain(queue: list[PairTask], jobs: int, runner: Runner) -> Iterator[PairOutcome]:
+def _drain(
+    queue: list[PairTask], jobs: int, runner: Runner
+) -> Generator[PairOutcome, None, list[PairTask]]:
     """Run tasks from ``queue`` until it is empty or the pool breaks; returns the tasks that
     were in flight when it broke (the queue keeps the ones not started)."""
     in_flight: dict[Future[PairOutcome], PairTask] = {}

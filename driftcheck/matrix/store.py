@@ -118,9 +118,7 @@ def write_pair(db: sqlite3.Connection, row: PairRow) -> None:
     pair = row.pair
     ident = (pair["client_spec"], pair["host"], pair["release"])
     with db:  # one transaction: committed whole, or rolled back
-        db.execute(
-            "DELETE FROM findings WHERE client_spec = ? AND host = ? AND release = ?", ident
-        )
+        db.execute("DELETE FROM findings WHERE client_spec = ? AND host = ? AND release = ?", ident)
         db.execute(
             f"INSERT OR REPLACE INTO pairs ({', '.join(PAIR_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(PAIR_COLUMNS))})",
@@ -137,11 +135,11 @@ def read_pairs(db: sqlite3.Connection, host: str | None = None) -> list[dict[str
     """Every stored pair (of ``host``) as a dict of its columns."""
     query = f"SELECT {', '.join(PAIR_COLUMNS)} FROM pairs"
     rows = db.execute(query + " WHERE host = ?", (host,)) if host else db.execute(query)
-    return [dict(zip(PAIR_COLUMNS, r)) for r in rows]
+    return [dict(zip(PAIR_COLUMNS, r, strict=True)) for r in rows]
 
 
 def read_findings(db: sqlite3.Connection, host: str | None = None) -> list[dict[str, object]]:
     """Every stored finding (of ``host``) as a dict of its columns."""
     query = f"SELECT {', '.join(FINDING_COLUMNS)} FROM findings"
     rows = db.execute(query + " WHERE host = ?", (host,)) if host else db.execute(query)
-    return [dict(zip(FINDING_COLUMNS, r)) for r in rows]
+    return [dict(zip(FINDING_COLUMNS, r, strict=True)) for r in rows]

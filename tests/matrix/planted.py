@@ -19,8 +19,7 @@ HOST = {
     "3.0": ("a, *, c", False),
 }
 CLIENT = (
-    "from tinyhost.core import make, helper\n\n\n"
-    "def go():\n    helper()\n    return make(1, b=2)\n"
+    "from tinyhost.core import make, helper\n\n\ndef go():\n    helper()\n    return make(1, b=2)\n"
 )
 FOLDER_CLIENT = "from tinyhost.core import helper\n\n\ndef go():\n    return helper()\n"
 
@@ -36,7 +35,10 @@ class Matrix:
         folder = self.cache / "archives" / name / version
         folder.mkdir(parents=True, exist_ok=True)
         wheel = build_wheel(
-            folder / f"{name}-{version}-py3-none-any.whl", files, name=name, version=version,
+            folder / f"{name}-{version}-py3-none-any.whl",
+            files,
+            name=name,
+            version=version,
             requires=tuple(requires),
         )
         sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -56,8 +58,8 @@ def _host_files(version: str) -> dict[str, str]:
     return {"tinyhost/__init__.py": "", "tinyhost/core.py": core}
 
 
-@pytest.fixture
-def matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Matrix:
+@pytest.fixture(name="matrix")
+def matrix_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Matrix:
     """tinyhost 1.0/2.0/3.0, myclient 0.1 (pinned to tinyhost 1.0) and a folder client, in a
     private cache; pip points nowhere, so anything not planted fails at once."""
     cache = tmp_path / "cache"
@@ -79,5 +81,5 @@ def matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Matrix:
     )
     (m.folder / "folderclient" / "__init__.py").write_text("")
     (m.folder / "folderclient" / "go.py").write_text(FOLDER_CLIENT)
-    m.clients.write_text("# the matrix's clients\nmyclient==0.1\n\nfolderclient  # a folder\n")
+    m.clients.write_text("# the matrix's clients\nmyclient==0.1\n\n./folderclient  # a folder\n")
     return m

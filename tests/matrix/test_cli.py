@@ -7,7 +7,7 @@ import json
 import sys
 
 from conftest import assert_one_error_line, run_cli
-from planted import Matrix, matrix  # noqa: F401  (the fixture)
+from planted import Matrix, matrix_fixture  # noqa: F401  (the fixture)
 
 
 def _run(matrix: Matrix, db, *extra: str):

@@ -30,11 +30,13 @@ def test_lines_comments_and_folders_relative_to_the_file(tmp_path):
     assert (got[4].name, got[4].version) == ("vllm-client", "1.2")
 
 
-def test_a_bare_name_that_is_a_folder_beside_the_file_is_that_folder(tmp_path):
+def test_a_bare_name_is_a_name_even_beside_a_folder_of_that_name(tmp_path):
+    # As for scan: a folder is written ./trl; a bare name never silently becomes a folder.
     (tmp_path / "trl").mkdir()
-    (tmp_path / "c.txt").write_text("trl\n")
-    (client,) = read_clients(tmp_path / "c.txt")
-    assert client.kind == "folder" and client.path == (tmp_path / "trl").resolve()
+    (tmp_path / "c.txt").write_text("trl\n./trl\n")
+    named, folder = read_clients(tmp_path / "c.txt")
+    assert (named.kind, named.name, named.path) == ("newest", "trl", None)
+    assert folder.kind == "folder" and folder.path == (tmp_path / "trl").resolve()
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 from conftest import need_module
-from planted import Matrix, matrix  # noqa: F401  (the fixture)
+from planted import Matrix, matrix_fixture  # noqa: F401  (the fixture)
 
 from driftcheck.matrix import run_matrix
 from driftcheck.matrix.store import read_findings, read_pairs

@@ -36,8 +36,9 @@ def test_a_real_matrix_through_the_pool_and_ray(tmp_path):
             row = pairs[client, release]
             assert row["baseline"] == expected.baseline
             stored = sorted(
-                f["fingerprint"] for f in findings if (f["client_spec"], f["release"]) == (
-                    client, release)
+                f["fingerprint"]
+                for f in findings
+                if (f["client_spec"], f["release"]) == (client, release)
             )
             assert stored == sorted(f.fingerprint for f in expected.findings), (client, release)
             assert row["errors"] == sum(f.severity == "error" for f in expected.findings)

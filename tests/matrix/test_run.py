@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from planted import Matrix, matrix  # noqa: F401  (the fixture)
+from planted import Matrix, matrix_fixture  # noqa: F401  (the fixture)
 
 from driftcheck.matrix import run_matrix
 from driftcheck.matrix.store import read_findings, read_pairs
@@ -24,15 +24,18 @@ def test_every_pair_is_a_row_with_its_findings(matrix: Matrix, tmp_path):
     assert summary.releases == ["1.0", "3.0"]
     assert (summary.pairs, summary.computed, summary.reused, summary.failed) == (4, 4, 0, 0)
     rows = _rows(db)
-    assert set(rows) == {(c, r) for c in ("myclient==0.1", "folderclient") for r in ("1.0", "3.0")}
+    assert set(rows) == {(c, r) for c in ("myclient==0.1", "./folderclient") for r in ("1.0", "3.0")}
     assert rows["myclient==0.1", "1.0"]["status"] == "clean"
     bad = rows["myclient==0.1", "3.0"]
     assert (bad["status"], bad["client"], bad["client_version"], bad["baseline"]) == (
-        "errors", "myclient", "0.1", "1.0",
+        "errors",
+        "myclient",
+        "0.1",
+        "1.0",
     )
     assert bad["errors"] >= 2 and bad["why"] is None and bad["tool_version"]
-    assert rows["folderclient", "3.0"]["client"] == "folderclient"
-    assert rows["folderclient", "3.0"]["client_version"] == "0.2"
+    assert rows["./folderclient", "3.0"]["client"] == "folderclient"
+    assert rows["./folderclient", "3.0"]["client_version"] == "0.2"
     with sqlite3.connect(db) as conn:
         findings = read_findings(conn)
     symbols = {(f["client_spec"], f["release"], f["symbol"].rpartition(".")[2]) for f in findings}
@@ -58,11 +61,12 @@ def test_a_rerun_reuses_every_fresh_pair_and_recomputes_the_stale_ones(matrix: M
     # its three pairs (two stale, one new) and myclient against the new release
     assert (changed.pairs, changed.computed, changed.reused) == (6, 4, 2)
     after = _rows(db)
-    assert after["folderclient", "2.0"]["client_digest"] != before["folderclient", "2.0"][
-        "client_digest"
-    ]
-    assert before["folderclient", "2.0"]["status"] == "clean"
-    assert after["folderclient", "2.0"]["status"] == "errors"
+    assert (
+        after["./folderclient", "2.0"]["client_digest"]
+        != before["./folderclient", "2.0"]["client_digest"]
+    )
+    assert before["./folderclient", "2.0"]["status"] == "clean"
+    assert after["./folderclient", "2.0"]["status"] == "errors"
     assert after["myclient==0.1", "1.0"] == before["myclient==0.1", "1.0"]
 
 
@@ -71,7 +75,7 @@ def test_a_release_that_cannot_be_fetched_fails_its_pairs_only(matrix: Matrix, t
     summary = run_matrix("tinyhost", ["1.0", "9.0"], matrix.clients, db=db, jobs=2)
     assert (summary.pairs, summary.computed, summary.failed) == (4, 4, 2)
     rows = _rows(db)
-    for client in ("myclient==0.1", "folderclient"):
+    for client in ("myclient==0.1", "./folderclient"):
         assert rows[client, "1.0"]["status"] == "clean"
         failed = rows[client, "9.0"]
         assert failed["status"] == "failed" and "tinyhost" in failed["why"]
@@ -96,7 +100,7 @@ def test_a_scan_that_raises_is_a_failed_pair_and_the_others_go_on(
     db = tmp_path / "m.sqlite"
     summary = run_matrix("tinyhost", ["1.0", "2.0"], matrix.clients, db=db, jobs=2)
     assert (summary.computed, summary.failed) == (4, 1)
-    failed = _rows(db)["folderclient", "2.0"]
+    failed = _rows(db)["./folderclient", "2.0"]
     assert failed["status"] == "failed"
     assert failed["why"] == "internal error: KeyError: 'boom'"
     assert _rows(db)["myclient==0.1", "2.0"]["status"] == "errors"
@@ -122,8 +126,8 @@ def test_a_worker_that_dies_fails_its_pair_without_hanging_the_run(
     summary = run_matrix("tinyhost", ["1.0", "2.0", "3.0"], matrix.clients, db=db, jobs=2)
     assert (summary.pairs, summary.computed, summary.failed) == (6, 6, 1)
     rows = _rows(db)
-    assert "worker process died" in rows["folderclient", "1.0"]["why"]
-    assert all(p["status"] != "failed" for k, p in rows.items() if k != ("folderclient", "1.0"))
+    assert "worker process died" in rows["./folderclient", "1.0"]["why"]
+    assert all(p["status"] != "failed" for k, p in rows.items() if k != ("./folderclient", "1.0"))
 
 
 def test_an_interrupted_run_keeps_whole_pairs_and_resumes(matrix: Matrix, tmp_path):
