@@ -24,7 +24,9 @@ def test_every_pair_is_a_row_with_its_findings(matrix: Matrix, tmp_path):
     assert summary.releases == ["1.0", "3.0"]
     assert (summary.pairs, summary.computed, summary.reused, summary.failed) == (4, 4, 0, 0)
     rows = _rows(db)
-    assert set(rows) == {(c, r) for c in ("myclient==0.1", "./folderclient") for r in ("1.0", "3.0")}
+    assert set(rows) == {
+        (c, r) for c in ("myclient==0.1", "./folderclient") for r in ("1.0", "3.0")
+    }
     assert rows["myclient==0.1", "1.0"]["status"] == "clean"
     bad = rows["myclient==0.1", "3.0"]
     assert (bad["status"], bad["client"], bad["client_version"], bad["baseline"]) == (
