@@ -53,6 +53,13 @@ def matrix() -> None:
     "(needs driftcheck[ray]).",
 )
 @click.option(
+    "--ship/--no-ship",
+    "ship",
+    default=None,
+    help="With --ray: send the releases (archives, host snapshots) to the nodes through Ray's "
+    "object store (default: for a cluster address, not for 'auto').",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -63,6 +70,7 @@ def matrix_run(
     db: Path,
     jobs: int | None,
     ray: str | None,
+    ship: bool | None,
     fmt: str,
     quiet: bool,
 ) -> None:
@@ -84,6 +92,7 @@ def matrix_run(
             db=db,
             jobs=jobs,
             ray=ray,
+            ship=ship,
             say=bar.say if bar else None,
             on_pair=bar.update if bar else None,
         )

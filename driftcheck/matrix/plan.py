@@ -73,6 +73,14 @@ class ClientPlan:
     scan_target: str
     digest: str = ""
     why: str | None = None
+    #: The host release its pin selects as the baseline (None: none, or not a release).
+    baseline: str | None = None
+
+    def needs(self, host: str) -> list[tuple[str, str]]:
+        """The releases (name, version) a node needs in its cache to scan this client,
+        beside the target: the client's own release and its baseline."""
+        own = [(self.name, self.version)] if self.line.kind != "folder" and self.version else []
+        return own + ([(host, self.baseline)] if self.baseline else [])
 
 
 @dataclass
@@ -114,7 +122,8 @@ def make_plan(
             tell(f"{host} {release}: {'ready' if host_why[release] is None else 'failed'}")
     for client in resolved:
         if client.why is None:
-            bases.update(_baseline_of(client, host))
+            client.baseline = _baseline_of(client, host)
+            bases.update([client.baseline] if client.baseline else [])
     plan.baselines = sorted(bases - set(releases), key=Version)
     code, rules_digest = code_digest(), rules.digest
     for client in resolved:
@@ -222,8 +231,9 @@ def _folder_digest(line: ClientLine) -> str:
     return h.hexdigest()
 
 
-def _baseline_of(client: ClientPlan, host: str) -> set[str]:
-    """The baseline release a client's pin on ``host`` selects (empty: none, or not a release)."""
+def _baseline_of(client: ClientPlan, host: str) -> str | None:
+    """The baseline release a client's pin on ``host`` selects (None: none, or not a release);
+    its snapshot is built here, once."""
     from driftcheck.host.load import load_baseline, release_host, save_snapshots
     from driftcheck.sources.trees import open_tree
 
@@ -234,9 +244,9 @@ def _baseline_of(client: ClientPlan, host: str) -> set[str]:
         md = open_tree(spec).metadata
         api, version = load_baseline(md, host, None, lambda _m: None)
     except DriftcheckError:
-        return set()  # the task meets it again and says why
+        return None  # the task meets it again and says why
     if api is None or version is None:
-        return set()
+        return None
     save_snapshots()
     release_host(PackageSpec("release", host, version))
-    return {version}
+    return version

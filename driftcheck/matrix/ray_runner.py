@@ -18,7 +18,14 @@ from types import ModuleType
 
 from driftcheck.errors import UsageError
 from driftcheck.matrix.store import PairRow
-from driftcheck.matrix.tasks import PairOutcome, PairTask, failed_row, now_utc, run_pair
+from driftcheck.matrix.tasks import (
+    PairOutcome,
+    PairTask,
+    failed_row,
+    now_utc,
+    run_pair,
+    run_shipped,
+)
 
 #: The object store of a local Ray (``auto``): tasks pass only small rows, so 256 MiB is
 #: plenty, and a 2-core machine with little memory keeps it for the scans.
@@ -59,12 +66,26 @@ def import_ray() -> ModuleType:
 
 
 def run_on_ray(
-    tasks: Iterable[PairTask], address: str, *, jobs: int | None = None
+    tasks: Iterable[PairTask],
+    address: str,
+    *,
+    jobs: int | None = None,
+    ship: dict[str, list[tuple[str, str]]] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[PairOutcome]:
     """Run ``tasks`` as Ray tasks (``address``: ``auto`` for a local Ray started here, else
-    the cluster's address), yielding each outcome as it finishes."""
+    the cluster's address), yielding each outcome as it finishes.
+
+    Args:
+        ship: Client spec → the releases (name, version) its tasks need beside their target:
+            each release is then put in the object store once and written into the cache of
+            each node that runs one of its tasks (for nodes that share no cache); None: the
+            nodes read the cache named by ``DRIFTCHECK_CACHE_DIR`` (or fetch).
+        env: The workers' environment variables; default: ``DRIFTCHECK_CACHE_DIR`` if set.
+    """
     ray = import_ray()
-    env = {k: os.environ[k] for k in ("DRIFTCHECK_CACHE_DIR",) if k in os.environ}
+    if env is None:
+        env = {k: os.environ[k] for k in ("DRIFTCHECK_CACHE_DIR",) if k in os.environ}
     options: dict[str, object] = {
         "runtime_env": {"env_vars": env} if env else None,
         "logging_level": logging.ERROR,
@@ -84,9 +105,8 @@ def run_on_ray(
         ray.init(**options)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise UsageError(f"--ray {address}: cannot connect to Ray: {exc}") from None
-    remote = ray.remote(num_cpus=1, max_retries=0)(run_pair)
     try:
-        pending = {remote.remote(task): task for task in tasks}
+        pending = _submit(ray, list(tasks), ship)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
@@ -98,6 +118,29 @@ def run_on_ray(
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _submit(ray: ModuleType, tasks: list[PairTask], ship: dict | None) -> dict:
+    """Submit every task; with ``ship``, each with the object refs of the releases it needs."""
+    if ship is None:
+        remote = ray.remote(num_cpus=1, max_retries=0)(run_pair)
+        return {remote.remote(task): task for task in tasks}
+    from driftcheck.matrix.ship import bundle
+
+    shipped = ray.remote(num_cpus=1, max_retries=0)(run_shipped)
+    refs: dict[tuple[str, str], object] = {}
+
+    def ref(name: str, version: str) -> object:
+        if (name, version) not in refs:
+            refs[name, version] = ray.put(bundle(name, version))
+        return refs[name, version]
+
+    return {
+        shipped.remote(
+            task, ref(task.host, task.release), *(ref(*r) for r in ship.get(task.client_spec, []))
+        ): task
+        for task in tasks
+    }
 
 
 def _lost(task: PairTask, exc: Exception) -> PairRow:

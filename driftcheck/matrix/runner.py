@@ -78,6 +78,7 @@ def run_matrix(
     db: Path = Path("matrix.sqlite"),
     jobs: int | None = None,
     ray: str | None = None,
+    ship: bool | None = None,
     rules: RuleSet | None = None,
     say: Callable[[str], None] | None = None,
     on_pair: OnPair | None = None,
@@ -91,6 +92,9 @@ def run_matrix(
         db: The SQLite database (created if needed; pairs already there and not stale are kept).
         jobs: Worker processes (default: the number of cores); with ``ray="auto"``, its CPUs.
         ray: None for the local process pool; ``"auto"`` for a local Ray; else a Ray address.
+        ship: With Ray, send each release the tasks read (archive and host snapshot) through
+            Ray's object store into the nodes' own caches; default: for a cluster address, not
+            for ``auto`` (a local Ray reads this machine's cache).
         rules: The rules; default: the built-in rules.
         say: Callback receiving short progress messages (planning).
         on_pair: Callback after each computed pair (the progress bar).
@@ -133,7 +137,10 @@ def run_matrix(
             _count(summary, row.pair, on_pair)
         # Release by release: a worker keeps the release it has loaded for the next task.
         todo.sort(key=lambda t: (_order(wanted, t.release), t.client_spec))
-        for outcome in _backend(todo, jobs, ray):
+        shipping = None
+        if ray is not None and (ship if ship is not None else ray != "auto"):
+            shipping = {c.line.spec: c.needs(host) for c in plan.clients}
+        for outcome in _backend(todo, jobs, ray, shipping):
             write_pair(conn, outcome.row)
             summary.snapshots_built_by_tasks += outcome.built_snapshot
             summary.host_loads += outcome.loaded_host
@@ -148,13 +155,15 @@ def _order(releases: list[str], release: str) -> int:
     return releases.index(release)
 
 
-def _backend(tasks: list[PairTask], jobs: int, ray: str | None) -> Iterator[PairOutcome]:
+def _backend(
+    tasks: list[PairTask], jobs: int, ray: str | None, ship: dict[str, list[tuple[str, str]]] | None
+) -> Iterator[PairOutcome]:
     if not tasks:
         return iter(())
     if ray is not None:
         from driftcheck.matrix.ray_runner import run_on_ray
 
-        return run_on_ray(tasks, ray, jobs=jobs if ray == "auto" else None)
+        return run_on_ray(tasks, ray, jobs=jobs if ray == "auto" else None, ship=ship)
     from driftcheck.matrix.pool import run_in_pool
 
     return run_in_pool(tasks, jobs)

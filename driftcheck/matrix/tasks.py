@@ -127,6 +127,19 @@ def _keep(*specs: str) -> None:
         release_host(PackageSpec(kind="release", name=name, version=version))
 
 
+def run_shipped(task: PairTask, *bundles: dict[str, bytes]) -> PairOutcome:
+    """:func:`run_pair` on a node that may not have the releases: the bundles the parent
+    shipped (:mod:`driftcheck.matrix.ship`) are written into its cache first."""
+    from driftcheck.matrix.ship import unpack
+
+    try:
+        unpack(*bundles)
+    except OSError as exc:
+        why = f"cannot write the shipped releases into this node's cache: {exc}"
+        return PairOutcome(failed_row(task, why, started=now_utc(), seconds=0.0, key=""))
+    return run_pair(task)
+
+
 def run_pair(task: PairTask) -> PairOutcome:
     """Scan one pair; any failure becomes a ``failed`` row with a one-line why."""
     from driftcheck.host.snapshot import snapshot_path
