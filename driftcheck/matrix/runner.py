@@ -131,6 +131,8 @@ def run_matrix(
                 summary.reused += 1
             else:
                 todo.append(task)
+        if on_pair is not None:
+            on_pair(0, len(todo) + len(unprepared), 0)
         for task, why in unprepared:
             row = failed_row(task, why, started=now_utc(), seconds=0.0, key="")
             write_pair(conn, row)

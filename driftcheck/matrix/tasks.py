@@ -155,15 +155,16 @@ def run_pair(task: PairTask) -> PairOutcome:
         result = scan(task.scan_target, against=target, host=task.host)
     except DriftcheckError as exc:
         # The key is kept: the same inputs fail the same way (a new release or code retries).
-        row = failed_row(
-            task, str(exc), started=started, seconds=time.perf_counter() - t0, key=task.key
-        )
-        return PairOutcome(row, built, loaded)
+        why = str(exc)
     except Exception as exc:  # a bug in driftcheck on this pair: recorded, the others go on
         why = f"internal error: {type(exc).__name__}: {exc}"
-        row = failed_row(task, why, started=started, seconds=time.perf_counter() - t0, key=task.key)
-        return PairOutcome(row, built, loaded)
+    else:
+        why = None
     seconds = time.perf_counter() - t0
+    if why is not None:
+        _keep(target)
+        row = failed_row(task, why, started=started, seconds=seconds, key=task.key)
+        return PairOutcome(row, built, loaded)
     _keep(target, *([f"{task.host}=={result.baseline}"] if result.baseline else []))
     counts = {s: sum(1 for f in result.findings if f.severity == s) for s in _SEVERITIES}
     status = "errors" if counts["error"] else "warnings" if counts["warning"] else "clean"
