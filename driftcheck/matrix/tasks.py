@@ -151,6 +151,7 @@ def run_pair(task: PairTask) -> PairOutcome:
     loaded = target not in _LOADED
     sha = cached_sha256(task.host, task.release)
     built = loaded and (sha is None or not snapshot_path(task.host, task.release, sha).exists())
+    why: str | None = None
     try:
         result = scan(task.scan_target, against=target, host=task.host)
     except DriftcheckError as exc:
@@ -158,8 +159,6 @@ def run_pair(task: PairTask) -> PairOutcome:
         why = str(exc)
     except Exception as exc:  # a bug in driftcheck on this pair: recorded, the others go on
         why = f"internal error: {type(exc).__name__}: {exc}"
-    else:
-        why = None
     seconds = time.perf_counter() - t0
     if why is not None:
         _keep(target)
