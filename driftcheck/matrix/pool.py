@@ -9,6 +9,7 @@ its own worker again is recorded as failed. The run never hangs on a dead worker
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -24,6 +25,11 @@ def _context() -> multiprocessing.context.BaseContext:
     if "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
+
+
+def _ignore_interrupts() -> None:
+    """A worker leaves Ctrl-C to the parent, which stops it (no traceback from each worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_in_pool(
@@ -59,7 +65,9 @@ def _drain(
     were in flight when it broke (the queue keeps the ones not started)."""
     in_flight: dict[Future[PairOutcome], PairTask] = {}
     broken: list[PairTask] = []
-    pool = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_context())
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, jobs), mp_context=_context(), initializer=_ignore_interrupts
+    )
     try:
         while queue or in_flight:
             while queue and len(in_flight) < jobs and not broken:
