@@ -110,9 +110,9 @@ def run_matrix(
         check_ray()  # a missing Ray is said before any work
     lines = read_clients(clients)
     rules = load_rules() if rules is None else rules
+    wanted = resolve_releases(host, releases)
     conn = open_db(db)
     try:
-        wanted = resolve_releases(host, releases)
         plan = make_plan(host, wanted, lines, rules, say=say)
         summary = MatrixSummary(
             host, wanted, len(lines), str(db), backend="pool" if ray is None else f"ray:{ray}"

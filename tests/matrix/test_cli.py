@@ -41,6 +41,7 @@ def test_a_release_that_is_no_version_is_one_error_line(matrix: Matrix, tmp_path
         "--clients", str(matrix.clients), "--db", str(tmp_path / "m.sqlite"),
     )  # fmt: skip
     assert_one_error_line(result, "--releases: 'newest' is not a version")
+    assert not (tmp_path / "m.sqlite").exists()
 
 
 def test_ray_missing_says_what_to_install(matrix: Matrix, tmp_path, monkeypatch):
