@@ -35,32 +35,38 @@ def resolve_releases(host: str, items: Iterable[str]) -> list[str]:
     """
     from driftcheck.sources.versions import newest_matching, releases_between
 
+    parsed = [_release_item(raw.strip()) for raw in items if raw.strip()]
     out: list[str] = []
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
-        first, dots, last = item.partition("..")
-        try:
-            Version(first) if first != "latest" else None
-            if dots and last != "latest":
-                Version(last)
-        except InvalidVersion:
-            raise UsageError(
-                f"--releases: {item!r} is not a version, 'latest' or FIRST..LAST"
-            ) from None
-        if dots:
-            if first == "latest":
-                raise UsageError(f"--releases: a range starts at a version, not {item!r}")
+    for first, last in parsed:  # all checked above, before the index is asked
+        if last is not None:
             out += releases_between(host, first, last)
-        elif item == "latest":
+        elif first == "latest":
             out.append(newest_matching(host, SpecifierSet()))
         else:
-            out.append(item)
+            out.append(first)
     if not out:
         raise UsageError("--releases names no release")
     unique = {str(Version(v)): v for v in out}
     return sorted(dict.fromkeys(unique.values()), key=Version)
+
+
+def _release_item(item: str) -> tuple[str, str | None]:
+    """(first, last) of a range, (version or ``latest``, None) of one release.
+
+    Raises:
+        UsageError: Not a version, ``latest`` or ``VERSION..VERSION|latest``.
+    """
+    first, dots, last = item.partition("..")
+    bounds = [first, last] if dots else [first]
+    try:
+        for i, bound in enumerate(bounds):
+            if bound != "latest" or (dots and i == 0):
+                Version(bound)
+    except InvalidVersion:
+        raise UsageError(
+            f"--releases: {item!r} is not a version, 'latest' or FIRST..LAST"
+        ) from None
+    return (first, last) if dots else (first, None)
 
 
 @dataclass
