@@ -113,7 +113,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     # The registry is derived from the checks' declarations.
     ("checks", ("checks", "registry")),
     ("findings", ("collect", "pipeline", "result", "timelines", "workspace", "accepted")),
-    ("outputs", ("witness", "fixes", "report", "probes", "cli", "")),
+    ("outputs", ("witness", "fixes", "report", "matrix", "probes", "cli", "")),
 ]
 
 
