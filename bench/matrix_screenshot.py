@@ -8,7 +8,7 @@ its findings show, and saves a PNG of the whole page.
 Usage::
 
     python bench/matrix_screenshot.py --db matrix.sqlite --out docs/img/matrix-report.png \
-        [--host vllm] [--compare OLD.sqlite] [--cell trl==0.19.0@0.16.0] [--width 1100]
+        [--host vllm] [--compare OLD.sqlite] [--cell trl==0.19.0@0.16.0] [--width 1280]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--host")
     parser.add_argument("--compare")
     parser.add_argument("--cell", help="CLIENT_SPEC@RELEASE to open (default: first with errors)")
-    parser.add_argument("--width", type=int, default=1100)
+    parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
 

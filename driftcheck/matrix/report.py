@@ -28,8 +28,8 @@ def headline(matrix: Matrix) -> str:
     releases = matrix.releases
     span = f"{releases[0]} … {releases[-1]}" if len(releases) > 1 else releases[0]
     when = first[:16].replace("T", " ")
-    if last[:16] != first[:16]:
-        when += f" … {last[:16].replace('T', ' ')}"
+    if last[:16] != first[:16]:  # the day once when the run ended the day it began
+        when += f" … {last[11:16] if last[:10] == first[:10] else last[:16].replace('T', ' ')}"
     return (
         f"{matrix.host}: {len(matrix.clients)} client(s) x {len(releases)} release(s) "
         f"({span}), driftcheck {', '.join(matrix.tool_versions())}, run {when} UTC"

@@ -150,6 +150,9 @@ def test_heatmap_renders_and_a_click_shows_the_findings(browser, tmp_path):
     matrix = load_matrix(db.close())
     page, errors = _open(browser, tmp_path, render_html(matrix))
 
+    meta = page.inner_text("#meta")
+    assert "host vllm · 3 clients × 3 releases (0.9.0 … 0.11.0)" in meta
+    assert "driftcheck 0.1.0 · run 2026-12-06 01:00 UTC" in meta
     cells = _cells(page)
     assert len(cells) == len(matrix.clients) * len(matrix.releases) == 9
     legend = dict(

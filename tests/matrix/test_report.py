@@ -206,7 +206,7 @@ def test_text_report(tmp_path):
     text = render_text(load_matrix(sample(tmp_path / "m.sqlite")))
     lines = text.splitlines()
     assert lines[0].startswith("vllm: 3 client(s) x 4 release(s) (0.9.0 … 0.12.0rc1)")
-    assert "driftcheck 0.1.0, run 2026-12-06 01:00 … 2026-12-06 02:30 UTC" in lines[0]
+    assert "driftcheck 0.1.0, run 2026-12-06 01:00 … 02:30 UTC" in lines[0]
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:6]}
     assert rows["client"] == ["0.9.0", "0.10.0", "0.11.0", "0.12.0rc1", "first", "breaking"]
     assert rows["trl"] == ["0.19.0", "ok", "W1", "E1", "E1", "0.11.0"]
