@@ -1,6 +1,6 @@
-"""What a newer matrix breaks that an older did not: pairs whose status got worse, findings
-whose fingerprints the older pair lacked, and new releases that break a client the older
-database's newest release did not.
+"""What a newer matrix breaks that an older did not: pairs whose status got worse, errors and
+warnings whose fingerprints the older pair lacked, and new releases that break a client the
+older database's newest release did not.
 
 A pair of the new database is compared with the same pair of the old one; a pair of a release
 newer than every release the old database holds for that client is compared with that newest
@@ -17,6 +17,9 @@ from driftcheck.matrix.results import Matrix, Row, version_key
 #: Status order for "got worse": a failed scan is worst, it can no longer tell.
 RANK = {"clean": 0, "warnings": 1, "errors": 2, "failed": 3}
 
+#: The severities a new finding must have to count: an info breaks nothing.
+BREAKING = ("error", "warning")
+
 
 @dataclass(frozen=True)
 class Change:
@@ -28,7 +31,7 @@ class Change:
     against: str
     was: str
     now: str
-    #: Its findings whose fingerprints the old pair did not have.
+    #: Its errors and warnings whose fingerprints the old pair did not have.
     new: tuple[Row, ...] = ()
 
     @property
@@ -100,7 +103,9 @@ def compare_matrices(new: Matrix, old: Matrix) -> Comparison:
                 against=against,
                 was=before.status,
                 now=pair.status,
-                new=tuple(r for r in pair.findings if r.fingerprint not in seen),
+                new=tuple(
+                    r for r in pair.findings if r.fingerprint not in seen and r.severity in BREAKING
+                ),
             )
             if change.worse or change.new:
                 changes.append(change)

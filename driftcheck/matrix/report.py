@@ -50,8 +50,8 @@ def _change_line(change: Change, labels: dict[str, str]) -> str:
     """One change in words: which pair, how its status moved, how many findings are new."""
     where = f"{labels.get(change.spec, change.spec)} against {change.release}"
     than = f" (old newest {change.against})" if change.new_release else ""
-    moved = f"{change.was} -> {change.now}{than}"
-    return f"{where}: {moved}, {len(change.new)} new finding(s)"
+    moved = f"{change.was} → {change.now}" if change.worse else f"still {change.now}"
+    return f"{where}: {moved}{than}, {len(change.new)} new finding(s)"
 
 
 def _row_line(row: Row) -> str:

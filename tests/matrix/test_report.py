@@ -262,7 +262,7 @@ def _old_and_new(tmp_path: Path) -> tuple[Path, Path]:
     new.pair("trl==0.19.0", "0.9.0", [ERR])  # older than old's newest: nothing to compare with
     new.pair("trl==0.19.0", "0.10.0", [WARN])
     moved = {**ERR, "line": ERR["line"] + 40}  # same fingerprint on another line: not new
-    new.pair("trl==0.19.0", "0.11.0", [moved])
+    new.pair("trl==0.19.0", "0.11.0", [moved, INFO])  # a new info breaks nothing
     new.pair("trl==0.19.0", "0.12.0", [moved])  # errors, but old's newest had them too
     new.pair("peft==0.5.0", "0.10.0", [WARN])  # worse: clean -> warnings
     new.pair("peft==0.5.0", "0.11.0", [])
@@ -290,6 +290,19 @@ def test_compare_finds_what_the_new_database_breaks(tmp_path):
     assert comparison.new_findings() == 2
 
 
+def test_a_new_error_in_a_pair_already_broken_is_listed(tmp_path):
+    old = MatrixDB(tmp_path / "old.sqlite").pair("trl==0.19.0", "0.11.0", [ERR]).close()
+    other = finding("pkg/d.py", 9, symbol="vllm.SamplingParams", message="gone")
+    new = MatrixDB(tmp_path / "new.sqlite").pair("trl==0.19.0", "0.11.0", [ERR, other]).close()
+    matrix = load_matrix(new)
+    comparison = compare_matrices(matrix, load_matrix(old))
+    (change,) = comparison.changes
+    assert (change.worse, [r.file for r in change.new]) == (False, ["pkg/d.py"])
+    assert "trl 0.19.0 against 0.11.0: still errors, 1 new finding(s)" in render_text(
+        matrix, comparison
+    )
+
+
 def test_compare_with_itself_is_empty(tmp_path):
     path = sample(tmp_path / "m.sqlite")
     assert compare_matrices(load_matrix(path), load_matrix(path)).changes == ()
@@ -301,7 +314,7 @@ def test_compare_in_every_format(tmp_path):
     comparison = compare_matrices(matrix, load_matrix(old))
     text = render_text(matrix, comparison)
     assert "1 pair(s) worse, 1 new release(s) breaking a client, 2 new finding(s)" in text
-    assert "peft 0.5.0 against 0.12.0: clean -> errors (old newest 0.11.0)" in text
+    assert "peft 0.5.0 against 0.12.0: clean → errors (old newest 0.11.0)" in text
     assert "+ pkg/a.py:12 error call-signature:" in text
     peft = next(line for line in text.splitlines() if line.startswith("peft"))
     assert peft.split() == ["peft", "0.5.0", ".", "W1*", "ok", "E1*", "0.12.0"]
@@ -314,7 +327,7 @@ def test_compare_in_every_format(tmp_path):
     }
     markdown = render_markdown(matrix, comparison)
     assert "| peft 0.5.0 | – | ⚠️ 1 🔺 | ✅ | ❌ 1 🔺 | **0.12.0** |" in markdown
-    assert "- peft 0.5.0 against 0.12.0: clean -&gt; errors (old newest 0.11.0)" in markdown
+    assert "- peft 0.5.0 against 0.12.0: clean → errors (old newest 0.11.0)" in markdown
 
 
 # -- the command -----------------------------------------------------------------------------------
