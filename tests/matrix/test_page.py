@@ -16,7 +16,7 @@ from test_report import ERR, INFO, WARN, MatrixDB, _old_and_new, finding, sample
 
 from driftcheck.matrix.compare import compare_matrices
 from driftcheck.matrix.page import render_html, script_json
-from driftcheck.matrix.results import load_matrix
+from driftcheck.matrix.results import Matrix, load_matrix
 
 #: A message that would close the data's <script> element and run code, were it not escaped.
 HOSTILE = '</script><img src=x onerror="window.pwned=1"><script>window.pwned=2</script> & <!--'
@@ -135,6 +135,34 @@ def _first_breaking(page) -> dict[str, str]:
     )
 
 
+def _legend(page) -> dict[str, str]:
+    """status -> the colour of its swatch in the legend."""
+    return dict(
+        page.eval_on_selector_all(
+            "#legend li",
+            "items => items.map(li => [li.dataset.status, "
+            "getComputedStyle(li.querySelector('.swatch')).backgroundColor])",
+        )
+    )
+
+
+def assert_heatmap_matches(page, matrix: Matrix) -> None:
+    """The heatmap shows the matrix: one cell per client and release, each with its pair's
+    status in that status's legend colour, and each client's first breaking release (usable on
+    any database, e.g. one ``matrix run`` wrote)."""
+    cells, legend = _cells(page), _legend(page)
+    assert len(cells) == len(matrix.clients) * len(matrix.releases)
+    assert len(set(legend.values())) == 5  # clean, warnings, errors, failed, not run
+    for client in matrix.clients:
+        for release in matrix.releases:
+            cell = cells[client.label, release]
+            assert cell["status"] == matrix.status(client.spec, release), (client, release)
+            assert cell["colour"] == legend[cell["status"]], (client, release)
+    assert _first_breaking(page) == {
+        c.label: matrix.first_breaking(c.spec) or "none" for c in matrix.clients
+    }
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_heatmap_renders_and_a_click_shows_the_findings(browser, tmp_path):
@@ -153,26 +181,18 @@ def test_heatmap_renders_and_a_click_shows_the_findings(browser, tmp_path):
     meta = page.inner_text("#meta")
     assert "host vllm · 3 clients × 3 releases (0.9.0 … 0.11.0)" in meta
     assert "driftcheck 0.1.0 · run 2026-12-06 01:00 UTC" in meta
-    cells = _cells(page)
-    assert len(cells) == len(matrix.clients) * len(matrix.releases) == 9
-    legend = dict(
-        page.eval_on_selector_all(
-            "#legend li",
-            "items => items.map(li => [li.dataset.status, "
-            "getComputedStyle(li.querySelector('.swatch')).backgroundColor])",
-        )
-    )
-    assert len(set(legend.values())) == 5  # clean, warnings, errors, failed, not run
-    for client in matrix.clients:
-        for release in matrix.releases:
-            cell = cells[client.label, release]
-            assert cell["status"] == matrix.status(client.spec, release), (client, release)
-            assert cell["colour"] == legend[cell["status"]], (client, release)
+    assert len(matrix.clients) * len(matrix.releases) == 9
+    assert_heatmap_matches(page, matrix)
+    legend, cells = _legend(page), _cells(page)
+    assert {c["status"] for c in cells.values()} == {
+        "clean",
+        "warnings",
+        "errors",
+        "failed",
+        "missing",
+    }
     assert cells["trl 0.19.0", "0.11.0"]["text"] == "E1"
     assert cells["trl 0.19.0", "0.10.0"]["text"] == "W1"
-    assert _first_breaking(page) == {
-        c.label: matrix.first_breaking(c.spec) or "none" for c in matrix.clients
-    }
 
     # a click shows the cell's findings: where, message, fix
     page.click('#heat button[aria-label^="trl 0.19.0 against vllm 0.11.0"]')
@@ -238,4 +258,62 @@ def test_page_highlights_what_a_new_release_breaks(browser, tmp_path):
     page.click('#heat button[aria-label^="peft 0.5.0 against vllm 0.12.0"]')
     details = page.inner_text("#details")
     assert "was clean on 0.11.0" in details and "new" in details
+    assert errors == []
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_page_of_real_scans(browser, tmp_path):
+    """Two fixture clients against minihost 1.0 and 2.0, scanned for real: the page shows what
+    the scans found."""
+    from driftcheck.pipeline import scan
+    from driftcheck.rules import load_rules
+
+    hosts = FIXTURES / "hosts" / "minihost"
+    db = MatrixDB(tmp_path / "m.sqlite")
+    found = {}
+    for name in ("miniclient", "heirclient"):
+        for release in ("1.0", "2.0"):
+            result = scan(
+                str(FIXTURES / "clients" / name),
+                str(hosts / release),
+                baseline=str(hosts / "1.0"),
+                host="minihost",
+                rules=load_rules(),
+            )
+            rows = [
+                finding(
+                    f.file,
+                    f.line,
+                    rule=f.rule,
+                    kind=f.kind.value,
+                    severity=f.severity.value,
+                    symbol=f.symbol,
+                    message=f.message,
+                    fix=f.fix.description if f.fix else None,
+                    fix_safety=f.fix.safety.value if f.fix else None,
+                )  # fmt: skip
+                for f in result.findings
+            ]
+            db.pair(f"{name}==0.1", release, rows, host="minihost")
+            found[name, release] = result.findings
+    matrix = load_matrix(db.close())
+    page, errors = _open(browser, tmp_path, render_html(matrix))
+    assert_heatmap_matches(page, matrix)
+    assert matrix.first_breaking("miniclient==0.1") == "2.0"  # the fixture's drift is real
+    page.click('#heat button[aria-label^="miniclient 0.1 against minihost 2.0"]')
+    shown = page.inner_text("#details")
+    assert found["miniclient", "2.0"]
+    for f in found["miniclient", "2.0"]:
+        assert f"{f.file}:{f.line}" in shown and " ".join(f.message.split()) in shown
+    # only the warnings: the miniclient cell keeps its warning, heirclient has none left
+    page.uncheck('#severity input[value="error"]')
+    cells = _cells(page)
+    warnings = [f for f in found["miniclient", "2.0"] if f.severity.value == "warning"]
+    assert cells["miniclient 0.1", "2.0"]["status"] == ("warnings" if warnings else "clean")
+    assert cells["heirclient 0.1", "2.0"]["status"] == "clean"
+    assert page.locator("#details tr.finding").count() == len(warnings)
     assert errors == []
