@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,17 @@ def _chromium() -> str:
     if path is None:
         missing("Debian's chromium is not installed (apt-get install -y chromium)")
     return str(path)
+
+
+def test_without_chromium_ci_fails_and_a_user_skips(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("DRIFTCHECK_CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="chromium is not installed"):
+        _chromium()
+    monkeypatch.delenv("DRIFTCHECK_CI")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
+        _chromium()
 
 
 @pytest.fixture(scope="module")
