@@ -10,16 +10,21 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from driftcheck.errors import UsageError
+from driftcheck.kinds import Severity
 
 #: The schema version this reader understands (``meta`` row ``schema``).
 SCHEMA = "1"
 
-#: A pair's statuses, best first; ``missing`` is a pair the database does not hold.
-STATUSES = ("clean", "warnings", "errors", "failed")
+#: A pair's status: its worst finding's severity, or its scan failed.
+Status = Literal["clean", "warnings", "errors", "failed"]
+
+#: The statuses, best first; ``missing`` (not a status) is a pair the database does not hold.
+STATUSES: tuple[Status, ...] = ("clean", "warnings", "errors", "failed")
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,7 @@ class Row:
     fingerprint: str
     rule: str
     kind: str
-    severity: str
+    severity: Severity
     file: str
     line: int
     symbol: str
@@ -45,7 +50,7 @@ class Pair:
 
     client_spec: str
     release: str
-    status: str
+    status: Status
     errors: int = 0
     warnings: int = 0
     infos: int = 0
@@ -126,6 +131,12 @@ def version_key(text: str) -> tuple[int, Version | str]:
         return (1, text)
 
 
+def _status(text: str) -> Status:
+    if text not in STATUSES:
+        raise ValueError(f"unknown status {text!r}")
+    return text
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     """The database opened read-only; one that is missing or no matrix database is refused."""
     if not path.is_file():
@@ -186,7 +197,7 @@ def load_matrix(path: str | Path, host: str | None = None) -> Matrix:
                     fingerprint=r["fingerprint"],
                     rule=r["rule"],
                     kind=r["kind"],
-                    severity=r["severity"],
+                    severity=Severity(r["severity"]),
                     file=r["file"],
                     line=int(r["line"]),
                     symbol=r["symbol"],
@@ -203,7 +214,7 @@ def load_matrix(path: str | Path, host: str | None = None) -> Matrix:
             pairs[key] = Pair(
                 client_spec=r["client_spec"],
                 release=r["release"],
-                status=r["status"],
+                status=_status(r["status"]),
                 errors=int(r["errors"]),
                 warnings=int(r["warnings"]),
                 infos=int(r["infos"]),
@@ -219,7 +230,7 @@ def load_matrix(path: str | Path, host: str | None = None) -> Matrix:
             rank = version_key(r["release"])
             if r["client_spec"] not in resolved or resolved[r["client_spec"]][0] < rank:
                 resolved[r["client_spec"]] = (rank, client)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: a status or severity
         raise UsageError(f"{path} cannot be read as a matrix database ({exc})") from None
     finally:
         db.close()

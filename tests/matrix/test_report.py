@@ -391,6 +391,8 @@ def test_bad_databases_are_one_line(tmp_path):
     _one_error_line(invoke("--db", str(future)), "has matrix schema 2; this driftcheck reads 1")
     empty = MatrixDB(tmp_path / "empty.sqlite").close()
     _one_error_line(invoke("--db", str(empty)), "holds no pairs yet")
+    odd = MatrixDB(tmp_path / "odd.sqlite").pair("x==1", "1.0", status="exploded").close()
+    _one_error_line(invoke("--db", str(odd)), "unknown status 'exploded'")
     good = sample(tmp_path / "m.sqlite")
     _one_error_line(invoke("--db", str(good), "--compare", str(junk)), "junk.sqlite")
     with pytest.raises(UsageError):
