@@ -15,7 +15,7 @@ import re
 from importlib import resources
 
 from driftcheck.matrix.compare import Comparison
-from driftcheck.matrix.report import headline
+from driftcheck.matrix.report import headline, row_data
 from driftcheck.matrix.results import Matrix, Pair, Row
 
 _SLOTS = re.compile(r"@@(TITLE|DATA)@@")
@@ -31,18 +31,7 @@ _SCRIPT_SAFE = {
 
 
 def _finding(row: Row, new: bool) -> dict:
-    return {
-        "rule": row.rule,
-        "kind": row.kind,
-        "severity": row.severity,
-        "file": row.file,
-        "line": row.line,
-        "symbol": row.symbol,
-        "message": row.message,
-        "fix": row.fix,
-        "safety": row.fix_safety,
-        "new": new,
-    }
+    return {**row_data(row), "new": new}
 
 
 def _cell(pair: Pair | None, comparison: Comparison | None) -> dict | None:

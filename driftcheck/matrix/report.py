@@ -36,9 +36,22 @@ def headline(matrix: Matrix) -> str:
     )
 
 
-def _count(pair: Pair) -> int:
-    """The count a mark shows: errors of an errors pair, warnings of a warnings pair."""
-    return {"errors": pair.errors, "warnings": pair.warnings}.get(pair.status, 0)
+def _mark(pair: Pair | None, marks: dict[str, str], space: str = "") -> str:
+    """A pair's mark and the count it shows: errors of an errors pair, warnings of a warnings
+    pair (``E3``, ``❌ 3``)."""
+    if pair is None:
+        return marks["missing"]
+    count = {"errors": pair.errors, "warnings": pair.warnings}.get(pair.status, 0)
+    return marks.get(pair.status, "?") + (f"{space}{count}" if count else "")
+
+
+def _summary(comparison: Comparison) -> str:
+    """How much is new: pairs worse, new releases breaking a client, new findings."""
+    return (
+        f"{len(comparison.worse())} pair(s) worse, "
+        f"{len(comparison.breaks())} new release(s) breaking a client, "
+        f"{comparison.new_findings()} new finding(s)"
+    )
 
 
 def _failed(matrix: Matrix) -> list[Pair]:
@@ -66,9 +79,7 @@ def render_text(matrix: Matrix, comparison: Comparison | None = None) -> str:
     for client in matrix.clients:
         marks = []
         for release in matrix.releases:
-            pair = matrix.pair(client.spec, release)
-            mark = TEXT_MARKS["missing"] if pair is None else TEXT_MARKS.get(pair.status, "?")
-            mark += str(_count(pair)) if pair is not None and _count(pair) else ""
+            mark = _mark(matrix.pair(client.spec, release), TEXT_MARKS)
             marks.append(mark + ("*" if (client.spec, release) in changed else ""))
         rows.append([client.label, *marks, matrix.first_breaking(client.spec) or "none"])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -88,9 +99,7 @@ def render_text(matrix: Matrix, comparison: Comparison | None = None) -> str:
         labels = {c.spec: c.label for c in matrix.clients}
         out += [
             "",
-            f"Compared with {comparison.old}: {len(comparison.worse())} pair(s) worse, "
-            f"{len(comparison.breaks())} new release(s) breaking a client, "
-            f"{comparison.new_findings()} new finding(s)",
+            f"Compared with {comparison.old}: {_summary(comparison)}",
         ]
         for change in comparison.changes:
             out.append("  " + _change_line(change, labels))
@@ -98,7 +107,8 @@ def render_text(matrix: Matrix, comparison: Comparison | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _row_data(row: Row) -> dict:
+def row_data(row: Row) -> dict:
+    """A finding as JSON-ready data (the JSON report's and the page's)."""
     return {
         "fingerprint": row.fingerprint,
         "rule": row.rule,
@@ -130,7 +140,7 @@ def comparison_data(comparison: Comparison) -> dict:
                 "worse": c.worse,
                 "new_release": c.new_release,
                 "breaks": c.breaks,
-                "new": [_row_data(r) for r in c.new],
+                "new": [row_data(r) for r in c.new],
             }
             for c in comparison.changes
         ],
@@ -199,11 +209,7 @@ def render_markdown(matrix: Matrix, comparison: Comparison | None = None) -> str
     for client in matrix.clients:
         marks = []
         for release in matrix.releases:
-            pair = matrix.pair(client.spec, release)
-            mark = (
-                MARKDOWN_MARKS["missing"] if pair is None else MARKDOWN_MARKS.get(pair.status, "?")
-            )
-            mark += f" {_count(pair)}" if pair is not None and _count(pair) else ""
+            mark = _mark(matrix.pair(client.spec, release), MARKDOWN_MARKS, " ")
             marks.append(mark + (" 🔺" if (client.spec, release) in changed else ""))
         first = matrix.first_breaking(client.spec)
         shown = f"**{markdown_text(first)}**" if first else "none"
@@ -214,10 +220,7 @@ def render_markdown(matrix: Matrix, comparison: Comparison | None = None) -> str
         labels = {c.spec: c.label for c in matrix.clients}
         out += [
             "",
-            f"🔺 Compared with `{markdown_text(comparison.old)}`: "
-            f"{len(comparison.worse())} pair(s) worse, "
-            f"{len(comparison.breaks())} new release(s) breaking a client, "
-            f"{comparison.new_findings()} new finding(s)",
+            f"🔺 Compared with `{markdown_text(comparison.old)}`: {_summary(comparison)}",
             "",
         ]
         shown_changes = comparison.changes[:MARKDOWN_CHANGES]
