@@ -88,6 +88,14 @@ def _run(cmd: list[str], *, env: dict[str, str], cwd: Path, ok: tuple[int, ...] 
     return proc.stdout
 
 
+#: Run by the installed wheel's Python: the matrix page's template is in the wheel.
+_PAGE_CHECK = (
+    "from importlib import resources; "
+    "page = resources.files('driftcheck.matrix').joinpath('page.html'); "
+    "print('ok' if page.is_file() and '@@DATA@@' in page.read_text() else 'missing')"
+)
+
+
 def check_python(version: str, wheel: Path, out: Path, work: Path) -> dict:
     """Install the wheel for one Python and run the main command and the smoke test."""
     t0 = time.perf_counter()
@@ -111,6 +119,10 @@ def check_python(version: str, wheel: Path, out: Path, work: Path) -> dict:
     )
     if int(api.strip()) != len(builtin):
         raise SystemExit(f"wheels: Python {version}: load_rules() has {api.strip()} rules")
+    # package data beyond the rules: the matrix page's template (driftcheck matrix report --html)
+    page = _run([str(py), "-c", _PAGE_CHECK], env=env, cwd=here)
+    if page.strip() != "ok":
+        raise SystemExit(f"wheels: Python {version}: the matrix page's template is missing")
     smoke = _run(
         [exe, *SMOKE, "--format", "json"], env={**env, "PIP_NO_INDEX": "1"}, cwd=here, ok=(0, 1)
     )

@@ -47,11 +47,14 @@ def test_readme_is_a_front_door():
 
 def test_readme_set_up_commands_are_what_ci_runs():
     scan = "python -m pip install -e . && driftcheck scan speculators==0.3.0 --against vllm==0.16.0"
+    # the matrix page's browser test needs Debian's chromium; both install it when missing
+    chromium = "[ -x /usr/bin/chromium ] || { apt-get update && apt-get install -y chromium; }"
     tests = "python -m pip install -e '.[test,ray]' && python -m pytest"
     assert f"```bash\n{scan}\n```" in README
-    assert f"```bash\n{tests}\n```" in README
+    assert f"```bash\n{chromium}\n{tests}\n```" in README
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python -m pip install -e '.[test,ray]'\n" in ci and "python -m pytest" in ci
+    assert f"\n{chromium}\npython -m pip install -e '.[test,ray]'\n" in ci
     assert "mkdocs build --strict" in ci
     wheels = (ROOT / ".ci" / "wheels.py").read_text()
     main = re.search(r"^MAIN = (\[.*\])$", wheels, re.M)

@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+from driftcheck.cli.matrix_report import report
+
 
 @click.group("matrix")
 def matrix() -> None:
@@ -155,3 +157,6 @@ class _Bar:
     def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+matrix.add_command(report)
