@@ -30,6 +30,7 @@ from driftcheck.host.values import (
     REMOVED,
     UNK,
     HostAPI,
+    Mod,
     Served,
     Trace,
     module_statements,
@@ -224,3 +225,168 @@ def stub_lookup(api: HostAPI, owner: Found, name: str, seen: frozenset[str]) -> 
                 return got
         return Served(PRESENT, f"{owner.path}.{name}", file=api.stub_file(owner.path) or "")
     return Found(member, f"{owner.path}.{name}")
+
+
+@dataclass(frozen=True)
+class Written:
+    """The names a module writes into its own namespace at run time (``globals()[n] = v``).
+
+    ``names``: name -> line of the write, from loops over literal tuples, lists, dict keys or
+    another host module's complete ``__all__``, and from literal keys. ``foreign``: (module,
+    line) of loops that copy another distribution's ``__all__`` (scipy's ``for k in
+    numpy.__all__: globals()[k] = …``): any public name may come from there. ``complete``:
+    every write was read (else the module's other names stay undecided).
+    """
+
+    names: dict[str, int]
+    foreign: tuple[tuple[str, int], ...]
+    complete: bool
+
+
+def written(api: HostAPI, module: str) -> Written:
+    """What ``module`` writes into its own globals (a fact kept in the snapshot)."""
+    names, foreign, complete = api.fact(f"written:2:{module}", lambda: _written_row(api, module))
+    return Written(
+        {str(k): int(v) for k, v in names},
+        tuple((str(m), int(n)) for m, n in foreign),
+        bool(complete),
+    )
+
+
+def _written_row(api: HostAPI, module: str) -> list:
+    text = api.module_text(module) or ""
+    tree = api._ast(module, text) if text else None
+    if tree is None:
+        return [[], [], False]
+    interp = Interpreter(api, module)
+    names: dict[str, int] = {}
+    foreign: list[tuple[str, int]] = []
+    read = 0
+    for stmt in module_statements(tree.body):
+        if not isinstance(stmt, ast.For):
+            key = _written_key(stmt)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                names.setdefault(key.value, stmt.lineno)
+                read += 1
+            continue
+        var = _loop_var(stmt.target)
+        writes = [
+            n for n in ast.walk(stmt) if isinstance(n, ast.stmt | ast.expr) and _written_key(n)
+        ]
+        if var is None or not writes:
+            continue
+        keys = [_written_key(w) for w in writes]
+        if not all(isinstance(k, ast.Name) and k.id == var for k in keys):
+            continue
+        source = _all_of_foreign(interp, stmt.iter, module)
+        if source is not None:
+            foreign.append((source, writes[0].lineno))  # type: ignore[attr-defined]
+            read += len(writes)
+            continue
+        loop = _loop_values(interp, stmt.iter, module)
+        if loop is None:
+            continue
+        for name in loop:
+            names.setdefault(name, writes[0].lineno)  # type: ignore[attr-defined]
+        read += len(writes)
+    total = sum(1 for node in ast.walk(tree) if _writes_namespace(node))
+    return [sorted(names.items()), foreign, read >= total]
+
+
+def _writes_namespace(node: ast.AST) -> bool:
+    """A write into the module's own globals, anywhere in it (``globals()[k] = v``,
+    ``globals().update(…)``, ``setattr(sys.modules[__name__], …)``, ``…__dict__.update``);
+    reads (``return globals()[name]``) are not."""
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+        return _is_globals(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in ("update", "setdefault", "pop", "__setitem__"):
+            return (
+                _is_globals(node.func.value)
+                or ast.unparse(node.func.value).replace(" ", "") == "sys.modules[__name__].__dict__"
+            )
+    return (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "setattr"
+        and bool(node.args)
+        and ast.unparse(node.args[0]).replace(" ", "") == "sys.modules[__name__]"
+    )
+
+
+def _is_globals(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("globals", "vars")
+        and not node.args
+    )
+
+
+def _written_key(node: ast.AST) -> ast.expr | None:
+    """The key of a write into the module's globals: ``globals()[k] = v``, ``setattr(
+    sys.modules[__name__], k, v)`` (None: not such a write)."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Call)
+            and isinstance(target.value.func, ast.Name)
+            and target.value.func.id in ("globals", "vars")
+            and not target.value.args
+        ):
+            return target.slice
+    if isinstance(node, ast.Expr):
+        call = node.value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "setattr"
+            and len(call.args) == 3
+            and ast.unparse(call.args[0]).replace(" ", "") == "sys.modules[__name__]"
+        ):
+            return call.args[1]
+    return None
+
+
+def _loop_var(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+        return target.elts[0].id
+    return None
+
+
+def _loop_values(interp: Interpreter, node: ast.expr, module: str) -> list[str] | None:
+    """The names a loop runs over, where they are literal (None: not readable)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("keys", "items")
+        and not node.args
+    ):
+        node = node.func.value
+    value = interp.expr(node, Trace({}), module, 0)
+    if isinstance(value, dict):
+        value = tuple(value)
+    if not isinstance(value, tuple | list | frozenset | set) or UNK in value:
+        return None
+    if not all(isinstance(v, str) for v in value):
+        return None
+    return list(value)
+
+
+def _all_of_foreign(interp: Interpreter, node: ast.expr, module: str) -> str | None:
+    """``numpy.__all__`` where ``numpy`` is another distribution's module: its name."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "__all__"):
+        return None
+    base = interp.expr(node.value, Trace({}), module, 0)
+    if isinstance(base, Mod) and not interp.api.owns(base.path):
+        return base.path
+    if isinstance(node.value, ast.Name):  # ``import numpy as _num`` … ``del _num``
+        tree = interp.tree(module)
+        for stmt in module_statements(tree.body if tree is not None else []):
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if (alias.asname or alias.name) == node.value.id and "." not in alias.name:
+                        return None if interp.api.owns(alias.name) else alias.name
+    return None
