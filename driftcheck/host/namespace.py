@@ -280,14 +280,14 @@ def _written_row(api: HostAPI, module: str) -> list:
             continue
         source = _all_of_foreign(interp, stmt.iter, module)
         if source is not None:
-            foreign.append((source, writes[0].lineno))  # type: ignore[attr-defined]
+            foreign.append((source, writes[0].lineno))
             read += len(writes)
             continue
         loop = _loop_values(interp, stmt.iter, module)
         if loop is None:
             continue
         for name in loop:
-            names.setdefault(name, writes[0].lineno)  # type: ignore[attr-defined]
+            names.setdefault(name, writes[0].lineno)
         read += len(writes)
     total = sum(1 for node in ast.walk(tree) if _writes_namespace(node))
     return [sorted(names.items()), foreign, read >= total]
