@@ -145,6 +145,8 @@ class ModuleNames:
         path, file = f"{owner.path}.{name}", self.tree.module_file(owner.path) or ""
         if name in got.names:
             return Served(PRESENT, path, file=file, line=got.names[name])
+        if name in got.maybe:
+            return UNKNOWN
         if got.foreign and not name.startswith("_"):
             # ``for k in numpy.__all__: globals()[k] = …``: the other distribution's names,
             # which this host cannot list; a public name is taken as copied.

@@ -241,15 +241,19 @@ class Written:
     names: dict[str, int]
     foreign: tuple[tuple[str, int], ...]
     complete: bool
+    #: Names a loop sets under an ``if`` or ``try`` (``float128`` where the platform has it).
+    maybe: frozenset[str] = frozenset()
 
 
 def written(api: HostAPI, module: str) -> Written:
     """What ``module`` writes into its own globals (a fact kept in the snapshot)."""
-    names, foreign, complete = api.fact(f"written:2:{module}", lambda: _written_row(api, module))
+    row = api.fact(f"written:4:{module}", lambda: _written_row(api, module))
+    names, foreign, complete, maybe = row
     return Written(
         {str(k): int(v) for k, v in names},
         tuple((str(m), int(n)) for m, n in foreign),
         bool(complete),
+        frozenset(str(n) for n, _ in maybe),
     )
 
 
@@ -257,9 +261,10 @@ def _written_row(api: HostAPI, module: str) -> list:
     text = api.module_text(module) or ""
     tree = api._ast(module, text) if text else None
     if tree is None:
-        return [[], [], False]
+        return [[], [], False, []]
     interp = Interpreter(api, module)
     names: dict[str, int] = {}
+    maybe: dict[str, int] = {}
     foreign: list[tuple[str, int]] = []
     read = 0
     for stmt in module_statements(tree.body):
@@ -286,11 +291,16 @@ def _written_row(api: HostAPI, module: str) -> list:
         loop = _loop_values(interp, stmt.iter, module)
         if loop is None:
             continue
-        for name in loop:
-            names.setdefault(name, writes[0].lineno)
+        ids = {id(w) for w in writes}
+        guarded = any(
+            isinstance(node, ast.If | ast.Try) and any(id(n) in ids for n in ast.walk(node))
+            for node in ast.walk(stmt)
+        )
+        for name in loop:  # a write under ``if``/``try`` may not run: those stay undecided
+            (maybe if guarded else names).setdefault(name, writes[0].lineno)
         read += len(writes)
     total = sum(1 for node in ast.walk(tree) if _writes_namespace(node))
-    return [sorted(names.items()), foreign, read >= total]
+    return [sorted(names.items()), foreign, read >= total, sorted(maybe.items())]
 
 
 def _writes_namespace(node: ast.AST) -> bool:
@@ -357,7 +367,10 @@ def _loop_var(target: ast.expr) -> str | None:
 
 
 def _loop_values(interp: Interpreter, node: ast.expr, module: str) -> list[str] | None:
-    """The names a loop runs over, where they are literal (None: not readable)."""
+    """The names a loop runs over, where they are written out (None: not readable): a literal
+    tuple, list, set or dict (its keys; ``.keys()``/``.items()``), a module-level name bound
+    once to one and never changed, or another host module's complete ``__all__``. A table
+    another module builds (numpy's ``allTypes``) is not read: its value may be partial."""
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -365,14 +378,54 @@ def _loop_values(interp: Interpreter, node: ast.expr, module: str) -> list[str] 
         and not node.args
     ):
         node = node.func.value
-    value = interp.expr(node, Trace({}), module, 0)
-    if isinstance(value, dict):
-        value = tuple(value)
-    if not isinstance(value, tuple | list | frozenset | set) or UNK in value:
+    if isinstance(node, ast.Name):
+        tree = interp.tree(module)
+        bound = _bound_once(tree, node.id) if tree is not None else None
+        if bound is None:
+            return None
+        node = bound
+    if isinstance(node, ast.Attribute) and node.attr == "__all__":
+        value = interp.expr(node, Trace({}), module, 0)  # complete ``__all__`` only
+        if isinstance(value, tuple) and UNK not in value:
+            return [v for v in value if isinstance(v, str)]
         return None
-    if not all(isinstance(v, str) for v in value):
+    elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+    if not isinstance(node, ast.Dict | ast.Tuple | ast.List | ast.Set) or elts is None:
         return None
-    return list(value)
+    if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elts):
+        return [e.value for e in elts]  # type: ignore[union-attr]
+    return None
+
+
+_MUTATORS = ("update", "append", "extend", "add", "setdefault", "pop", "insert", "remove")
+
+
+def _bound_once(tree: ast.Module, name: str) -> ast.expr | None:
+    """The literal container a module-level name is bound to, where it is bound once and
+    nothing changes it afterwards (None otherwise)."""
+    values = [
+        stmt.value
+        for stmt in module_statements(tree.body)
+        if isinstance(stmt, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    ]
+    if len(values) != 1:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            if node.target.id == name:
+                return None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+            if isinstance(node.value, ast.Name) and node.value.id == name:
+                return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if isinstance(func.value, ast.Name) and func.value.id == name:
+                if func.attr in _MUTATORS:
+                    return None
+        if isinstance(node, ast.Global) and name in node.names:
+            return None
+    return values[0]
 
 
 def _all_of_foreign(interp: Interpreter, node: ast.expr, module: str) -> str | None:
