@@ -253,7 +253,8 @@ def _reexport_gone(
     host = f"{ctx.target.name} {ctx.target.version}"
     base = ctx.base.resolve(gone)
     how = (
-        f"{ctx.base.version} copied {original.rsplit('.', 1)[0]}.__all__ into its namespace"
+        f"{ctx.base.version} copied {original.rsplit('.', 1)[0]}.__all__ into its namespace, "
+        f"{original} with it"
         if isinstance(base, Served) and base.message.startswith("copied")
         else f"in {ctx.base.version} it was a re-export of {original}"
     )
@@ -261,8 +262,8 @@ def _reexport_gone(
     builtin = original.startswith("builtins.")
     use_instead = f"the builtin {short}" if builtin else original
     message = (
-        f"{gone} does not exist in {host} ({how}, re-export of {original}, another "
-        f"distribution's object){': ' + said if said else ''}; use {use_instead}"
+        f"{gone} does not exist in {host} ({how}, another distribution's object)"
+        f"{': ' + said if said else ''}; use {use_instead}"
     )
     return finding(
         use,

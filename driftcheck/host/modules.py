@@ -60,7 +60,10 @@ class ModuleNames:
                 stubbed = stub_lookup(self, owner, name, _seen)
                 if stubbed is not None:
                     return stubbed
-            if got is UNKNOWN and isinstance(bound, griffe.Alias):
+            if got is UNKNOWN and isinstance(bound, griffe.Alias) and not namespace_only:
+                # Not through a star import: an open ``__all__`` only guesses what it copies,
+                # and the importing module's ``__getattr__`` may still decide (numpy 1.24's
+                # ``np.float``, bound in numerictypes, not exported, removed by name).
                 return self._reexport(bound, sub) or got
             return got
         if self.module(sub) is not None:
@@ -78,9 +81,11 @@ class ModuleNames:
         if starred is not None and starred is not UNKNOWN:
             return starred
         dynamic = self._dynamic(owner, name) if starred is None else None
-        if isinstance(dynamic, Served):
+        if isinstance(dynamic, Served) and not namespace_only:
             return dynamic  # set at run time by a loop the module's own code spells out
         if namespace_only:
+            if isinstance(dynamic, Served):
+                dynamic = UNKNOWN  # what a star import copies of it stays a guess, as before
             if dynamic is UNKNOWN:
                 self.unknown_names.add(sub)
                 return UNKNOWN
