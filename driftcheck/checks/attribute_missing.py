@@ -3,6 +3,11 @@
 A method the target class has under another name, with the baseline's parameters and body
 (``get_input_embeddings`` -> ``embed_input_ids`` on vLLM's decoder stacks), is a rename the host's
 own code shows: the finding's fix is a safe ``rename-attribute`` to the new name.
+
+An attribute a host function sets on the object the client passes it (``helper(obj)`` whose body
+does ``obj.x = …`` or ``setattr(obj, "x", …)``) is there for the client's ``obj.x`` in the file
+that calls the helper; where the baseline's helper set it and the target's no longer does, that
+is the drift reported.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.checks.history import quoted, warned_before
 from driftcheck.client.guards import same_expression
 from driftcheck.client.use import Use
-from driftcheck.findings import Finding, Fix
+from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.facts import attributes_set_on_arguments
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
 ATTRIBUTE_MISSING = CheckId(
@@ -38,17 +44,27 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     if ctx.lookup(ctx.target, use) is not None:
         return []
+    if helper_sets(ctx, ctx.target, use):
+        return []  # ``helper(obj)`` sets ``obj.x`` on the target
     if any(
         name == use.member and holds and same_expression(expr, use.receiver_expr or "")
         for expr, name, holds in use.guards
     ):
         return []  # ``if hasattr(x, "m"): x.m`` runs only where the member is there
     base = ctx.lookup(ctx.baseline, use) if ctx.baseline else None
-    if ctx.baseline is not None and not isinstance(base, Found):
+    stopped = (
+        helper_sets(ctx, ctx.baseline, use) if ctx.baseline is not None and base is None else []
+    )
+    if ctx.baseline is not None and not isinstance(base, Found) and not stopped:
         return []
     if not ctx.once(use.file, f"{use.receiver}.{use.member}@{use.line}"):
         return []
     evidence = [ctx.evidence(ctx.baseline, base)] if ctx.baseline else []
+    if stopped:
+        evidence = [
+            Evidence(ctx.base.version, file, line, f"{helper} sets {use.member}")
+            for helper, file, line in stopped
+        ]
     cls = ctx.target.resolve(use.receiver)
     if isinstance(cls, Found):
         evidence.append(ctx.evidence(ctx.target, cls, note=f"class without {use.member}"))
@@ -56,6 +72,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     via = f" ({use.via})" if use.via else ""
     before = warned_before(ctx.baseline, base)
     told = quoted(ctx.baseline.version, before) if ctx.baseline is not None else ""
+    if stopped:
+        helpers = ", ".join(sorted({h for h, _, _ in stopped}))
+        told += (
+            f"; in {ctx.base.version} {helpers}(...), which this file calls on it, set it, "
+            f"and in {ctx.target.version} it no longer does"
+        )
     return [
         finding(
             use,
@@ -66,9 +88,49 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 f"{use.member!r} in {ctx.target.name} {ctx.target.version}{via}{told}"
             ),
             evidence=tuple(e for e in evidence if e),
-            fix=_fix(ctx, use, base, cls, short, before),
+            fix=_fix(ctx, use, base, cls, short, before)
+            if not stopped
+            else Fix(
+                FixSafety.MANUAL,
+                f"set {use.member} yourself, or read it from where {ctx.target.version} keeps it",
+            ),
         )
     ]
+
+
+def helper_sets(ctx: CheckContext, api: HostAPI | None, use: Use) -> list[tuple[str, str, int]]:
+    """The host functions this file calls with an object of the receiver's class (or a
+    subclass of it) that set ``use.member`` on it, as (function, file, line)."""
+    if api is None or not use.receiver or not use.member:
+        return []
+    out: list[tuple[str, str, int]] = []
+    for call in ctx.uses:
+        if call.kind != "call" or call.file != use.file or not call.arg_classes:
+            continue
+        slots = [i for i, cls in enumerate(call.arg_classes) if cls and _same_class(api, cls, use)]
+        if not slots:
+            continue
+        func = api.resolve(call.symbol)
+        if not isinstance(func, Found) or func.kind != "function":
+            continue
+        sets = attributes_set_on_arguments(api, func)
+        method = isinstance(func.obj.parent, griffe.Class) and "staticmethod" not in func.obj.labels
+        shift = 1 if method else 0  # ``Cls.helper(obj)``: ``obj`` binds the second parameter
+        for i in slots:
+            for attr, line in sets.get(i + shift, []):
+                if attr == use.member:
+                    out.append((call.symbol, func.file, line))
+    return out
+
+
+def _same_class(api: HostAPI, cls: str, use: Use) -> bool:
+    """Is an argument of class ``cls`` an instance of the use's receiver class?"""
+    if cls == use.receiver:
+        return True
+    got = api.resolve(cls)
+    if not isinstance(got, Found):
+        return False
+    return any(k.path == use.receiver for k in api.mro(got)[0])
 
 
 def _fix(ctx: CheckContext, use: Use, base: object, cls: object, short: str, before: str) -> Fix:

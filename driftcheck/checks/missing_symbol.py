@@ -145,6 +145,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     before = warned_before(ctx.baseline, base_gone)
     if isinstance(served, Served):
         evidence.append(ctx.evidence(ctx.target, served, note="raises"))
+    original = _reexported(ctx, base_gone)
+    if original is not None:
+        return [_reexport_gone(use, ctx, gone, original, evidence, said)]
     home = find_new_home(
         ctx.target,
         gone,
@@ -229,3 +232,48 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             ),
         )
     ]
+
+
+def _reexported(ctx: CheckContext, found: Lookup) -> str | None:
+    """The other distribution's object a baseline name stood for (``from builtins import
+    float``, ``Future = asyncio.Future``, a loop copying ``numpy.__all__``), else None."""
+    if ctx.baseline is None or not isinstance(found, Served) or found.status == REMOVED:
+        return None
+    if found.returns and not ctx.baseline.owns(found.returns):
+        return found.returns
+    return None
+
+
+def _reexport_gone(
+    use: Use, ctx: CheckContext, gone: str, original: str, evidence: list, said: str
+) -> Finding:
+    """A re-export of another distribution's object that the target dropped: what it was, and
+    the original to use (the object the name stood for, so the fix is to import it from
+    there)."""
+    host = f"{ctx.target.name} {ctx.target.version}"
+    base = ctx.base.resolve(gone)
+    how = (
+        f"{ctx.base.version} copied {original.rsplit('.', 1)[0]}.__all__ into its namespace, "
+        f"{original} with it"
+        if isinstance(base, Served) and base.message.startswith("copied")
+        else f"in {ctx.base.version} it was a re-export of {original}"
+    )
+    short = original.rsplit(".", 1)[-1]
+    builtin = original.startswith("builtins.")
+    use_instead = f"the builtin {short}" if builtin else original
+    message = (
+        f"{gone} does not exist in {host} ({how}, another distribution's object)"
+        f"{': ' + said if said else ''}; use {use_instead}"
+    )
+    return finding(
+        use,
+        MISSING_SYMBOL,
+        symbol=gone,
+        message=message,
+        evidence=tuple(evidence),
+        fix=Fix(
+            FixSafety.MANUAL,
+            f"use {use_instead} instead: {gone} stood for that object on {ctx.base.version} "
+            f"(check it is the same object before relying on it)",
+        ),
+    )

@@ -22,6 +22,7 @@ from driftcheck.host.constructors import Signatures
 from driftcheck.host.modules import ModuleNames
 from driftcheck.host.objects import UNKNOWN, Found, Lookup, annotation_paths, canonical
 from driftcheck.host.served import Served
+from driftcheck.host.values import PRESENT
 
 __all__ = ["UNKNOWN", "Found", "HostAPI", "Lookup"]
 from driftcheck.host.signature import Signature
@@ -258,6 +259,22 @@ class HostAPI(Signatures, ModuleNames):
                     got = self.resolve(aliased, seen)
                     if isinstance(got, Found) and got.kind in ("class", "function"):
                         return got
+            elif (
+                aliased
+                and "." in aliased
+                and not self.owns(aliased)
+                and isinstance(member.parent, griffe.Module)
+                and _is_plain_name(member.value)
+            ):
+                # ``Future = asyncio.Future``: another distribution's object (the standard
+                # library's), present; its members are that object's, not read here.
+                return Served(
+                    PRESENT,
+                    path,
+                    file=Found(member, path).file,
+                    line=member.lineno or 0,
+                    returns=aliased,
+                )
             if isinstance(member.parent, griffe.Class):
                 got = self._class_alias(member, path)
                 if got is not None:

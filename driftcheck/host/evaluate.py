@@ -7,6 +7,7 @@ import ast
 from collections.abc import Callable
 from typing import Any, cast
 
+from driftcheck.host.objects import Found
 from driftcheck.host.values import (
     ABSENT,
     NO_DEFAULT,
@@ -150,6 +151,15 @@ class Expressions:
                     raise KeyMiss
                 path.picked = True  # ``TABLE[name]`` went through: the table lists the name
                 return base[key]
+            if isinstance(base, Namespace) and isinstance(key, str) and self.api.owns(base.module):
+                # ``globals()[name]`` (scipy 1.12's ``__getattr__``): a name the module's
+                # namespace does not bind, its run-time writes read, raises KeyError.
+                mod = self.api.module(base.module)
+                if mod is not None:
+                    bound = self.api.member(Found(mod, base.module), key, namespace_only=True)
+                    if bound is None:
+                        raise KeyMiss
+                return UNK
             if isinstance(base, Namespace | Obj | Mod):
                 return UNK
             if isinstance(base, tuple) and isinstance(key, int):

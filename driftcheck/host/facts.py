@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from driftcheck.host.api import Found, HostAPI
@@ -228,4 +229,139 @@ def field_default(api: HostAPI, cls: Found, name: str) -> tuple[bool, str | None
                     klass.line,
                 )
                 return param.has_default, param.default, line
+    return None
+
+
+def attributes_set_on_arguments(api: HostAPI, func: Found) -> dict[int, list[tuple[str, int]]]:
+    """What a host function sets on the objects passed to it: positional parameter index ->
+    ``(attribute, line)`` for ``param.x = …``, ``setattr(param, "x", …)`` and ``setattr`` in a
+    loop over literal names or a module-level literal dict's keys (kept in the snapshot).
+
+    A client that calls ``helper(obj)`` then reads ``obj.x`` reads what the helper set: the
+    class alone does not say it has ``x``."""
+
+    def compute() -> list[list]:
+        node = api.def_node(func)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return []
+        text = api.module_text(func.obj.module.path) or ""
+        tree = api._ast(func.obj.module.path, text)
+        rows: list[list] = []
+        for index, name, attr, line in _set_on_params(node, tree):
+            rows.append([index, name, attr, line])
+        return rows
+
+    out: dict[int, list[tuple[str, int]]] = {}
+    for index, _name, attr, line in api.fact(f"sets-args:{func.path}:{func.line}", compute):
+        out.setdefault(int(index), []).append((str(attr), int(line)))
+    return out
+
+
+def _set_on_params(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module | None
+) -> Iterator[tuple[int, str, str, int]]:
+    params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    index = {name: i for i, name in enumerate(params)}
+    literals = _module_literals(tree)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign | ast.AnnAssign):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id in index
+                ):
+                    name = target.value.id
+                    yield index[name], name, target.attr, sub.lineno
+        elif isinstance(sub, ast.For):
+            names = _literal_names(sub.iter, literals)
+            var = _loop_name(sub.target)
+            if names is None or var is None:
+                continue
+            for inner in ast.walk(sub):
+                obj = _setattr_object(inner, var)
+                if obj in index:
+                    for attr in names:
+                        yield index[obj], obj, attr, inner.lineno  # type: ignore[attr-defined]
+        obj_attr = _setattr_literal(sub)
+        if obj_attr is not None and obj_attr[0] in index:
+            yield index[obj_attr[0]], obj_attr[0], obj_attr[1], sub.lineno  # type: ignore[attr-defined]
+
+
+def _setattr_literal(node: ast.AST) -> tuple[str, str] | None:
+    """``setattr(name, "x", v)``: (name, "x")."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "setattr"
+        and len(node.args) == 3
+        and isinstance(node.args[0], ast.Name)
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[0].id, node.args[1].value
+    return None
+
+
+def _setattr_object(node: ast.AST, var: str) -> str | None:
+    """``setattr(obj, var, v)`` with the loop's variable as the name: ``obj``."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "setattr"
+        and len(node.args) == 3
+        and isinstance(node.args[0], ast.Name)
+        and isinstance(node.args[1], ast.Name)
+        and node.args[1].id == var
+    ):
+        return node.args[0].id
+    return None
+
+
+def _loop_name(target: ast.expr) -> str | None:
+    """The loop variable that holds the name: ``for n in …`` or ``for n, v in ….items()``."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+        return target.elts[0].id
+    return None
+
+
+def _module_literals(tree: ast.Module | None) -> dict[str, ast.expr]:
+    """Module-level ``NAME = <literal container>`` assignments (the last one wins)."""
+    out: dict[str, ast.expr] = {}
+    for stmt in tree.body if tree is not None else []:
+        if (
+            isinstance(stmt, ast.Assign | ast.AnnAssign)
+            and stmt.value is not None
+            and isinstance(stmt.value, ast.Tuple | ast.List | ast.Set | ast.Dict)
+        ):
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(target, ast.Name):
+                    out[target.id] = stmt.value
+    return out
+
+
+def _literal_names(node: ast.expr, literals: dict[str, ast.expr]) -> list[str] | None:
+    """The strings a loop runs over: a literal tuple/list/set of strings, a literal dict's keys
+    (``d``, ``d.keys()``, ``d.items()``), or a module-level name bound to one (None: not
+    readable)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("keys", "items")
+        and not node.args
+    ):
+        node = node.func.value
+    if isinstance(node, ast.Name) and node.id in literals:
+        node = literals[node.id]
+    if isinstance(node, ast.Dict):
+        keys = node.keys
+        if all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
+            return [k.value for k in keys]  # type: ignore[union-attr]
+        return None
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            return [e.value for e in node.elts]  # type: ignore[attr-defined]
     return None

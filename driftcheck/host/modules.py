@@ -19,6 +19,7 @@ from driftcheck.host.namespace import (
     module_getattr,
     star_lookup,
     stub_lookup,
+    written,
 )
 from driftcheck.host.objects import UNKNOWN, Found, Lookup
 from driftcheck.host.values import DEPRECATED, PRESENT, REMOVED, Served
@@ -57,7 +58,13 @@ class ModuleNames:
             if got is UNKNOWN and not namespace_only:
                 # ``from ._core import float64``, bound at run time: the stub declares it.
                 stubbed = stub_lookup(self, owner, name, _seen)
-                return stubbed if stubbed is not None else got
+                if stubbed is not None:
+                    return stubbed
+            if got is UNKNOWN and isinstance(bound, griffe.Alias) and not namespace_only:
+                # Not through a star import: an open ``__all__`` only guesses what it copies,
+                # and the importing module's ``__getattr__`` may still decide (numpy 1.24's
+                # ``np.float``, bound in numerictypes, not exported, removed by name).
+                return self._reexport(bound, sub) or got
             return got
         if self.module(sub) is not None:
             if "__getattr__" in obj.members and not namespace_only:
@@ -73,8 +80,13 @@ class ModuleNames:
         starred = star_lookup(self, owner, name, _seen)
         if starred is not None and starred is not UNKNOWN:
             return starred
+        dynamic = self._dynamic(owner, name) if starred is None else None
+        if isinstance(dynamic, Served) and not namespace_only:
+            return dynamic  # set at run time by a loop the module's own code spells out
         if namespace_only:
-            if starred is None and self._open(owner):
+            if isinstance(dynamic, Served):
+                dynamic = UNKNOWN  # what a star import copies of it stays a guess, as before
+            if dynamic is UNKNOWN:
                 self.unknown_names.add(sub)
                 return UNKNOWN
             return starred
@@ -89,7 +101,7 @@ class ModuleNames:
             return stubbed
         if served is UNKNOWN or starred is UNKNOWN:
             return self._unknown(sub)
-        if not has_getattr and self._open(owner):
+        if not has_getattr and dynamic is UNKNOWN:
             return self._unknown(sub)
         return None  # not bound, and the module's ``__getattr__`` raises the catch-all
 
@@ -127,6 +139,46 @@ class ModuleNames:
 
             cache[module.path] = bool(self.fact(f"open:{module.path}", read))
         return cache[module.path]
+
+    def _dynamic(self, owner: Found, name: str) -> Lookup:
+        """``name`` as the module's run-time writes to its own globals bind it: present where a
+        loop over literal names (or another module's ``__all__``) sets it, None where every
+        write was read and none sets it, UNKNOWN where some write could not be read."""
+        if not self._open(owner):
+            return None
+        got = written(self, owner.path)
+        path, file = f"{owner.path}.{name}", self.tree.module_file(owner.path) or ""
+        if name in got.names:
+            return Served(PRESENT, path, file=file, line=got.names[name])
+        if name in got.maybe:
+            return UNKNOWN
+        if got.foreign and not name.startswith("_"):
+            # ``for k in numpy.__all__: globals()[k] = …``: the other distribution's names,
+            # which this host cannot list; a public name is taken as copied.
+            module, line = got.foreign[0]
+            return Served(
+                PRESENT,
+                path,
+                message=f"copied from {module}.__all__",
+                file=file,
+                line=line,
+                returns=f"{module}.{name}",
+            )
+        return None if got.complete else UNKNOWN
+
+    def _reexport(self, alias: griffe.Alias, path: str) -> Served | None:
+        """A module-level import of another distribution's object (``from builtins import
+        float``, ``from numpy import pi``): present, standing for that object."""
+        try:
+            target = alias.target_path
+        except Exception:  # griffe cannot always name an alias's target
+            return None
+        if not target or self.owns(target) or alias.parent is None:
+            return None
+        if not isinstance(alias.parent, griffe.Module):
+            return None
+        file = self.tree.module_file(alias.parent.path) or ""
+        return Served(PRESENT, path, file=file, line=alias.alias_lineno or 0, returns=target)
 
     def _unknown(self, path: str) -> Lookup:
         """A module attribute the host's own files leave undecided: what the host's stub

@@ -30,6 +30,7 @@ from driftcheck.host.values import (
     REMOVED,
     UNK,
     HostAPI,
+    Mod,
     Served,
     Trace,
     module_statements,
@@ -224,3 +225,221 @@ def stub_lookup(api: HostAPI, owner: Found, name: str, seen: frozenset[str]) -> 
                 return got
         return Served(PRESENT, f"{owner.path}.{name}", file=api.stub_file(owner.path) or "")
     return Found(member, f"{owner.path}.{name}")
+
+
+@dataclass(frozen=True)
+class Written:
+    """The names a module writes into its own namespace at run time (``globals()[n] = v``).
+
+    ``names``: name -> line of the write, from loops over literal tuples, lists, dict keys or
+    another host module's complete ``__all__``, and from literal keys. ``foreign``: (module,
+    line) of loops that copy another distribution's ``__all__`` (scipy's ``for k in
+    numpy.__all__: globals()[k] = …``): any public name may come from there. ``complete``:
+    every write was read (else the module's other names stay undecided).
+    """
+
+    names: dict[str, int]
+    foreign: tuple[tuple[str, int], ...]
+    complete: bool
+    #: Names a loop sets under an ``if`` or ``try`` (``float128`` where the platform has it).
+    maybe: frozenset[str] = frozenset()
+
+
+def written(api: HostAPI, module: str) -> Written:
+    """What ``module`` writes into its own globals (a fact kept in the snapshot)."""
+    row = api.fact(f"written:4:{module}", lambda: _written_row(api, module))
+    names, foreign, complete, maybe = row
+    return Written(
+        {str(k): int(v) for k, v in names},
+        tuple((str(m), int(n)) for m, n in foreign),
+        bool(complete),
+        frozenset(str(n) for n, _ in maybe),
+    )
+
+
+def _written_row(api: HostAPI, module: str) -> list:
+    text = api.module_text(module) or ""
+    tree = api._ast(module, text) if text else None
+    if tree is None:
+        return [[], [], False, []]
+    interp = Interpreter(api, module)
+    names: dict[str, int] = {}
+    maybe: dict[str, int] = {}
+    foreign: list[tuple[str, int]] = []
+    read = 0
+    for stmt in module_statements(tree.body):
+        if not isinstance(stmt, ast.For):
+            key = _written_key(stmt)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                names.setdefault(key.value, stmt.lineno)
+                read += 1
+            continue
+        var = _loop_var(stmt.target)
+        writes = [
+            n for n in ast.walk(stmt) if isinstance(n, ast.stmt | ast.expr) and _written_key(n)
+        ]
+        if var is None or not writes:
+            continue
+        keys = [_written_key(w) for w in writes]
+        if not all(isinstance(k, ast.Name) and k.id == var for k in keys):
+            continue
+        source = _all_of_foreign(interp, stmt.iter, module)
+        if source is not None:
+            foreign.append((source, writes[0].lineno))
+            read += len(writes)
+            continue
+        loop = _loop_values(interp, stmt.iter, module)
+        if loop is None:
+            continue
+        ids = {id(w) for w in writes}
+        guarded = any(
+            isinstance(node, ast.If | ast.Try) and any(id(n) in ids for n in ast.walk(node))
+            for node in ast.walk(stmt)
+        )
+        for name in loop:  # a write under ``if``/``try`` may not run: those stay undecided
+            (maybe if guarded else names).setdefault(name, writes[0].lineno)
+        read += len(writes)
+    total = sum(1 for node in ast.walk(tree) if _writes_namespace(node))
+    return [sorted(names.items()), foreign, read >= total, sorted(maybe.items())]
+
+
+def _writes_namespace(node: ast.AST) -> bool:
+    """A write into the module's own globals, anywhere in it (``globals()[k] = v``,
+    ``globals().update(…)``, ``setattr(sys.modules[__name__], …)``, ``…__dict__.update``);
+    reads (``return globals()[name]``) are not."""
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+        return _is_globals(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in ("update", "setdefault", "pop", "__setitem__"):
+            return (
+                _is_globals(node.func.value)
+                or ast.unparse(node.func.value).replace(" ", "") == "sys.modules[__name__].__dict__"
+            )
+    return (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "setattr"
+        and bool(node.args)
+        and ast.unparse(node.args[0]).replace(" ", "") == "sys.modules[__name__]"
+    )
+
+
+def _is_globals(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("globals", "vars")
+        and not node.args
+    )
+
+
+def _written_key(node: ast.AST) -> ast.expr | None:
+    """The key of a write into the module's globals: ``globals()[k] = v``, ``setattr(
+    sys.modules[__name__], k, v)`` (None: not such a write)."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Call)
+            and isinstance(target.value.func, ast.Name)
+            and target.value.func.id in ("globals", "vars")
+            and not target.value.args
+        ):
+            return target.slice
+    if isinstance(node, ast.Expr):
+        call = node.value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "setattr"
+            and len(call.args) == 3
+            and ast.unparse(call.args[0]).replace(" ", "") == "sys.modules[__name__]"
+        ):
+            return call.args[1]
+    return None
+
+
+def _loop_var(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+        return target.elts[0].id
+    return None
+
+
+def _loop_values(interp: Interpreter, node: ast.expr, module: str) -> list[str] | None:
+    """The names a loop runs over, where they are written out (None: not readable): a literal
+    tuple, list, set or dict (its keys; ``.keys()``/``.items()``), a module-level name bound
+    once to one and never changed, or another host module's complete ``__all__``. A table
+    another module builds (numpy's ``allTypes``) is not read: its value may be partial."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("keys", "items")
+        and not node.args
+    ):
+        node = node.func.value
+    if isinstance(node, ast.Name):
+        tree = interp.tree(module)
+        bound = _bound_once(tree, node.id) if tree is not None else None
+        if bound is None:
+            return None
+        node = bound
+    if isinstance(node, ast.Attribute) and node.attr == "__all__":
+        value = interp.expr(node, Trace({}), module, 0)  # complete ``__all__`` only
+        if isinstance(value, tuple) and UNK not in value:
+            return [v for v in value if isinstance(v, str)]
+        return None
+    elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+    if not isinstance(node, ast.Dict | ast.Tuple | ast.List | ast.Set) or elts is None:
+        return None
+    if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elts):
+        return [e.value for e in elts]  # type: ignore[union-attr]
+    return None
+
+
+_MUTATORS = ("update", "append", "extend", "add", "setdefault", "pop", "insert", "remove")
+
+
+def _bound_once(tree: ast.Module, name: str) -> ast.expr | None:
+    """The literal container a module-level name is bound to, where it is bound once and
+    nothing changes it afterwards (None otherwise)."""
+    values = [
+        stmt.value
+        for stmt in module_statements(tree.body)
+        if isinstance(stmt, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    ]
+    if len(values) != 1:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            if node.target.id == name:
+                return None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+            if isinstance(node.value, ast.Name) and node.value.id == name:
+                return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if isinstance(func.value, ast.Name) and func.value.id == name:
+                if func.attr in _MUTATORS:
+                    return None
+        if isinstance(node, ast.Global) and name in node.names:
+            return None
+    return values[0]
+
+
+def _all_of_foreign(interp: Interpreter, node: ast.expr, module: str) -> str | None:
+    """``numpy.__all__`` where ``numpy`` is another distribution's module: its name."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "__all__"):
+        return None
+    base = interp.expr(node.value, Trace({}), module, 0)
+    if isinstance(base, Mod) and not interp.api.owns(base.path):
+        return base.path
+    if isinstance(node.value, ast.Name):  # ``import numpy as _num`` … ``del _num``
+        tree = interp.tree(module)
+        for stmt in module_statements(tree.body if tree is not None else []):
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if (alias.asname or alias.name) == node.value.id and "." not in alias.name:
+                        return None if interp.api.owns(alias.name) else alias.name
+    return None
