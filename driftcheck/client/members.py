@@ -32,6 +32,9 @@ class MemberUses:
         def func(self) -> FunctionInfo | None: ...
 
     def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: Any) -> Use | None:
+        if isinstance(attr.value, ast.Call) and isinstance(attr.value.func, ast.Name):
+            if attr.value.func.id == "super":
+                return self._super_use(kind, attr, at, **kw)
         arms = self.types.alternatives(attr.value, self.func, self.module)
         if arms:  # a receiver bound differently in the arms of an ``if`` on the host
             made = [self._member_of(kind, attr, at, owner, gate, **kw) for owner, gate in arms]
@@ -77,6 +80,26 @@ class MemberUses:
         if gate is not None:
             use.gate = all_of([g for g in (use.gate, gate) if g is not None])
         return use
+
+    def _super_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: Any) -> Use | None:
+        """``super().m(...)`` in an override: a use of the host class's ``m`` that the MRO
+        reaches (``super().__init__(...)``: a call of that host class's constructor)."""
+        owner = self.types.super_owner(attr.value, self.func, self.module, attr.attr)
+        if owner is None or owner.kind != "host" or self.func is None:
+            return None
+        where = (self.func.class_name or "").rsplit(".", 1)[-1]
+        if attr.attr == "__init__" and kind == "call":
+            return self._add(kind, at, owner.path, via=f"super().__init__ in {where}", **kw)
+        return self._add(
+            kind,
+            at,
+            f"{owner.path}.{attr.attr}",
+            receiver=owner.path,
+            member=attr.attr,
+            receiver_expr=self.source.segment(attr.value),
+            via=f"super() in {where}",
+            **kw,
+        )
 
     def _arm(self, receiver: ast.AST, cls: str, gate: Gate) -> str:
         """Which branch bound the receiver: ``self.engine is a TurboEngine when ...``."""

@@ -20,8 +20,9 @@ from driftcheck.client.index import (
     TypeRef,
     first_param,
 )
+from driftcheck.client.members import assigns_class_attr
 from driftcheck.gates import Gate
-from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.api import UNKNOWN, Found, HostAPI
 from driftcheck.host.served_model import ServedSpec
 
 
@@ -157,6 +158,123 @@ class TypeInferrer:
             base not in self.index.classes and self.host.owns(base)
             for base, _ in self._bases(info.qualname, mixed=False)
         )
+
+    # -- super() ---------------------------------------------------------------------------
+    def super_owner(
+        self, call: ast.AST, func: FunctionInfo | None, module: ModuleInfo, member: str
+    ) -> TypeRef | None:
+        """What ``super().member`` (or ``super(Cls, self).member``) in method ``func`` reaches:
+        ``TypeRef("host", H)`` for the host class whose MRO defines it (for ``__init__``: the
+        host class whose constructor runs), ``TypeRef("client", C)`` for a client class that
+        defines it first. None where the MRO does not say: a base outside client and host
+        before it, a base driftcheck cannot name, a client class made by a decorator, or a
+        mix-in whose subclasses reach different classes."""
+        start = self._super_start(call, func, module)
+        if start is None or func is None or func.class_name is None:
+            return None
+        found: set[TypeRef] = set()
+        for runtime in [func.class_name, *self._all_subclasses(func.class_name)]:
+            lin = self._linear(runtime)
+            if lin is None or start not in lin:
+                return None
+            got = self._next_defining(lin[lin.index(start) + 1 :], member)
+            if got is UNKNOWN:
+                return None
+            if isinstance(got, TypeRef):
+                found.add(got)
+        return found.pop() if len(found) == 1 else None
+
+    def _super_start(
+        self, call: ast.AST, func: FunctionInfo | None, module: ModuleInfo
+    ) -> str | None:
+        """The class after which ``super(...)`` looks (None: not a ``super`` call of a method)."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return None
+        if call.func.id != "super" or module.qualified(call.func) or call.keywords:
+            return None
+        if func is None or func.class_name is None or "staticmethod" in _decorators(func):
+            return None
+        if not call.args:
+            return func.class_name
+        if len(call.args) != 2:
+            return None
+        first, second = call.args
+        if not (isinstance(second, ast.Name) and second.id == first_param(func.node)):
+            return None
+        named = [n for n in module.qualified(first) if n in self.index.classes]
+        return named[0] if named else None
+
+    def _next_defining(self, chain: list[str], member: str) -> TypeRef | object | None:
+        """The first class of ``chain`` (an MRO's tail) that defines ``member``; None when none
+        does; UNKNOWN when a class in between cannot be read."""
+        for name in chain:
+            info = self.index.classes.get(name)
+            if info is not None:
+                if member.startswith("__") and info.node.decorator_list:
+                    return UNKNOWN  # a decorator (``@dataclass``) may make it
+                if member in info.methods or assigns_class_attr(info.node, member):
+                    return TypeRef("client", name)
+                continue
+            if name in _NO_MEMBERS:
+                continue
+            if not self.host.owns(name):
+                return UNKNOWN
+            cls = self.host.resolve(name)
+            if not isinstance(cls, Found) or cls.kind != "class":
+                return UNKNOWN
+            if member == "__init__":
+                return TypeRef("host", cls.path)
+            got = self.host.class_member(cls, member)
+            if isinstance(got, Found):
+                return TypeRef("host", cls.path)
+            if got is not None:
+                return UNKNOWN
+        return None
+
+    def _linear(self, name: str) -> list[str] | None:
+        """A class's MRO as far as the client shows it (C3 over client classes; a class outside
+        the client is one entry whose own MRO the host model walks); None where a base cannot
+        be named or the client mixes host classes into it."""
+        memo: dict[str, list[str] | None] = self.__dict__.setdefault("_lin", {})
+        if name in memo:
+            return memo[name]
+        memo[name] = None  # a class that reaches itself again is unknown
+        info = self.index.classes.get(name)
+        if info is None:
+            memo[name] = [name]
+            return memo[name]
+        if info.extra_bases:
+            return None
+        heads = []
+        for i, base in enumerate(info.node.bases):
+            node = base.value if isinstance(base, ast.Subscript) else base
+            names = info.module.qualified(node)
+            if names:
+                heads.append(names[0])
+            elif isinstance(node, ast.Name):
+                heads.append(node.id if node.id == "object" else f"builtins.{node.id}")
+            else:
+                heads.append(f"<base {i} of {name}>")
+        seqs = []
+        for head in heads:
+            lin = self._linear(head)
+            if lin is None:
+                return None
+            seqs.append(lin)
+        merged = _c3([*seqs, heads])
+        memo[name] = [name, *merged] if merged is not None else None
+        return memo[name]
+
+    def _all_subclasses(self, name: str) -> list[str]:
+        """Every client class deriving from ``name``, directly or not."""
+        out: list[str] = []
+        todo = [name]
+        while todo:
+            for sub in self._subclasses().get(todo.pop(), []):
+                if sub.qualname not in out and sub.qualname != name:
+                    out.append(sub.qualname)
+                    todo.append(sub.qualname)
+        return out
 
     def _subclasses(self) -> dict[str, list[ClassInfo]]:
         """Client class -> the client classes that name it as a direct base."""
@@ -389,6 +507,29 @@ class TypeInferrer:
         if found.kind == "class":
             return None
         return None
+
+
+#: Bases that define no member a ``super()`` call is made for (``object``'s come last anyway).
+_NO_MEMBERS = {
+    "object",
+    "abc.ABC",
+    "typing.Generic",
+    "typing.Protocol",
+    "typing_extensions.Protocol",
+}
+
+
+def _c3(seqs: list[list[str]]) -> list[str] | None:
+    """The C3 merge of linearizations (None when they are inconsistent)."""
+    seqs = [list(s) for s in seqs if s]
+    out: list[str] = []
+    while seqs:
+        head = next((s[0] for s in seqs if not any(s[0] in t[1:] for t in seqs)), None)
+        if head is None:
+            return None
+        out.append(head)
+        seqs = [t for t in ([x for x in s if x != head] for s in seqs) if t]
+    return out
 
 
 def _decorators(func: FunctionInfo) -> set[str]:
