@@ -81,6 +81,8 @@ class ClientIndex:
         #: Calls and attribute assignments that may bind receivers (see bindings.py).
         self.binding_calls: list[tuple[ast.Call, FunctionInfo | None, ModuleInfo]] = []
         self.binding_assigns: list[tuple[ast.Assign, FunctionInfo | None, ModuleInfo]] = []
+        #: ``id()`` of the annotations recorded as a name's values (``x: Frame = make()``).
+        self.annotations: set[int] = set()
 
     def add_module(self, info: ModuleInfo) -> None:
         """Index a parsed module's classes, functions and assignments."""
@@ -187,6 +189,7 @@ class _Indexer(Walker):
                 self.module.subscripted.add(node.value.id)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.index.annotations.add(id(node.annotation))
         self._record(node.target, node.annotation)
         if node.value is not None:
             self._record(node.target, node.value)
