@@ -6,7 +6,11 @@ A host method's ``**kwargs`` that only goes on to the same method of the next cl
 (``super().__init__(**kwargs)``), one that takes no ``**`` of its own, brings no keyword the
 host may pass: not reported (Django 4.x's ``RelatedField.__init__`` over ``Field.__init__``).
 A parameter the host probes a callable for before passing it (``supports_kw(cls, "x")``,
-:mod:`driftcheck.host.sig_probes`) is not one the override must take."""
+:mod:`driftcheck.host.sig_probes`) is not one the override must take.
+
+A ``__post_init__`` override of a host dataclass's subclass is called by the dataclass's
+``__init__`` with every ``InitVar`` by position (the host's, then the client dataclass's own): one
+the host added leaves it too few slots (TypeError on the target)."""
 
 from __future__ import annotations
 

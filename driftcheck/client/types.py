@@ -2,8 +2,12 @@
 
 A first pass over the whole client (:class:`ClientIndex`) records every class, its bases, the
 ``self.x = …`` assignments of its methods and the return annotations of its functions. Then
-:class:`TypeInferrer` answers "what is this expression?" from constructor calls, annotations,
-``self`` attributes, host return annotations and host attribute annotations.
+:class:`TypeInferrer` answers "what is this expression?" from constructor calls, annotations
+(quoted ones and those of locals included), ``self`` attributes, module-level names of other
+client modules, host return annotations (stubs included) or the one class an unannotated host
+function's returns build, host attribute annotations and descriptors (an accessor namespace
+that ``__get__`` builds from the class it was given). ``super().m`` is what the MRO reaches
+after the method's class (:meth:`TypeInferrer.super_owner`).
 """
 
 from __future__ import annotations
@@ -467,7 +471,7 @@ class TypeInferrer:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.returns:
             return None
         owner = found.path.rsplit(".", 1)[0]
-        labels = getattr(found.obj, "labels", set())
+        labels: set[str] = set(getattr(found.obj, "labels", ()))
         first = first_param(node)
         module = found.obj.module.path
         made: set[str] = set()

@@ -7,20 +7,20 @@ from pathlib import Path
 
 from driftcheck.pipeline import scan
 
-HOST_1 = '''
+HOST_1 = """
 class Engine:
     def prefetch(self):
         return None
 
     def step(self):
         return 1
-'''
-HOST_2 = '''
+"""
+HOST_2 = """
 class Engine:
     def step(self):
         return 1
-'''
-STATE = '''
+"""
+STATE = """
 from hostlib.engine import Engine
 
 
@@ -31,8 +31,8 @@ class Local:
 
 ENGINE = Engine()
 LOCAL = Local()
-'''
-USER = '''
+"""
+USER = """
 from app import ENGINE as SHARED
 from app import state
 from app.state import ENGINE, LOCAL
@@ -43,7 +43,7 @@ def warm():
     ENGINE.prefetch()
     state.ENGINE.prefetch()
     SHARED.prefetch()
-'''
+"""
 
 
 def _write(root: Path, tree: dict[str, str]) -> Path:
