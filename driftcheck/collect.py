@@ -125,14 +125,17 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
     """Parse the client's files that do not name the host but may import an instance of a host
     class another module builds (``from app.state import ENGINE``; ``state.ENGINE.step()``):
     those that name such a module-level name are indexed with the others."""
-    names = set()
+    forms: set[str] = set()
     for module in list(index.modules.values()):
         for name, values in module.globals.items():
             if any(types.host_class(types.infer(v, None, module)) is not None for v in values):
-                names.add(name)
-    if not names:
+                last = re.escape(module.name.rsplit(".", 1)[-1])
+                # imported by name (``from m import (A,\n NAME)``) or read off its module
+                forms.add(rf"^[ \t]*from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*|[^\n]*)\b{name}\b")
+                forms.add(rf"\b{last}\.{name}\b")
+    if not forms:
         return
-    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    pattern = re.compile("|".join(sorted(forms)), re.MULTILINE)
     for rel, text in list(client.unread.items()):
         if "import" not in text or not pattern.search(text):
             continue
