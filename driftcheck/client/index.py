@@ -218,3 +218,15 @@ def parse_module(name: str, file: str, code: str) -> ModuleInfo:
     tree = parse(code)
     names = NameTable(name, is_package=file.endswith("__init__.py")).collect(tree)
     return ModuleInfo(name=name, file=file, tree=tree, source=Source(code), names=names)
+
+
+def assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
+    """Whether a class body assigns ``name`` (``x = ...`` or ``x: T = ...``)."""
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                return True
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.target.id == name:
+                return True
+    return False

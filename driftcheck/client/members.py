@@ -8,7 +8,13 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from driftcheck.client.index import ClassInfo, ClientIndex, TypeRef, first_param
+from driftcheck.client.index import (
+    ClassInfo,
+    ClientIndex,
+    TypeRef,
+    assigns_class_attr,
+    first_param,
+)
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
@@ -143,15 +149,4 @@ def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
         if assigns_class_attr(cur.node, member):
             return True
         todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
-    return False
-
-
-def assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
-    for stmt in node.body:
-        if isinstance(stmt, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-                return True
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            if stmt.target.id == name:
-                return True
     return False

@@ -22,9 +22,9 @@ from driftcheck.client.index import (
     FunctionInfo,
     ModuleInfo,
     TypeRef,
+    assigns_class_attr,
     first_param,
 )
-from driftcheck.client.members import assigns_class_attr
 from driftcheck.gates import Gate
 from driftcheck.host.api import UNKNOWN, Found, HostAPI
 from driftcheck.host.served_model import ServedSpec
