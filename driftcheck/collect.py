@@ -7,12 +7,13 @@ the uses cache."""
 from __future__ import annotations
 
 import os
+import re
 
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import assignment_gates
 from driftcheck.client.http.prefilter import any_may_talk, promote_http_files
-from driftcheck.client.index import ClientIndex
+from driftcheck.client.index import ClientIndex, parse_module
 from driftcheck.client.package import Client, parse_client
 from driftcheck.client.reach import function_gates, module_gates, unread_sites
 from driftcheck.client.types import TypeInferrer
@@ -72,6 +73,7 @@ def _collect_uses(
     bindings = rules.bindings(types_api.name)
     if served is not None:
         bindings.attributes.update(served.attributes)
+    _promote_importers(client, index, TypeInferrer(index, types_api, bindings))
     types = TypeInferrer(index, types_api, bindings)
     apply_bindings(index, types)
     dists = {types_api.name, types_api.name.removesuffix("-cpu")}
@@ -117,6 +119,35 @@ def _collect_uses(
         if any(g is not None for g in extra):
             use.gate = all_of([g for g in (use.gate, *extra) if g is not None])
     return uses
+
+
+def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) -> None:
+    """Parse the client's files that do not name the host but may import an instance of a host
+    class another module builds (``from app.state import ENGINE``; ``state.ENGINE.step()``):
+    those that name such a module-level name are indexed with the others."""
+    forms: set[str] = set()
+    for module in list(index.modules.values()):
+        for name, values in module.globals.items():
+            if any(types.host_class(types.infer(v, None, module)) is not None for v in values):
+                last = re.escape(module.name.rsplit(".", 1)[-1])
+                # imported by name (``from m import (A,\n NAME)``) or read off its module
+                forms.add(rf"^[ \t]*from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*|[^\n]*)\b{name}\b")
+                forms.add(rf"\b{last}\.{name}\b")
+    if not forms:
+        return
+    pattern = re.compile("|".join(sorted(forms)), re.MULTILINE)
+    for rel, text in list(client.unread.items()):
+        if "import" not in text or not pattern.search(text):
+            continue
+        try:
+            info = parse_module(client.tree.module_name(rel), rel, text)
+            index.add_module(info)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # a file the host never reaches otherwise: left unread
+        del client.unread[rel]
+        client.texts[rel] = text
+        client.lines[rel] = text.splitlines()
+        client.modules[info.name] = info
 
 
 def _function_gate(gates: dict[str, Gate], scope: str) -> Gate | None:

@@ -6,7 +6,11 @@ A host method's ``**kwargs`` that only goes on to the same method of the next cl
 (``super().__init__(**kwargs)``), one that takes no ``**`` of its own, brings no keyword the
 host may pass: not reported (Django 4.x's ``RelatedField.__init__`` over ``Field.__init__``).
 A parameter the host probes a callable for before passing it (``supports_kw(cls, "x")``,
-:mod:`driftcheck.host.sig_probes`) is not one the override must take."""
+:mod:`driftcheck.host.sig_probes`) is not one the override must take.
+
+A ``__post_init__`` override of a host dataclass's subclass is called by the dataclass's
+``__init__`` with every ``InitVar`` by position (the host's, then the client dataclass's own): one
+the host added leaves it too few slots (TypeError on the target)."""
 
 from __future__ import annotations
 
@@ -83,6 +87,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report new ways the host's calls no longer fit a client override or replacement."""
     if use.kind != "override" or not use.params or not use.receiver:
         return []
+    if use.member == "__post_init__":
+        return _post_init(use, ctx)
     target = ctx.lookup(ctx.target, use)
     if not isinstance(target, Found) or target.kind != "function":
         return []
@@ -177,3 +183,66 @@ def _passed_up(api: HostAPI, found: Found) -> bool:
             sig = api.signature(nxt) if isinstance(nxt, Found) else None
             return sig is not None and not sig.accepts_var_keyword
     return False
+
+
+def init_vars_passed(api: HostAPI, cls_path: str, own: tuple[str, ...]) -> Signature | None:
+    """What a host dataclass's ``__init__`` passes to ``__post_init__``: its ``InitVar``
+    fields by position, then the client dataclass's own (``own``); None where the class's
+    constructor is not one a dataclass decorator makes."""
+    cls = api.resolve(cls_path)
+    if not isinstance(cls, Found) or cls.kind != "class":
+        return None
+    chain, _ = api.mro(cls)
+    maker = next((k for k in chain if api.is_dataclass(k) or "__init__" in k.obj.members), None)
+    if maker is None or "__init__" in maker.obj.members:
+        return None
+    sig = api.signature(cls)
+    if sig is None:
+        return None
+    names = [p.name for p in sig.params if p.init_var] + [n for n in own]
+    params = [Param(n, "positional_only", False) for n in names]
+    return Signature(params, None, file=sig.file, line=sig.line)
+
+
+def _post_init(use: Use, ctx: CheckContext) -> list[Finding]:
+    """A ``__post_init__`` override of a host dataclass's subclass: the dataclass machinery
+    calls it with every ``InitVar`` by position, so one the host added reaches an override that
+    has no slot for it (TypeError on the target)."""
+    assert use.receiver is not None and use.params is not None
+    sig_t = init_vars_passed(ctx.target, use.receiver, use.init_vars)
+    if sig_t is None:
+        return []
+    problems = {(c, t) for c, t in _problems(use.params, sig_t) if c == "positional"}
+    evidence = [Evidence(ctx.target.version, sig_t.file, sig_t.line)]
+    if ctx.baseline is not None:
+        sig_b = init_vars_passed(ctx.baseline, use.receiver, use.init_vars)
+        if sig_b is None:
+            return []
+        problems = {
+            (c, t) for c, t in problems if c not in {c for c, _ in _problems(use.params, sig_b)}
+        }
+        evidence.insert(0, Evidence(ctx.baseline.version, sig_b.file, sig_b.line))
+    if not problems:
+        return []
+    came = [p.name for p in sig_t.params]
+    if ctx.baseline is not None and sig_b is not None:
+        came = [n for n in came if sig_b.param(n) is None]
+    return [
+        finding(
+            use,
+            OVERRIDE_SIGNATURE,
+            symbol=use.symbol,
+            message=(
+                f"__post_init__() is called with {use.receiver.rsplit('.', 1)[-1]}'s InitVar "
+                f"fields by position; {ctx.target.name} {ctx.target.version} passes "
+                f"{len(sig_t.params)} ({', '.join(p.name for p in sig_t.params)}), it takes "
+                f"{_slots(use.params)} (TypeError)"
+            ),
+            evidence=tuple(evidence),
+            fix=Fix(FixSafety.MANUAL, f"accept the new InitVar(s): {', '.join(came)}"),
+        )
+    ]
+
+
+def _slots(params: list[tuple[str, str, bool]]) -> int:
+    return sum(1 for _, k, _ in params[1:] if k in ("positional_only", "positional_or_keyword"))

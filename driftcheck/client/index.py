@@ -81,6 +81,8 @@ class ClientIndex:
         #: Calls and attribute assignments that may bind receivers (see bindings.py).
         self.binding_calls: list[tuple[ast.Call, FunctionInfo | None, ModuleInfo]] = []
         self.binding_assigns: list[tuple[ast.Assign, FunctionInfo | None, ModuleInfo]] = []
+        #: ``id()`` of the annotations recorded as a name's values (``x: Frame = make()``).
+        self.annotations: set[int] = set()
 
     def add_module(self, info: ModuleInfo) -> None:
         """Index a parsed module's classes, functions and assignments."""
@@ -187,6 +189,7 @@ class _Indexer(Walker):
                 self.module.subscripted.add(node.value.id)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.index.annotations.add(id(node.annotation))
         self._record(node.target, node.annotation)
         if node.value is not None:
             self._record(node.target, node.value)
@@ -215,3 +218,15 @@ def parse_module(name: str, file: str, code: str) -> ModuleInfo:
     tree = parse(code)
     names = NameTable(name, is_package=file.endswith("__init__.py")).collect(tree)
     return ModuleInfo(name=name, file=file, tree=tree, source=Source(code), names=names)
+
+
+def assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
+    """Whether a class body assigns ``name`` (``x = ...`` or ``x: T = ...``)."""
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                return True
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.target.id == name:
+                return True
+    return False

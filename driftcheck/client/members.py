@@ -8,7 +8,13 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from driftcheck.client.index import ClassInfo, ClientIndex, TypeRef, first_param
+from driftcheck.client.index import (
+    ClassInfo,
+    ClientIndex,
+    TypeRef,
+    assigns_class_attr,
+    first_param,
+)
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
@@ -32,6 +38,9 @@ class MemberUses:
         def func(self) -> FunctionInfo | None: ...
 
     def _member_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: Any) -> Use | None:
+        if isinstance(attr.value, ast.Call) and isinstance(attr.value.func, ast.Name):
+            if attr.value.func.id == "super":
+                return self._super_use(kind, attr, at, **kw)
         arms = self.types.alternatives(attr.value, self.func, self.module)
         if arms:  # a receiver bound differently in the arms of an ``if`` on the host
             made = [self._member_of(kind, attr, at, owner, gate, **kw) for owner, gate in arms]
@@ -78,6 +87,26 @@ class MemberUses:
             use.gate = all_of([g for g in (use.gate, gate) if g is not None])
         return use
 
+    def _super_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: Any) -> Use | None:
+        """``super().m(...)`` in an override: a use of the host class's ``m`` that the MRO
+        reaches (``super().__init__(...)``: a call of that host class's constructor)."""
+        owner = self.types.super_owner(attr.value, self.func, self.module, attr.attr)
+        if owner is None or owner.kind != "host" or self.func is None:
+            return None
+        where = (self.func.class_name or "").rsplit(".", 1)[-1]
+        if attr.attr == "__init__" and kind == "call":
+            return self._add(kind, at, owner.path, via=f"super().__init__ in {where}", **kw)
+        return self._add(
+            kind,
+            at,
+            f"{owner.path}.{attr.attr}",
+            receiver=owner.path,
+            member=attr.attr,
+            receiver_expr=self.source.segment(attr.value),
+            via=f"super() in {where}",
+            **kw,
+        )
+
     def _arm(self, receiver: ast.AST, cls: str, gate: Gate) -> str:
         """Which branch bound the receiver: ``self.engine is a TurboEngine when ...``."""
         return f"{self.source.segment(receiver)} is a {cls.rsplit('.', 1)[-1]} when {gate.text()}"
@@ -120,15 +149,4 @@ def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
         if assigns_class_attr(cur.node, member):
             return True
         todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
-    return False
-
-
-def assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
-    for stmt in node.body:
-        if isinstance(stmt, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-                return True
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            if stmt.target.id == name:
-                return True
     return False

@@ -2,8 +2,12 @@
 
 A first pass over the whole client (:class:`ClientIndex`) records every class, its bases, the
 ``self.x = …`` assignments of its methods and the return annotations of its functions. Then
-:class:`TypeInferrer` answers "what is this expression?" from constructor calls, annotations,
-``self`` attributes, host return annotations and host attribute annotations.
+:class:`TypeInferrer` answers "what is this expression?" from constructor calls, annotations
+(quoted ones and those of locals included), ``self`` attributes, module-level names of other
+client modules, host return annotations (stubs included) or the one class an unannotated host
+function's returns build, host attribute annotations and descriptors (an accessor namespace
+that ``__get__`` builds from the class it was given). ``super().m`` is what the MRO reaches
+after the method's class (:meth:`TypeInferrer.super_owner`).
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ from driftcheck.client.index import (
     FunctionInfo,
     ModuleInfo,
     TypeRef,
+    assigns_class_attr,
     first_param,
 )
 from driftcheck.gates import Gate
-from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.api import UNKNOWN, Found, HostAPI
 from driftcheck.host.served_model import ServedSpec
 
 
@@ -71,7 +76,10 @@ class TypeInferrer:
             return None
         self._busy.add(key)
         try:
-            result = self._infer(expr, func, module)
+            if key in self.index.annotations:  # ``x: Frame = ...``: the annotation names it
+                result = self.annotation_type(expr, module)
+            else:
+                result = self._infer(expr, func, module)
         finally:
             self._busy.discard(key)
         self._memo[memo_key] = result
@@ -158,6 +166,123 @@ class TypeInferrer:
             for base, _ in self._bases(info.qualname, mixed=False)
         )
 
+    # -- super() ---------------------------------------------------------------------------
+    def super_owner(
+        self, call: ast.AST, func: FunctionInfo | None, module: ModuleInfo, member: str
+    ) -> TypeRef | None:
+        """What ``super().member`` (or ``super(Cls, self).member``) in method ``func`` reaches:
+        ``TypeRef("host", H)`` for the host class whose MRO defines it (for ``__init__``: the
+        host class whose constructor runs), ``TypeRef("client", C)`` for a client class that
+        defines it first. None where the MRO does not say: a base outside client and host
+        before it, a base driftcheck cannot name, a client class made by a decorator, or a
+        mix-in whose subclasses reach different classes."""
+        start = self._super_start(call, func, module)
+        if start is None or func is None or func.class_name is None:
+            return None
+        found: set[TypeRef] = set()
+        for runtime in [func.class_name, *self._all_subclasses(func.class_name)]:
+            lin = self._linear(runtime)
+            if lin is None or start not in lin:
+                return None
+            got = self._next_defining(lin[lin.index(start) + 1 :], member)
+            if got is UNKNOWN:
+                return None
+            if isinstance(got, TypeRef):
+                found.add(got)
+        return found.pop() if len(found) == 1 else None
+
+    def _super_start(
+        self, call: ast.AST, func: FunctionInfo | None, module: ModuleInfo
+    ) -> str | None:
+        """The class after which ``super(...)`` looks (None: not a ``super`` call of a method)."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return None
+        if call.func.id != "super" or module.qualified(call.func) or call.keywords:
+            return None
+        if func is None or func.class_name is None or "staticmethod" in _decorators(func):
+            return None
+        if not call.args:
+            return func.class_name
+        if len(call.args) != 2:
+            return None
+        first, second = call.args
+        if not (isinstance(second, ast.Name) and second.id == first_param(func.node)):
+            return None
+        named = [n for n in module.qualified(first) if n in self.index.classes]
+        return named[0] if named else None
+
+    def _next_defining(self, chain: list[str], member: str) -> TypeRef | object | None:
+        """The first class of ``chain`` (an MRO's tail) that defines ``member``; None when none
+        does; UNKNOWN when a class in between cannot be read."""
+        for name in chain:
+            info = self.index.classes.get(name)
+            if info is not None:
+                if member.startswith("__") and info.node.decorator_list:
+                    return UNKNOWN  # a decorator (``@dataclass``) may make it
+                if member in info.methods or assigns_class_attr(info.node, member):
+                    return TypeRef("client", name)
+                continue
+            if name in _NO_MEMBERS:
+                continue
+            if not self.host.owns(name):
+                return UNKNOWN
+            cls = self.host.resolve(name)
+            if not isinstance(cls, Found) or cls.kind != "class":
+                return UNKNOWN
+            if member == "__init__":
+                return TypeRef("host", cls.path)
+            got = self.host.class_member(cls, member)
+            if isinstance(got, Found):
+                return TypeRef("host", cls.path)
+            if got is not None:
+                return UNKNOWN
+        return None
+
+    def _linear(self, name: str) -> list[str] | None:
+        """A class's MRO as far as the client shows it (C3 over client classes; a class outside
+        the client is one entry whose own MRO the host model walks); None where a base cannot
+        be named or the client mixes host classes into it."""
+        memo: dict[str, list[str] | None] = self.__dict__.setdefault("_lin", {})
+        if name in memo:
+            return memo[name]
+        memo[name] = None  # a class that reaches itself again is unknown
+        info = self.index.classes.get(name)
+        if info is None:
+            memo[name] = [name]
+            return memo[name]
+        if info.extra_bases:
+            return None
+        heads = []
+        for i, base in enumerate(info.node.bases):
+            node = base.value if isinstance(base, ast.Subscript) else base
+            names = info.module.qualified(node)
+            if names:
+                heads.append(names[0])
+            elif isinstance(node, ast.Name):
+                heads.append(node.id if node.id == "object" else f"builtins.{node.id}")
+            else:
+                heads.append(f"<base {i} of {name}>")
+        seqs = []
+        for head in heads:
+            lin = self._linear(head)
+            if lin is None:
+                return None
+            seqs.append(lin)
+        merged = _c3([*seqs, heads])
+        memo[name] = [name, *merged] if merged is not None else None
+        return memo[name]
+
+    def _all_subclasses(self, name: str) -> list[str]:
+        """Every client class deriving from ``name``, directly or not."""
+        out: list[str] = []
+        todo = [name]
+        while todo:
+            for sub in self._subclasses().get(todo.pop(), []):
+                if sub.qualname not in out and sub.qualname != name:
+                    out.append(sub.qualname)
+                    todo.append(sub.qualname)
+        return out
+
     def _subclasses(self) -> dict[str, list[ClassInfo]]:
         """Client class -> the client classes that name it as a direct base."""
         cache = self.__dict__.get("_subs")
@@ -181,7 +306,7 @@ class TypeInferrer:
             owner = self.infer(expr.value, func, module)
             if owner is not None:
                 return self.attribute_type(owner, expr.attr)
-            return self._qualified_class(expr, module)
+            return self._qualified_class(expr, module) or self._client_global(expr, module)
         if isinstance(expr, ast.NamedExpr):
             return self.infer(expr.value, func, module)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
@@ -237,7 +362,27 @@ class TypeInferrer:
         # A client class by name (``MyEngine.method``): its members are looked up as on an
         # instance, through the class's host bases.
         got = self._qualified_class(expr, module)
-        return got if got is not None and got.kind == "client" else None
+        if got is not None:
+            return got if got.kind == "client" else None
+        return self._client_global(expr, module)
+
+    def _client_global(self, expr: ast.AST, module: ModuleInfo, depth: int = 0) -> TypeRef | None:
+        """A module-level name of another client module, imported (``from app.state import
+        ENGINE``, ``state.ENGINE``): what it is assigned there (re-exports followed)."""
+        for name in module.qualified(expr):
+            home, _, attr = name.rpartition(".")
+            other = self.index.modules.get(home)
+            if other is None or other is module:
+                continue
+            if attr in other.globals:
+                for value in other.globals[attr]:
+                    got = self.infer(value, None, other)
+                    if got is not None:
+                        return got
+                return None
+            if attr in other.names.imports and depth < 5:
+                return self._client_global(ast.Name(id=attr, ctx=ast.Load()), other, depth + 1)
+        return None
 
     def inherited_host_init(self, client_class: str) -> str | None:
         """The host class whose ``__init__`` a client class's constructor is: when neither the
@@ -272,6 +417,14 @@ class TypeInferrer:
             return None
         if isinstance(ann, ast.Name | ast.Attribute):
             return self._qualified_class(ann, module)
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:  # a quoted annotation (``df: "pd.DataFrame"``)
+                parsed = ast.parse(ann.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+            return (
+                None if isinstance(parsed, ast.Constant) else self.annotation_type(parsed, module)
+            )
         return None
 
     def _call_result(
@@ -285,8 +438,7 @@ class TypeInferrer:
             if self.host.owns(name):
                 found = self.host.resolve(name)
                 if isinstance(found, Found):
-                    ret = self.host.return_class(found)
-                    return TypeRef("host", ret.path) if ret else None
+                    return self.host_return(found)
             if name in self.index.functions:
                 return self._client_return(self.index.functions[name])
         if isinstance(callee, ast.Attribute):
@@ -297,24 +449,120 @@ class TypeInferrer:
             if isinstance(method, FunctionInfo):
                 return self._client_return(method)
             if isinstance(method, Found):
-                ret = self.host.return_class(method)
-                return TypeRef("host", ret.path) if ret else None
+                return self.host_return(method)
         return None
+
+    def host_return(self, found: Found) -> TypeRef | None:
+        """The host class a call of host function ``found`` returns: the one its return
+        annotation (or its stub's) names, else the one every ``return`` of its body builds
+        (``return Frame(...)``, ``return self`` in a method, ``return cls(...)``)."""
+        if found.kind != "function":
+            return None
+        ret = self.host.return_class(found) or self._built(found)
+        return TypeRef("host", ret.path) if ret else None
+
+    def _built(self, found: Found) -> Found | None:
+        """The host class every ``return`` of an unannotated host function builds."""
+        memo: dict[str, Found | None] = self.__dict__.setdefault("_built_memo", {})
+        if found.path in memo:
+            return memo[found.path]
+        memo[found.path] = None
+        node = self.host.def_node(found)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.returns:
+            return None
+        owner = found.path.rsplit(".", 1)[0]
+        labels: set[str] = set(getattr(found.obj, "labels", ()))
+        first = first_param(node)
+        module = found.obj.module.path
+        made: set[str] = set()
+        for value in _returned(node):
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            if isinstance(value, ast.Name) and value.id == first and "staticmethod" not in labels:
+                if "classmethod" in labels:
+                    return None
+                made.add(owner)  # ``return self``
+                continue
+            if not isinstance(value, ast.Call):
+                return None
+            callee = value.func
+            if isinstance(callee, ast.Name) and callee.id == first and "classmethod" in labels:
+                made.add(owner)  # ``return cls(...)``
+                continue
+            if not isinstance(callee, ast.Name | ast.Attribute) or _rooted_at(callee, first):
+                return None
+            got = self.host.resolve(f"{module}.{ast.unparse(callee)}")
+            if not isinstance(got, Found) or got.kind != "class":
+                return None
+            made.add(got.path)
+        if len(made) != 1:
+            return None
+        cls = self.host.resolve(made.pop())
+        memo[found.path] = cls if isinstance(cls, Found) and cls.kind == "class" else None
+        return memo[found.path]
 
     def _client_return(self, func: FunctionInfo) -> TypeRef | None:
         ann = func.node.returns
         return self.annotation_type(ann, func.module) if ann is not None else None
 
     def _value_class(self, attr: Found) -> Found | None:
-        """The class an unannotated host attribute is built from (``self.x = Cls(...)``)."""
+        """The class an unannotated host attribute is built from (``self.x = Cls(...)``); for
+        a descriptor (a class attribute whose class defines ``__get__``), what reading it off
+        an instance gives: :meth:`_descriptor_class`."""
         value = getattr(attr.obj, "value", None)
         func = getattr(value, "function", None)
         path = getattr(func, "canonical_path", None)
         if isinstance(path, str) and self.host.owns(path):
             got = self.host.resolve(path)
             if isinstance(got, Found) and got.kind == "class":
+                getter = self.host.class_member(got, "__get__")
+                labels = getattr(attr.obj, "labels", ())
+                if "instance-attribute" in labels and "class-attribute" not in labels:
+                    return got  # a descriptor read off an instance's dict is itself
+                if getter is UNKNOWN:
+                    return None
+                if isinstance(getter, Found):
+                    return self._descriptor_class(got, getter, value)
                 return got
         return None
+
+    def _descriptor_class(self, desc: Found, getter: Found, value: object) -> Found | None:
+        """The class of what descriptor ``desc``'s ``__get__`` returns on an instance: its
+        return annotation's class, or an accessor it builds from a class it was given
+        (``str = Accessor("str", StringMethods)`` whose ``__get__`` returns
+        ``self._accessor(obj)``, ``self._accessor`` set from that ``__init__`` parameter)."""
+        ret = self.host.return_class(getter)
+        if ret is not None:
+            return ret
+        node = self.host.def_node(getter)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        slot = _built_from_self_attr(node)
+        init = self.host.class_member(desc, "__init__")
+        init_node = self.host.def_node(init) if isinstance(init, Found) else None
+        if slot is None or not isinstance(init_node, ast.FunctionDef):
+            return None
+        param = _param_stored(init_node, slot)
+        if param is None:
+            return None
+        params = [a.arg for a in (*init_node.args.posonlyargs, *init_node.args.args)][1:]
+        given = None
+        for i, arg in enumerate(getattr(value, "arguments", []) or []):
+            name = getattr(arg, "name", None)
+            if hasattr(arg, "value") and name is not None:  # a keyword argument
+                if name == param:
+                    given = arg.value
+            elif i < len(params) and params[i] == param:
+                given = arg
+        path = getattr(given, "canonical_path", None)
+        if not isinstance(path, str) or not self.host.owns(path):
+            return None
+        cls = self.host.resolve(path)
+        if not isinstance(cls, Found) or cls.kind != "class":
+            return None
+        if self.host.defined_in_host_mro(cls, "__new__") is not None:
+            return None  # its ``__new__`` may build another class (``Combined...Properties``)
+        return cls
 
     def member_function(self, owner: TypeRef, name: str) -> FunctionInfo | Found | None:
         """The client method or host member ``name`` of a type."""
@@ -384,11 +632,102 @@ class TypeInferrer:
                 home = self._value_class(found)
             return TypeRef("host", home.path) if home else None
         if found.kind == "function" and "property" in found.obj.labels:
-            ret = self.host.return_class(found)
-            return TypeRef("host", ret.path) if ret else None
+            return self.host_return(found)
         if found.kind == "class":
             return None
         return None
+
+
+#: Bases that define no member a ``super()`` call is made for (``object``'s come last anyway).
+_NO_MEMBERS = {
+    "object",
+    "abc.ABC",
+    "typing.Generic",
+    "typing.Protocol",
+    "typing_extensions.Protocol",
+}
+
+
+def _c3(seqs: list[list[str]]) -> list[str] | None:
+    """The C3 merge of linearizations (None when they are inconsistent)."""
+    seqs = [list(s) for s in seqs if s]
+    out: list[str] = []
+    while seqs:
+        head = next((s[0] for s in seqs if not any(s[0] in t[1:] for t in seqs)), None)
+        if head is None:
+            return None
+        out.append(head)
+        seqs = [t for t in ([x for x in s if x != head] for s in seqs) if t]
+    return out
+
+
+def _returned(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    """The values a function's own ``return`` statements give (nested definitions left out;
+    a bare ``return`` gives None)."""
+    out: list[ast.expr] = []
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        cur = todo.pop()
+        if isinstance(cur, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(cur, ast.Return):
+            out.append(cur.value if cur.value is not None else ast.Constant(None))
+        todo.extend(ast.iter_child_nodes(cur))
+    return out
+
+
+def _rooted_at(node: ast.expr, name: str | None) -> bool:
+    """``self.x.y`` is rooted at ``self``."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _built_from_self_attr(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """For a ``__get__``: the attribute ``x`` of ``self`` whose call every instance read
+    returns (``return self.x(obj)``, or a local assigned it); returns of ``self`` or of
+    ``self.x`` itself (the read off the class) are left aside. None for any other shape."""
+    me = first_param(node)
+    local: dict[str, ast.expr] = {}
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                local[target.id] = stmt.value
+    slots: set[str] = set()
+    for value in _returned(node):
+        if isinstance(value, ast.Name) and value.id in local:
+            value = local[value.id]
+        if isinstance(value, ast.Name) and value.id == me:
+            continue
+        if isinstance(value, ast.Attribute) and _rooted_at(value, me):
+            continue
+        func = value.func if isinstance(value, ast.Call) else None
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            return None
+        if func.value.id != me:
+            return None
+        slots.add(func.attr)
+    return slots.pop() if len(slots) == 1 else None
+
+
+def _param_stored(init: ast.FunctionDef, attr: str) -> str | None:
+    """The ``__init__`` parameter stored as ``self.<attr>`` (``self._accessor = accessor``)."""
+    me = first_param(init)
+    params = {a.arg for a in (*init.args.posonlyargs, *init.args.args)}
+    stored = [
+        stmt.value.id
+        for stmt in ast.walk(init)
+        if isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Attribute)
+        and stmt.targets[0].attr == attr
+        and isinstance(stmt.targets[0].value, ast.Name)
+        and stmt.targets[0].value.id == me
+        and isinstance(stmt.value, ast.Name)
+        and stmt.value.id in params
+    ]
+    return stored[0] if len(set(stored)) == 1 else None
 
 
 def _decorators(func: FunctionInfo) -> set[str]:

@@ -69,6 +69,9 @@ class Use:
     #: An assignment to the attribute (``mod.X = v``, ``setattr(mod, "X", v)``): it runs
     #: whether or not the host has the name, so a dropped name makes the patch ineffective.
     store: bool = False
+    #: For a ``__post_init__`` override: the ``InitVar`` fields the client's own dataclass
+    #: declares (the dataclass machinery passes them after the host's).
+    init_vars: tuple[str, ...] = ()
     #: For an import: the line its statement starts on (the names of one ``from m import (a,
     #: b)`` share it).
     statement: int = 0

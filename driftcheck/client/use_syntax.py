@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from driftcheck.client.names import FUNCTIONS
+from driftcheck.host.signature import dataclass_fields
 
 
 def unsubscripted(node: ast.expr) -> ast.expr:
@@ -98,3 +99,15 @@ def literal(node: ast.expr) -> str | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return literal(node.operand) and ast.unparse(node)
     return ast.unparse(node) if isinstance(node, ast.Constant) else None
+
+
+def own_init_vars(node: ast.ClassDef) -> tuple[str, ...]:
+    """The ``InitVar`` fields a client class declares when a dataclass decorator makes it one
+    (the dataclass machinery passes them to ``__post_init__`` after its bases')."""
+    made = any(
+        ast.unparse(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1] == "dataclass"
+        for d in node.decorator_list
+    )
+    if not made:
+        return ()
+    return tuple(p.name for p in dataclass_fields(node) if p.init_var)

@@ -32,6 +32,7 @@ from driftcheck.client.use_syntax import (
     dotted,
     literal,
     on_false,
+    own_init_vars,
     reads,
     result_usage,
     unsubscripted,
@@ -130,10 +131,13 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         host_bases = self.types.host_bases(info.qualname, overriding=True)
         if host_bases:
             for mname, method in info.methods.items():
-                if mname.startswith("__") and mname != "__init__":
+                if mname.startswith("__") and mname not in ("__init__", "__post_init__"):
                     continue
                 for base_path in host_bases:
-                    if not self._host_defines(base_path, mname):
+                    # A host dataclass calls ``__post_init__`` with its ``InitVar``\ s whether
+                    # or not it defines one itself.
+                    post_init = mname == "__post_init__"
+                    if not post_init and not self._host_defines(base_path, mname):
                         continue
                     self._add(
                         "override",
@@ -144,6 +148,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         receiver=base_path,
                         member=mname,
                         params=client_params(method.node),
+                        init_vars=own_init_vars(info.node) if post_init else (),
                     )
 
     def _host_defines(self, cls_path: str, member: str) -> bool:
