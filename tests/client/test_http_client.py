@@ -38,8 +38,9 @@ def _uses(
         wrappers.update(c.found_wrappers)
     finder = ReadFinder(info, index, c.parents, c.node_gates)
     out = list(c.uses)
-    for use, call, func in c.calls:
-        out += finder.reads(use, call, func)
+    for use, call, func, value in c.calls:
+        if value is not None:
+            out += finder.reads(use, call, func, value)
     return out
 
 

@@ -175,9 +175,7 @@ class LaunchFinder:
         else:
             return []
         if not (
-            len(pieces) >= 2
-            and isinstance(pieces[0], ast.Constant)
-            and pieces[0].value == "--"
+            len(pieces) >= 2 and isinstance(pieces[0], ast.Constant) and pieces[0].value == "--"
         ):
             return []
         key_expr = pieces[1].value if isinstance(pieces[1], ast.FormattedValue) else pieces[1]
