@@ -49,6 +49,8 @@ VERBS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
 GENERIC = frozenset({"request", "stream"})
 #: Markers of a file that may talk HTTP or start a server (the files read beyond those naming
 #: the host).
+#: A wrapper's ``json_param`` when it hands its ``**kwargs`` to the library call.
+_KWARGS = "**"
 #: Modules whose ``dumps`` writes JSON text.
 _JSON = frozenset({"json", "orjson", "ujson", "simplejson"})
 FILE_MARKERS = re.compile(r"\b(httpx|requests|aiohttp|openai|subprocess|shlex)\b")
@@ -59,6 +61,8 @@ class Wrapper:
     """A client function that sends a request to a URL (or a path) it takes as a parameter.
 
     Attributes:
+        json_param: The parameter that is the body; ``**`` where the function hands its
+            ``**kwargs`` to the library call (its callers' ``json=`` is the body).
         head: What the function puts before the parameter (:attr:`UrlPath.head`).
         returns: What it returns of the request: ``response``, ``body`` (``r.json()``), or
             None (something else: its callers' reads are not the response's).
@@ -279,6 +283,9 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         bound = _bind(node, target.node)
         url = bound.get(wrapper.url_param)
         payload = bound.get(wrapper.json_param) if wrapper.json_param else None
+        if wrapper.json_param == _KWARGS:  # the call's own keywords reach the library call
+            body = self._body(node, Request("", None, bound.get("json"), ""))
+            payload = body.payload if body is not None else None
         return Request(
             wrapper.method, url, payload, wrapper.api, returns=wrapper.returns, head=wrapper.head
         )
@@ -359,6 +366,8 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             return
         if path.param is not None and self.func is not None:
             json_param = _param_name(request.payload, self.func)
+            if request.payload is None and _passes_kwargs(node, self.func.node):
+                json_param = _KWARGS  # ``session.post(url, **kwargs)``: the caller's json=
             self.found_wrappers[self.func.qualname] = Wrapper(
                 request.method,
                 path.param,
@@ -445,6 +454,15 @@ def _bind(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[
         if k.arg is not None:
             out[k.arg] = k.value
     return out
+
+
+def _passes_kwargs(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Does ``call`` hand on its function's ``**kwargs`` whole?"""
+    kwarg = func.args.kwarg
+    return kwarg is not None and any(
+        k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwarg.arg
+        for k in call.keywords
+    )
 
 
 def _first_param(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:

@@ -108,6 +108,13 @@ class LaunchFinder:
             if isinstance(target, ast.Name):
                 self._argvs()[target.id] = use
 
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        """``cmd + list(extra or [])`` of a known argv (returned or passed on)."""
+        if isinstance(node.op, ast.Add) and isinstance(node.left, ast.Name):
+            use = self._argvs().get(node.left.id)
+            if use is not None:
+                self._grow(use, node.right, node)
+
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
             use = self._argvs().get(node.target.id)
@@ -309,10 +316,10 @@ def _apply(expr: ast.expr, key: str) -> str | None:
     if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
         return None
     inner = _apply(expr.func.value, key)
-    args = [a.value for a in expr.args if isinstance(a, ast.Constant)]
+    args = [a.value for a in expr.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     if inner is None or len(args) != len(expr.args) or expr.keywords:
         return None
-    if expr.func.attr == "replace" and len(args) == 2 and all(isinstance(a, str) for a in args):
+    if expr.func.attr == "replace" and len(args) == 2:
         return inner.replace(args[0], args[1])
     if expr.func.attr in ("lower", "strip") and not args:
         return inner.lower() if expr.func.attr == "lower" else inner.strip()
