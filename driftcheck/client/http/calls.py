@@ -344,6 +344,11 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             value = value.value
         if isinstance(value, ast.Call):
             value = value.func
+            if isinstance(value, ast.Attribute):  # ``self._get_session()``: its annotation
+                method = self.index.functions.get(self._own_method(value) or "")
+                returns = method.node.returns if method is not None else None
+                if returns is not None:
+                    value = returns
         for node in ast.walk(value):
             if not isinstance(node, (ast.Name, ast.Attribute)):
                 continue
