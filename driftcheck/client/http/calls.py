@@ -86,6 +86,8 @@ class Request:
     api: str
     sdk: SdkMethod | None = None
     openai_body: tuple[ast.keyword, ...] = ()
+    #: The call sends a body whose keys cannot be read (a form, a string, ``**kwargs``).
+    opaque: bool = False
     #: What the call's value is: ``response``, ``body`` or ``sdk`` (None: not the request's).
     returns: str | None = "response"
     head: tuple[str | None, ...] = ()
@@ -256,6 +258,9 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         for k in node.keywords:
             if k.arg in ("data", "content"):
                 request.payload = self._dumped(k.value)
+                request.opaque = request.payload is None
+            elif k.arg is None:
+                request.opaque = True
         return request
 
     def _dumped(self, value: ast.expr) -> ast.expr | None:
@@ -283,11 +288,19 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         bound = _bind(node, target.node)
         url = bound.get(wrapper.url_param)
         payload = bound.get(wrapper.json_param) if wrapper.json_param else None
+        opaque = False
         if wrapper.json_param == _KWARGS:  # the call's own keywords reach the library call
             body = self._body(node, Request("", None, bound.get("json"), ""))
             payload = body.payload if body is not None else None
+            opaque = body is not None and body.opaque
         return Request(
-            wrapper.method, url, payload, wrapper.api, returns=wrapper.returns, head=wrapper.head
+            wrapper.method,
+            url,
+            payload,
+            wrapper.api,
+            opaque=opaque,
+            returns=wrapper.returns,
+            head=wrapper.head,
         )
 
     def client_kind(self, expr: ast.expr, depth: int = 0) -> str | None:
@@ -390,7 +403,7 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             for k in request.openai_body
         ]
         nested = [n for k in request.openai_body for n in self._inner(cast(str, k.arg), k.value)]
-        complete = True
+        complete = not request.opaque
         if request.payload is not None:
             d = self._value(request.payload)
             if d is None:
