@@ -417,3 +417,14 @@ def test_launch_tails_and_dict_key_flags():
     assert tail.argv_open and tail.argv_tails == ("extra",)
     assert [f for f, _ in keyed.flags] == ["--max-model-len", "--enforce-eager"]
     assert not keyed.argv_open and len(keyed.keyed_flags) == 2
+
+
+def test_a_list_of_names_tested_against_is_no_launch():
+    assert not _uses(
+        """
+        def pick(config):
+            if config.rollout.name in ["vllm"]:
+                return 1
+        """,
+        scripts=frozenset({"vllm"}),
+    )

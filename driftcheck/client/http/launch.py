@@ -93,11 +93,13 @@ class LaunchFinder:
         tokens = [self._token(e) for e in node.elts[:3]]
         if not self._is_server(tokens):
             return
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Compare) and node in parent.comparators:
+            return  # ``name in ["vllm"]``: names to test against, not a command
         use = self._launch(node, argv_list=True)
         self._add_elements(use, node.elts, node)
         # ``[...] + list(extra or [])``: the parts joined after the command.
         top: ast.expr = node
-        parent = self.parents.get(node)
         while isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Add):
             if parent.left is not top:
                 return
