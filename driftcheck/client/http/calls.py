@@ -23,7 +23,7 @@ from driftcheck.client.http.launch import LaunchFinder
 from driftcheck.client.http.openai_sdk import SdkData, SdkMethod, openai_sdk
 from driftcheck.client.http.urls import UrlPath, url_path
 from driftcheck.client.http.use import HttpUse
-from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
+from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, first_param
 from driftcheck.client.kwargs import KwargsFlow
 from driftcheck.gates import Gate, all_of
 from driftcheck.host.signature import KeyOp
@@ -234,7 +234,7 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         here = self.func
         if not (isinstance(func.value, ast.Name) and here is not None and here.class_name):
             return None
-        if func.value.id != _first_param(here.node):
+        if func.value.id != first_param(here.node):
             return None
         todo, seen = [here.class_name], set()
         while todo:
@@ -481,11 +481,6 @@ def _passes_kwargs(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef)
         k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwarg.arg
         for k in call.keywords
     )
-
-
-def _first_param(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    args = [*node.args.posonlyargs, *node.args.args]
-    return args[0].arg if args else None
 
 
 def _returned(
