@@ -5,7 +5,8 @@ exits with a usage error): an error. It is called renamed only on the host's evi
 baseline's deprecation message names a flag the target defines, or the target's definition
 lists the old name as an alias (then it still works and nothing is reported). A flag the target
 deprecates is a warning. Where the evidence names the replacement, the fix renames the flag in
-the command's list literal.
+the command's list literal (by hand where the flag is made from a dict's key). Flags built
+from a dict's keys in a loop are checked like written ones.
 """
 
 from __future__ import annotations
@@ -64,10 +65,18 @@ def _same_alias(before: CliFlag, target: HttpSurface) -> CliFlag | None:
     return found[0] if len(found) == 1 else None
 
 
-def _rename_fix(use: HttpUse, name: str, new: CliFlag, safety: FixSafety = FixSafety.SAFE) -> Fix:
+def _rename_fix(
+    use: HttpUse,
+    name: str,
+    new: CliFlag,
+    span: tuple[int, int, int, int],
+    safety: FixSafety = FixSafety.SAFE,
+) -> Fix:
     """Rename the flag in the command's list: safe where a deprecation message names the new
     flag; unsafe where only a shared alias links them (the same option, by the host's parser,
-    but nothing says its meaning stayed)."""
+    but nothing says its meaning stayed). A flag made from a dict's key is renamed by hand."""
+    if span in use.keyed_flags:
+        return Fix(FixSafety.MANUAL, f"pass {new.name} instead of {name} (rename the dict's key)")
     if use.argv_list:
         return Fix(
             safety,
@@ -100,7 +109,7 @@ def _removed(
         )
         message = f"{host}'s server no longer takes {name}; {why}"
         named = bool(before.deprecated) and new.name in (before.deprecated or "")
-        fix = _rename_fix(use, name, new, FixSafety.SAFE if named else FixSafety.UNSAFE)
+        fix = _rename_fix(use, name, new, span, FixSafety.SAFE if named else FixSafety.UNSAFE)
     else:
         near = min(
             target.flags.values(), key=lambda f: (f.file != before.file, f.line), default=None
@@ -136,7 +145,7 @@ def _deprecated(
             symbol=name,
             message=message,
             evidence=ev,
-            fix=_rename_fix(use, name, new) if new is not None else None,
+            fix=_rename_fix(use, name, new, span) if new is not None else None,
             severity=Severity.WARNING,
             at=span,
         )

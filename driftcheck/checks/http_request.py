@@ -1,7 +1,9 @@
 """Request bodies the target's model for the route no longer takes as the client sends them.
 
 ``http-request-field``: a key the client sends (``json=`` payloads, the OpenAI SDK's body
-keywords and ``extra_body``) that the baseline's request model has and the target's does not:
+keywords and ``extra_body``; ``data=``/``content=`` given ``json.dumps(body)``; the keys of its
+nested objects, against the models the fields on the way name) that the baseline's request
+model has and the target's does not:
 an error where the target model forbids extra fields (the request is rejected), else a warning
 (the server ignores it). Where the target keeps the field under another wire name (its alias
 changed), the finding says so and the fix renames the key. A field the target model requires
@@ -26,7 +28,7 @@ from driftcheck.checks.http_common import (
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
-from driftcheck.http.surface import BodyModel, ModelField
+from driftcheck.http.surface import BodyModel, HttpSurface, ModelField
 from driftcheck.kinds import FixSafety, Severity
 
 
@@ -48,7 +50,49 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     out = [f for key, span in sent.items() if (f := _dropped(use, ctx, key, span, bm, tm))]
     if use.payload_complete and not uncertain:
         out += _required(use, ctx, set(sent), bm, tm)
+    return out + _nested(use, ctx, set(sent), bm, tm, s.baseline, s.target)
+
+
+def _nested(
+    use: HttpUse,
+    ctx: CheckContext,
+    sent: set[str],
+    bm: BodyModel,
+    tm: BodyModel,
+    base: HttpSurface,
+    target: HttpSurface,
+) -> list[Finding]:
+    """The keys of the body's nested objects, checked against the models the two releases'
+    fields on the way type them (a key under a top key that is not certainly sent, or under a
+    field whose model either release leaves untyped, is not judged)."""
+    on = side(ctx.target)
+    out = []
+    for path, op in use.nested:
+        if op.op != "+" or path[0] not in sent:
+            continue
+        if op.gate is not None and op.gate.holds(on) is not True:
+            continue
+        inner_b, inner_t = _inner_model(base, bm, path), _inner_model(target, tm, path)
+        if inner_b is None or inner_t is None:
+            continue
+        label = ".".join(p for p in (*path, op.key) if p != "[]")
+        f = _dropped(use, ctx, op.key, op.span, inner_b, inner_t, label)
+        if f is not None:
+            out.append(f)
     return out
+
+
+def _inner_model(surface: HttpSurface, model: BodyModel, path: tuple[str, ...]) -> BodyModel | None:
+    """The model a path of keys from a body model leads to (``[]``: a list's items)."""
+    current: BodyModel | None = model
+    for part in path:
+        if current is None:
+            return None
+        if part == "[]":
+            continue
+        f = sent_field(current, part)
+        current = surface.model(f.model) if f is not None and f.model else None
+    return current
 
 
 def _dropped(
@@ -58,15 +102,20 @@ def _dropped(
     span: tuple[int, int, int, int] | None,
     bm: BodyModel,
     tm: BodyModel,
+    label: str | None = None,
 ) -> Finding | None:
+    """A key the baseline's model takes and the target's does not (``label``: the key's path
+    from the body, for a nested one)."""
     if sent_field(tm, key) is not None:
         return None
     had = sent_field(bm, key)
     if had is None:
         if tm.extra == "forbid" and bm.extra != "forbid":
-            return _now_forbidden(use, ctx, key, span, bm, tm)
+            return _now_forbidden(use, ctx, key, span, bm, tm, label)
         return None  # the baseline did not take it either: not a drift
-    if not ctx.once(use.file, f"{use.line} key {key}"):
+    shown = label or key
+    at = f" (the body's {label})" if label else ""
+    if not ctx.once(use.file, f"{use.line} key {shown}"):
         return None
     ev = [
         evidence(ctx.base, had.file or bm.file, had.line or bm.line, f"{bm.qualname}.{had.name}"),
@@ -78,7 +127,7 @@ def _dropped(
         ev[1] = evidence(
             ctx.target, kept.file or tm.file, kept.line or tm.line, f"as {kept.wire_name}"
         )
-        message = f"{target} takes {key!r} of {use.symbol} as {kept.wire_name!r} ({tm.qualname})"
+        message = f"{target} takes {shown!r} of {use.symbol} as {kept.wire_name!r} ({tm.qualname})"
         fix = Fix(
             FixSafety.SAFE,
             f"send {kept.wire_name!r} instead of {key!r}",
@@ -90,7 +139,7 @@ def _dropped(
             finding(
                 use,
                 HTTP_REQUEST_FIELD,
-                symbol=f"{use.symbol} {key}",
+                symbol=f"{use.symbol} {shown}",
                 message=message,
                 evidence=ev,
                 fix=fix,
@@ -100,16 +149,16 @@ def _dropped(
             span,
         )
     if tm.extra == "forbid":
-        message = f"{target}'s {tm.qualname} forbids extra fields and no longer has {key!r}: the request is rejected"
+        message = f"{target}'s {tm.qualname} forbids extra fields and no longer has {key!r}{at}: the request is rejected"
         severity = None
     else:
-        message = f"{target}'s {tm.qualname} no longer has {key!r}: the server ignores it"
+        message = f"{target}'s {tm.qualname} no longer has {key!r}{at}: the server ignores it"
         severity = Severity.WARNING
     return _at(
         finding(
             use,
             HTTP_REQUEST_FIELD,
-            symbol=f"{use.symbol} {key}",
+            symbol=f"{use.symbol} {shown}",
             message=message,
             evidence=ev,
             severity=severity,
@@ -126,9 +175,12 @@ def _now_forbidden(
     span: tuple[int, int, int, int] | None,
     bm: BodyModel,
     tm: BodyModel,
+    label: str | None = None,
 ) -> Finding | None:
     """A key neither model has, that the baseline ignored and the target rejects."""
-    if not ctx.once(use.file, f"{use.line} key {key}"):
+    shown = label or key
+    at = f" (the body's {label})" if label else ""
+    if not ctx.once(use.file, f"{use.line} key {shown}"):
         return None
     ev = [
         evidence(ctx.base, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),
@@ -136,13 +188,13 @@ def _now_forbidden(
     ]
     message = (
         f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} now forbids extra fields and "
-        f"has no {key!r} (the baseline ignored it): the request is rejected"
+        f"has no {key!r}{at} (the baseline ignored it): the request is rejected"
     )
     return _at(
         finding(
             use,
             HTTP_REQUEST_FIELD,
-            symbol=f"{use.symbol} {key}",
+            symbol=f"{use.symbol} {shown}",
             message=message,
             evidence=ev,
             at=span,

@@ -6,7 +6,9 @@ says where the route went. ``http-route-flag``: the target registers the route o
 server flag is set (the baseline without it); where the client starts the server itself and
 passes none of the flags, the finding is at that command line and the fix adds the flag;
 without a launch command in the scanned code, it says the server must be started with it (a
-warning: the server is started elsewhere). A route the target registers under the baseline's
+warning: the server is started elsewhere); a command with parts that are not literal
+(``[...] + list(extra_args or [])``) gets a warning that holds unless those parts pass the
+flag. A route the target registers under the baseline's
 condition and one more that is a local name is followed to the flags that local reads
 (:mod:`driftcheck.http.condition_flags`); one that names no flag (or a new environment
 variable) is a warning that quotes the condition.
@@ -152,9 +154,7 @@ def _flagged(
 ) -> list[Finding]:
     launches = [u for u in ctx.uses if isinstance(u, HttpUse) and u.kind == "launch"]
     on = side(ctx.target)
-    if any(
-        f in {name for name, _ in u.flags_on(on)} or u.argv_open for u in launches for f in flags
-    ):
+    if any(f in {name for name, _ in u.flags_on(on)} for u in launches for f in flags):
         return []
     where = f"{now.method} {now.path}"
     names = " or ".join(flags)
@@ -200,6 +200,22 @@ def _flagged(
             f"{use.file}:{use.line}) only when the server is started with {names}; this "
             "command does not pass it"
         )
+        if launch.argv_open:
+            # Its parts that are not literal may pass the flag: the finding holds unless
+            # they do, and adding the flag is for a person to judge.
+            tails = " or ".join(launch.argv_tails) or "its parts that are not literal"
+            out.append(
+                finding(
+                    launch,
+                    HTTP_ROUTE_FLAG,
+                    symbol=flags[0],
+                    message=f"{message}, unless it is passed in {tails}",
+                    evidence=ev,
+                    fix=Fix(FixSafety.MANUAL, f"start the server with {flags[0]}"),
+                    severity=Severity.WARNING,
+                )
+            )
+            continue
         out.append(
             finding(
                 launch,

@@ -5,13 +5,15 @@ Followed in source order, under the gates of the code that writes them: a dict l
 ``d.pop("k")``, ``del d["k"]``. An assignment in a gated arm is a dict of its own (the two arms
 of an ``if`` on the host's version are two dicts); a key added or removed under a gate is there
 only where the gate holds. A dict whose keys are not all known (built from a call, updated from
-another mapping) still contributes the keys that are certain.
+another mapping) still contributes the keys that are certain. The keys of a dict (or a list of
+dicts) written as a key's value are kept too (:attr:`_Dict.inner`): a request body's nested
+objects.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from driftcheck.gates import Gate, all_of, negate
@@ -24,10 +26,16 @@ if TYPE_CHECKING:
 Span = tuple[int, int, int, int]
 
 
+#: A key written in a nested dict: the keys above it (``"[]"`` for a list's items), and its op.
+Nested = tuple[tuple[str, ...], KeyOp]
+
+
 @dataclass
 class _Dict:
     ops: list[KeyOp]
     complete: bool
+    #: The keys of the dicts written as values of this one's keys.
+    inner: list[Nested] = field(default_factory=list)
 
 
 class KwargsFlow:
@@ -67,6 +75,7 @@ class KwargsFlow:
                 d = self._dicts()[target.value.id]
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     d.ops.append(KeyOp("+", key.value, self._gate(), self._span(key)))
+                    d.inner += self._inner(key.value, node.value)
                 else:
                     d.complete = False
 
@@ -112,6 +121,7 @@ class KwargsFlow:
                     KeyOp(o.op, o.key, all_of([g for g in (o.gate, gate) if g]), o.span)
                     for o in other.ops
                 ]
+                d.inner += other.inner
                 d.complete = d.complete and other.complete
         elif func.attr == "clear":
             d.ops.append(KeyOp("clear", "", gate, None))
@@ -134,7 +144,7 @@ class KwargsFlow:
         ]
         ops.append(KeyOp("clear", "", gate, None))
         ops += value.ops
-        dicts[name] = _Dict(ops, before.complete and value.complete)
+        dicts[name] = _Dict(ops, before.complete and value.complete, before.inner + value.inner)
 
     def _value(self, node: ast.expr) -> _Dict | None:
         """The dict an expression builds (None: not a dict we can follow)."""
@@ -148,9 +158,11 @@ class KwargsFlow:
                         d.complete = False
                     else:
                         d.ops += other.ops
+                        d.inner += other.inner
                         d.complete = d.complete and other.complete
                 elif isinstance(key, ast.Constant) and isinstance(key.value, str):
                     d.ops.append(KeyOp("+", key.value, gate, self._span(key)))
+                    d.inner += self._inner(key.value, value)
                 else:
                     d.complete = False
             return d
@@ -166,13 +178,31 @@ class KwargsFlow:
                     other = self._value(kw.value)
                     d.complete = d.complete and other is not None and other.complete
                     d.ops += other.ops if other is not None else []
+                    d.inner += other.inner if other is not None else []
                 else:
                     d.ops.append(KeyOp("+", kw.arg, gate, self._span(kw)))
+                    d.inner += self._inner(kw.arg, kw.value)
             return d
         if isinstance(node, ast.Name) and node.id in self._dicts():
             src = self._dicts()[node.id]
-            return _Dict(list(src.ops), src.complete)
+            return _Dict(list(src.ops), src.complete, list(src.inner))
         return None
+
+    def _inner(self, key: str, value: ast.expr) -> list[Nested]:
+        """The keys written under ``key`` when its value is a dict, or a list of dicts."""
+        items: list[tuple[tuple[str, ...], ast.expr]] = [((key,), value)]
+        if isinstance(value, (ast.List, ast.Tuple)):
+            items = [((key, "[]"), e) for e in value.elts]
+        out: list[Nested] = []
+        for path, expr in items:
+            if not isinstance(expr, (ast.Dict, ast.Call, ast.Name)):
+                continue
+            d = self._value(expr)
+            if d is None:
+                continue
+            out += [(path, op) for op in d.ops]
+            out += [((*path, *p), op) for p, op in d.inner]
+        return out
 
     # -- reads -------------------------------------------------------------------------------
     def spread(self, node: ast.Call) -> tuple[tuple[KeyOp, ...], bool]:

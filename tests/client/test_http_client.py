@@ -38,8 +38,9 @@ def _uses(
         wrappers.update(c.found_wrappers)
     finder = ReadFinder(info, index, c.parents, c.node_gates)
     out = list(c.uses)
-    for use, call, func in c.calls:
-        out += finder.reads(use, call, func)
+    for use, call, func, value in c.calls:
+        if value is not None:
+            out += finder.reads(use, call, func, value)
     return out
 
 
@@ -339,3 +340,91 @@ def test_files_that_never_name_the_host_are_read_when_they_talk_http(tmp_path: P
     )
     assert [u.symbol for u in result.uses if u.kind == "http-request"] == ["POST /v1/completions"]
     assert "quiet/calls.py" in result.client_lines and "quiet/other.py" not in result.client_lines
+
+
+def _wrapper_url(expr: str) -> tuple[str | None, tuple[str | None, ...]]:
+    """What a URL expression in ``def f(self, path, name)`` says: the parameter it ends in
+    (a wrapper's path) and what comes before it."""
+    code = f"from urllib.parse import urljoin\ndef f(self, path, name):\n    return {expr}\n"
+    info = parse_module("m", "m.py", code)
+    index = ClientIndex()
+    index.add_module(info)
+    func = index.functions["m.f"]
+    value = info.tree.body[1].body[0].value  # type: ignore[attr-defined]
+    got = url_path(value, func, info)
+    return got.param, got.head
+
+
+@pytest.mark.parametrize(
+    ("expr", "param", "head"),
+    [
+        ("path", "path", ()),
+        ("self.base + path", "path", (None,)),
+        ('f"{self.base}/v1{path}"', "path", (None, "/v1")),
+        ('f"{self.base}/{path}"', "path", (None, "/")),
+        ("urljoin(self.base, path)", "path", (None,)),
+        # near misses: a parameter that is one segment of a literal path, another machine
+        ('f"{self.base}/v1/models/{name}"', None, ()),
+        ('"https://api.example.com" + path', None, ()),
+    ],
+)
+def test_a_url_that_ends_in_a_parameter_makes_a_wrapper(expr, param, head):
+    assert _wrapper_url(expr) == (param, head)
+
+
+def test_a_method_wrapper_binds_its_callers_path_body_and_reads():
+    uses = _uses(
+        """
+        import json
+        import requests
+
+        class C:
+            def _post(self, path, payload):
+                r = requests.post(self.base + path, data=json.dumps(payload))
+                r.raise_for_status()
+                return r.json()
+
+            def go(self, p):
+                out = self._post("/v1/x", {"prompt": p, "opts": {"n": 1}})
+                return out["choices"]
+        """
+    )
+    request = next(u for u in uses if u.kind == "http-request")
+    assert request.symbol == "POST /v1/x"
+    assert [op.key for op in request.payload] == ["prompt", "opts"]
+    assert [(p, op.key) for p, op in request.nested] == [(("opts",), "n")]
+    assert [u.field for u in uses if u.kind == "http-read"] == [("choices",)]
+
+
+def test_launch_tails_and_dict_key_flags():
+    (tail, keyed) = _uses(
+        """
+        import subprocess
+
+        def a(model, extra=None):
+            return subprocess.run(["vllm", "serve", model, "--x"] + list(extra or []))
+
+        def b(model):
+            opts = {"max_model_len": 8, "enforce_eager": True}
+            cmd = ["vllm", "serve", model]
+            for k, v in opts.items():
+                cmd += [f"--{k.replace('_', '-')}", str(v)]
+            return subprocess.run(cmd)
+        """,
+        scripts=frozenset({"vllm"}),
+    )
+    assert [f for f, _ in tail.flags] == ["--x"]
+    assert tail.argv_open and tail.argv_tails == ("extra",)
+    assert [f for f, _ in keyed.flags] == ["--max-model-len", "--enforce-eager"]
+    assert not keyed.argv_open and len(keyed.keyed_flags) == 2
+
+
+def test_a_list_of_names_tested_against_is_no_launch():
+    assert not _uses(
+        """
+        def pick(config):
+            if config.rollout.name in ["vllm"]:
+                return 1
+        """,
+        scripts=frozenset({"vllm"}),
+    )

@@ -23,7 +23,7 @@ from driftcheck.client.http.launch import LaunchFinder
 from driftcheck.client.http.openai_sdk import SdkData, SdkMethod, openai_sdk
 from driftcheck.client.http.urls import UrlPath, url_path
 from driftcheck.client.http.use import HttpUse
-from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
+from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo, first_param
 from driftcheck.client.kwargs import KwargsFlow
 from driftcheck.gates import Gate, all_of
 from driftcheck.host.signature import KeyOp
@@ -49,17 +49,31 @@ VERBS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
 GENERIC = frozenset({"request", "stream"})
 #: Markers of a file that may talk HTTP or start a server (the files read beyond those naming
 #: the host).
+#: A wrapper's ``json_param`` when it hands its ``**kwargs`` to the library call.
+_KWARGS = "**"
+#: Modules whose ``dumps`` writes JSON text.
+_JSON = frozenset({"json", "orjson", "ujson", "simplejson"})
 FILE_MARKERS = re.compile(r"\b(httpx|requests|aiohttp|openai|subprocess|shlex)\b")
 
 
 @dataclass(frozen=True)
 class Wrapper:
-    """A client function that sends a request to a URL it takes as a parameter."""
+    """A client function that sends a request to a URL (or a path) it takes as a parameter.
+
+    Attributes:
+        json_param: The parameter that is the body; ``**`` where the function hands its
+            ``**kwargs`` to the library call (its callers' ``json=`` is the body).
+        head: What the function puts before the parameter (:attr:`UrlPath.head`).
+        returns: What it returns of the request: ``response``, ``body`` (``r.json()``), or
+            None (something else: its callers' reads are not the response's).
+    """
 
     method: str
     url_param: str
     json_param: str | None
     api: str
+    head: tuple[str | None, ...] = ()
+    returns: str | None = "response"
 
 
 @dataclass
@@ -72,6 +86,11 @@ class Request:
     api: str
     sdk: SdkMethod | None = None
     openai_body: tuple[ast.keyword, ...] = ()
+    #: The call sends a body whose keys cannot be read (a form, a string, ``**kwargs``).
+    opaque: bool = False
+    #: What the call's value is: ``response``, ``body`` or ``sdk`` (None: not the request's).
+    returns: str | None = "response"
+    head: tuple[str | None, ...] = ()
 
 
 class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
@@ -101,8 +120,9 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         self.node_gates: dict[int, Gate] = {}
         #: Requests whose URL is a parameter of their function: wrapper candidates.
         self.found_wrappers: dict[str, Wrapper] = {}
-        #: Each request use with the call node it came from.
-        self.calls: list[tuple[HttpUse, ast.Call, FunctionInfo | None]] = []
+        #: Each request use with the call node it came from and what the call's value is
+        #: (``response``, ``body``, ``sdk``; None: not the request's).
+        self.calls: list[tuple[HttpUse, ast.Call, FunctionInfo | None, str | None]] = []
 
     @property
     def func(self) -> FunctionInfo | None:
@@ -159,12 +179,15 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         for name in self.module.qualified(func):
             lib = LIBRARY_FUNCTIONS.get(name)
             if lib is not None:
-                return _library_call(node, name.rsplit(".", 1)[1], lib)
+                return self._body(node, _library_call(node, name.rsplit(".", 1)[1], lib))
             wrapper = self.wrappers.get(name)
             if wrapper is not None:
-                return self._wrapper_call(node, wrapper)
+                return self._wrapper_call(node, name, wrapper)
         if not isinstance(func, ast.Attribute):
             return None
+        method = self._own_method(func)
+        if method is not None and method in self.wrappers:
+            return self._wrapper_call(node, method, self.wrappers[method])
         chain: list[str] = []
         links: list[ast.Attribute] = []
         base: ast.expr = func
@@ -174,7 +197,7 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             base = base.value
         lib = self.client_kind(func.value)
         if lib is not None and lib != "openai":
-            return _library_call(node, func.attr, lib)
+            return self._body(node, _library_call(node, func.attr, lib))
         for k in range(
             len(chain) - 1
         ):  # ``client.chat.completions.create``, ``self.c.models.list``
@@ -201,19 +224,84 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
                 api=f"openai {sdk_method.call}",
                 sdk=sdk_method,
                 openai_body=body,
+                returns="sdk",
             )
         return None
 
-    def _wrapper_call(self, node: ast.Call, wrapper: Wrapper) -> Request | None:
-        target = self.index.functions.get(
-            next(n for n in self.module.qualified(node.func) if n in self.wrappers)
-        )
+    def _own_method(self, func: ast.Attribute) -> str | None:
+        """The client method ``self.m`` / ``cls.m`` names in a method of a client class: the
+        qualname of the first class in its client bases that defines it."""
+        here = self.func
+        if not (isinstance(func.value, ast.Name) and here is not None and here.class_name):
+            return None
+        if func.value.id != first_param(here.node):
+            return None
+        todo, seen = [here.class_name], set()
+        while todo:
+            name = todo.pop(0)
+            cls = self.index.classes.get(name)
+            if cls is None or name in seen:
+                continue
+            seen.add(name)
+            found = cls.methods.get(func.attr)
+            if found is not None:
+                return found.qualname
+            todo += cls.bases
+        return None
+
+    def _body(self, node: ast.Call, request: Request | None) -> Request | None:
+        """A library request's JSON body: ``json=``, or ``data=`` / ``content=`` given
+        ``json.dumps(body)`` (``.encode()`` too), itself or through a name assigned once. A
+        ``data=`` dict is a form, no JSON body."""
+        if request is None or request.payload is not None:
+            return request
+        for k in node.keywords:
+            if k.arg in ("data", "content"):
+                request.payload = self._dumped(k.value)
+                request.opaque = request.payload is None
+            elif k.arg is None:
+                request.opaque = True
+        return request
+
+    def _dumped(self, value: ast.expr) -> ast.expr | None:
+        """``body`` of ``json.dumps(body)`` (or ``json.dumps(body).encode(...)``)."""
+        if isinstance(value, ast.Name) and self.func is not None:
+            values = self.func.locals.get(value.id, [])
+            value = values[0] if len(values) == 1 else value
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "encode"
+        ):
+            value = value.func.value
+        if not (isinstance(value, ast.Call) and len(value.args) >= 1):
+            return None
+        names = self.module.qualified(value.func)
+        if any(n.rsplit(".", 1)[-1] == "dumps" and n.split(".")[0] in _JSON for n in names):
+            return value.args[0]
+        return None
+
+    def _wrapper_call(self, node: ast.Call, name: str, wrapper: Wrapper) -> Request | None:
+        target = self.index.functions.get(name)
         if target is None:
             return None
         bound = _bind(node, target.node)
         url = bound.get(wrapper.url_param)
         payload = bound.get(wrapper.json_param) if wrapper.json_param else None
-        return Request(wrapper.method, url, payload, wrapper.api)
+        opaque = False
+        if wrapper.json_param == _KWARGS:  # the call's own keywords reach the library call
+            body = self._body(node, Request("", None, bound.get("json"), ""))
+            payload = body.payload if body is not None else None
+            opaque = body is not None and body.opaque
+        return Request(
+            wrapper.method,
+            url,
+            payload,
+            wrapper.api,
+            opaque=opaque,
+            returns=wrapper.returns,
+            head=wrapper.head,
+        )
 
     def client_kind(self, expr: ast.expr, depth: int = 0) -> str | None:
         """The library of the client object ``expr`` is (``httpx``, ``openai``, ...)."""
@@ -269,6 +357,11 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             value = value.value
         if isinstance(value, ast.Call):
             value = value.func
+            if isinstance(value, ast.Attribute):  # ``self._get_session()``: its annotation
+                method = self.index.functions.get(self._own_method(value) or "")
+                returns = method.node.returns if method is not None else None
+                if returns is not None:
+                    value = returns
         for node in ast.walk(value):
             if not isinstance(node, (ast.Name, ast.Attribute)):
                 continue
@@ -286,13 +379,20 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
         if request.sdk is not None:
             path: UrlPath = UrlPath(path=self.sdk.default_prefix + request.sdk.path)
         elif request.url is not None:
-            path = url_path(request.url, self.func, self.module)
+            path = url_path(request.url, self.func, self.module, request.head)
         else:
             return
         if path.param is not None and self.func is not None:
             json_param = _param_name(request.payload, self.func)
+            if request.payload is None and _passes_kwargs(node, self.func.node):
+                json_param = _KWARGS  # ``session.post(url, **kwargs)``: the caller's json=
             self.found_wrappers[self.func.qualname] = Wrapper(
-                request.method, path.param, json_param, request.api
+                request.method,
+                path.param,
+                json_param,
+                request.api,
+                path.head,
+                _returned(self.func.node, node, request.returns),
             )
             return
         if path.path is None or path.foreign:
@@ -302,13 +402,15 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             KeyOp("+", cast(str, k.arg), self._gate(), self.source.span(k))
             for k in request.openai_body
         ]
-        complete = True
+        nested = [n for k in request.openai_body for n in self._inner(cast(str, k.arg), k.value)]
+        complete = not request.opaque
         if request.payload is not None:
             d = self._value(request.payload)
             if d is None:
                 complete = False
             else:
                 ops += d.ops
+                nested += d.inner
                 complete = d.complete
         if request.sdk is not None and any(k.arg is None for k in node.keywords):
             complete = False
@@ -330,10 +432,11 @@ class HttpCollector(LaunchFinder, KwargsFlow, GatedWalker):
             api=request.api,
             payload=tuple(ops),
             payload_complete=complete,
+            nested=tuple(nested),
             returns=request.sdk.returns if request.sdk is not None else (),
         )
         self.uses.append(use)
-        self.calls.append((use, node, self.func))
+        self.calls.append((use, node, self.func, request.returns))
 
 
 def _library_call(node: ast.Call, verb: str, lib: str) -> Request | None:
@@ -368,6 +471,69 @@ def _bind(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[
     for k in call.keywords:
         if k.arg is not None:
             out[k.arg] = k.value
+    return out
+
+
+def _passes_kwargs(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Does ``call`` hand on its function's ``**kwargs`` whole?"""
+    kwarg = func.args.kwarg
+    return kwarg is not None and any(
+        k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwarg.arg
+        for k in call.keywords
+    )
+
+
+def _returned(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, value: str | None
+) -> str | None:
+    """What a wrapper returns of the request ``call`` whose value is ``value`` (``response``
+    or ``body``): the call's value itself (kept in a name, ``async with ... as r``, awaited),
+    or ``.json()`` of a response. None where a return gives anything else."""
+    if value not in ("response", "body"):
+        return None
+    kinds: dict[str, str] = {}  # local name -> what it holds
+
+    def kind_of(expr: ast.expr | None) -> str | None:
+        while isinstance(expr, ast.Await):
+            expr = expr.value
+        if expr is call:
+            return value
+        if isinstance(expr, ast.Name):
+            return kinds.get(expr.id)
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "json"
+            and kind_of(expr.func.value) == "response"
+        ):
+            return "body"
+        return None
+
+    returns: list[ast.Return] = []
+    for node in _own_nodes(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and (k := kind_of(node.value)) is not None:
+                kinds[target.id] = k
+        elif isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
+            if (k := kind_of(node.context_expr)) is not None:
+                kinds[node.optional_vars.id] = k
+        elif isinstance(node, ast.Return):
+            returns.append(node)
+    got = {kind_of(r.value) for r in returns}
+    return got.pop() if len(got) == 1 else None
+
+
+def _own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of a function's body in source order, leaving out nested functions."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(reversed(func.body))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        out.append(node)
+        todo += reversed(list(ast.iter_child_nodes(node)))
     return out
 
 

@@ -26,7 +26,8 @@ def http_uses(
     """Every HTTP request, response read and server launch of the client, in file order.
 
     A client function that sends a request to a URL it takes as a parameter is a wrapper: its
-    callers' literal URLs are the requests (found in rounds, a wrapper of a wrapper too).
+    callers' literal URLs are the requests (found in rounds, a wrapper of a wrapper too), and
+    what the callers read of its return value are the reads of the response or body it returns.
     """
     scripts = frozenset(console_scripts(api))
     quoted = script_strings(scripts)
@@ -61,6 +62,7 @@ def http_uses(
     for collector in collectors:
         out += collector.uses
         finder = ReadFinder(collector.module, index, collector.parents, collector.node_gates)
-        for use, call, func in collector.calls:
-            out += finder.reads(use, call, func)
+        for use, call, func, value in collector.calls:
+            if value is not None:
+                out += finder.reads(use, call, func, value)
     return out

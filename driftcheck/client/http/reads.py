@@ -40,10 +40,12 @@ class ReadFinder:
         self.out: list[HttpUse] = []
         self.seen: set[tuple[int, int, tuple[str, ...]]] = set()
 
-    def reads(self, use: HttpUse, call: ast.Call, func: FunctionInfo | None) -> list[HttpUse]:
-        """Every read of ``call``'s result (``use`` is its request)."""
+    def reads(
+        self, use: HttpUse, call: ast.Call, func: FunctionInfo | None, kind: str
+    ) -> list[HttpUse]:
+        """Every read of ``call``'s result (``use`` is its request; ``kind``: what the call
+        gives, ``response``, ``body`` or ``sdk``)."""
         self.out, self.seen = [], set()
-        kind = "sdk" if use.api.startswith("openai") else "response"
         self._from(call, use, func, kind, (), 0)
         return self.out
 
@@ -221,6 +223,7 @@ class ReadFinder:
                 field=field,
                 optional=optional,
                 payload=(),
+                nested=(),
                 narrow=self._narrow(node),
             )
         )

@@ -4,13 +4,16 @@ A URL is followed through string literals, f-strings (``f"{base}/v1/x"``), ``+``
 (``base_url + "/v1/x"``), ``urljoin(base, "/v1/x")`` and names assigned once (a local or a module
 constant). Parts that are not literal stand for the base URL (before the path) or for one path
 segment (``f"/v1/models/{name}"`` -> ``/v1/models/{}``). A literal absolute URL that names a host
-other than this machine is no URL of the host's server.
+other than this machine is no URL of the host's server. A URL that ends in a parameter of its
+function (``self.base + path``) makes the function a wrapper: the path comes from its callers.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 from driftcheck.client.index import FunctionInfo, ModuleInfo
@@ -28,24 +31,80 @@ class UrlPath:
     Attributes:
         path: The literal path (``{}`` for a segment that is not literal); None: not known.
         foreign: A literal URL naming another machine (not the host's server).
-        param: The function parameter the whole URL is (a wrapper's URL argument).
+        param: The function parameter the URL ends in (a wrapper's URL or path argument).
+        head: What comes before that parameter (``f"{self.base}/v1{path}"``: a base, then
+            ``/v1``): literal pieces, None for a part that is not literal.
     """
 
     path: str | None = None
     foreign: bool = False
     param: str | None = None
+    head: tuple[str | None, ...] = ()
 
 
-def url_path(expr: ast.expr, func: FunctionInfo | None, module: ModuleInfo) -> UrlPath:
-    """The path ``expr`` (a URL or a path) ends in."""
-    if isinstance(expr, ast.Name) and func is not None and expr.id in func.params:
-        if expr.id not in func.locals:
-            return UrlPath(param=expr.id)
+def url_path(
+    expr: ast.expr,
+    func: FunctionInfo | None,
+    module: ModuleInfo,
+    head: tuple[str | None, ...] = (),
+) -> UrlPath:
+    """The path ``expr`` (a URL or a path) ends in; ``head``: what a wrapper puts before it
+    (``self.base + path``: the call site's ``expr`` is the path)."""
+    if _is_param(expr, func):
+        return UrlPath(param=cast(ast.Name, expr).id, head=head)
+    tail = _tail_param(expr, func, module)
+    if tail is not None and _path_head(tail[1]):
+        return UrlPath(param=tail[0], head=(*head, *tail[1]))
     pieces = _pieces(expr, func, module, 0)
     if pieces is None:
         return UrlPath()
-    text = "".join(_HOLE if p is None else p for p in pieces)
+    text = "".join(_HOLE if p is None else p for p in (*head, *pieces))
     return _path_of(text)
+
+
+def _is_param(expr: ast.expr, func: FunctionInfo | None) -> bool:
+    return (
+        isinstance(expr, ast.Name)
+        and func is not None
+        and expr.id in func.params
+        and expr.id not in func.locals
+    )
+
+
+def _path_head(pieces: list[str | None]) -> bool:
+    """Do the pieces before a parameter leave the path to it (a base, ``/v1``), rather than
+    make it one segment of a literal path (``/v1/models/{name}``)? Never for another machine."""
+    text = "".join(_HOLE if p is None else p for p in pieces)
+    if _path_of(text + "/x").foreign:
+        return False
+    if "://" in text:
+        text = "/" + text.split("://", 1)[1].partition("/")[2]
+    path = text.lstrip(_HOLE)
+    return path in ("", "/") or not path.endswith("/")
+
+
+def _tail_param(
+    expr: ast.expr, func: FunctionInfo | None, module: ModuleInfo
+) -> tuple[str, list[str | None]] | None:
+    """A URL that ends in a parameter of its function (``self.base + path``,
+    ``f"{base}/v1{path}"``, ``urljoin(base, path)``): the parameter and the pieces before it."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add) and _is_param(expr.right, func):
+        before = _pieces(expr.left, func, module, 1) or [None]
+        return cast(ast.Name, expr.right).id, before
+    if isinstance(expr, ast.JoinedStr) and expr.values:
+        last = expr.values[-1]
+        if (
+            isinstance(last, ast.FormattedValue)
+            and last.format_spec is None
+            and last.conversion == -1
+            and _is_param(last.value, func)
+        ):
+            pieces = _pieces(ast.JoinedStr(values=expr.values[:-1]), func, module, 1) or []
+            return cast(ast.Name, last.value).id, pieces
+    if isinstance(expr, ast.Call) and len(expr.args) == 2 and _is_param(expr.args[1], func):
+        if any(n.endswith("urljoin") for n in module.qualified(expr.func)):
+            return cast(ast.Name, expr.args[1]).id, [None]
+    return None
 
 
 def _path_of(text: str) -> UrlPath:
@@ -60,7 +119,7 @@ def _path_of(text: str) -> UrlPath:
         text = slash + tail
     else:
         text = text.lstrip(_HOLE)
-    text = text.split("?", 1)[0].split("#", 1)[0]
+    text = re.sub("/{2,}", "/", text.split("?", 1)[0].split("#", 1)[0])
     if not text.startswith("/") or _HOLE in text.split("/", 2)[1]:
         return UrlPath()
     segments = ["{}" if _HOLE in s else s for s in text.split("/")]

@@ -22,6 +22,8 @@ class HttpUse(Use):
         api: How it is sent (``httpx``, ``openai chat.completions.create``, ...).
         payload: The JSON body's keys (dict dataflow, each under its gate).
         payload_complete: Every key of the body is known.
+        nested: The keys of the body's nested objects, each with the keys above it (``"[]"``
+            for a list's items): ``{"stream_options": {"include_usage": True}}``.
         field: For reads: the path read in the response (``("choices", "[]", "x")``).
         optional: For reads: the client copes with its absence (a default).
         returns: For OpenAI calls: the SDK classes of the result (``isinstance`` narrowing).
@@ -30,6 +32,10 @@ class HttpUse(Use):
         flags: For launches: the flags passed, with their spans (``flag_gates``: the gate
             each is added under, as ``cmd += [...]`` in an ``if`` on the host's version).
         argv_open: For launches: the command has parts that are not literal.
+        argv_tails: For launches: those parts, as written (``extra_args``), for a finding
+            that holds unless they pass a flag.
+        keyed_flags: For launches: where the flags built from a dict's keys are written (the
+            key, ``{"max_model_len": n}`` for ``--max-model-len``): no flag literal to rename.
         argv_list: For launches: the command is a list literal a fix can append to.
     """
 
@@ -38,6 +44,7 @@ class HttpUse(Use):
     api: str = ""
     payload: tuple[KeyOp, ...] = ()
     payload_complete: bool = True
+    nested: tuple[tuple[tuple[str, ...], KeyOp], ...] = ()
     field: tuple[str, ...] = ()
     optional: bool = False
     returns: tuple[str, ...] = ()
@@ -46,6 +53,8 @@ class HttpUse(Use):
     #: For launches: the gate each flag is added under (None: wherever the command runs).
     flag_gates: tuple[Gate | None, ...] = ()
     argv_open: bool = False
+    argv_tails: tuple[str, ...] = ()
+    keyed_flags: tuple[Span, ...] = ()
     argv_list: bool = False
 
     def flags_on(self, on: Side) -> list[tuple[str, Span]]:
