@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import build_wheel
 
 from driftcheck.fixes.run import fix
 from driftcheck.pipeline import ScanResult, scan
 from driftcheck.report import FORMATS
-from tests.conftest import build_wheel
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CLIENT = FIXTURES / "clients" / "webclient"
