@@ -6,7 +6,8 @@ an error where the target model forbids extra fields (the request is rejected), 
 (the server ignores it). Where the target keeps the field under another wire name (its alias
 changed), the finding says so and the fix renames the key. A field the target model requires
 that the baseline did not, and that a payload whose keys are all known does not send, is an
-error.
+error. Without a baseline, the target's model alone: a key a model that forbids extra fields
+does not take, and a required field a complete payload lacks (both rejected).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http import HTTP_REQUEST_FIELD
 from driftcheck.checks.http_common import (
     evidence,
+    find_route,
     keys_on,
     request_model,
     routes_now,
@@ -26,18 +28,18 @@ from driftcheck.checks.http_common import (
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
-from driftcheck.http.surface import BodyModel, ModelField
+from driftcheck.http.surface import BodyModel, HttpSurface, ModelField
 from driftcheck.kinds import FixSafety, Severity
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report payload keys the target's request model dropped or renamed, and fields it now
     requires."""
-    if not isinstance(use, HttpUse) or use.kind != "http-request" or ctx.baseline is None:
+    if not isinstance(use, HttpUse) or use.kind != "http-request":
         return []
     s = sides(ctx)
     if s.baseline is None:
-        return []
+        return _alone(use, ctx, s.target)
     before, now = routes_now(s, use.http_method, use.path)
     if before is None or now is None:
         return []
@@ -48,6 +50,58 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     out = [f for key, span in sent.items() if (f := _dropped(use, ctx, key, span, bm, tm))]
     if use.payload_complete and not uncertain:
         out += _required(use, ctx, set(sent), bm, tm)
+    return out
+
+
+def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding]:
+    """Without a baseline, the target alone: on a route it serves whose model forbids extra
+    fields, a key the model does not take, and a required field a complete payload lacks
+    (both rejected); a key an ignoring model drops is not judged (it may be another server's)."""
+    now = find_route(target, use.http_method, use.path)
+    tm = request_model(target, now) if now is not None else None
+    if tm is None:
+        return []
+    sent, uncertain = keys_on(use.payload, side(ctx.target))
+    host = f"{ctx.target.name} {ctx.target.version}"
+    out: list[Finding] = []
+    if tm.extra == "forbid":
+        for key, span in sent.items():
+            if sent_field(tm, key) is not None or not ctx.once(use.file, f"{use.line} key {key}"):
+                continue
+            ev = [evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid")]
+            message = f"{host}'s {tm.qualname} forbids extra fields and has no {key!r}: the request is rejected"
+            out.append(
+                _at(
+                    finding(
+                        use,
+                        HTTP_REQUEST_FIELD,
+                        symbol=f"{use.symbol} {key}",
+                        message=message,
+                        evidence=ev,
+                        at=span,
+                    ),  # fmt: skip
+                    span,
+                )
+            )
+    if use.payload_complete and not uncertain:
+        for f in tm.fields.values():
+            if not f.required or f.wire_name in sent or f.name in sent:
+                continue
+            if not ctx.once(use.file, f"{use.line} required {f.wire_name}"):
+                continue
+            ev = [evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required")]
+            message = (
+                f"{host}'s {tm.qualname} requires {f.wire_name!r}; {use.symbol} does not send it"
+            )
+            out.append(
+                finding(
+                    use,
+                    HTTP_REQUEST_FIELD,
+                    symbol=f"{use.symbol} {f.wire_name}",
+                    message=message,
+                    evidence=ev,
+                )  # fmt: skip
+            )
     return out
 
 
