@@ -1,9 +1,9 @@
-"""When each release of a package was published, from the package index's upload times.
+"""When each release of a package was published, and its files, from the package index.
 
 pip lists versions but not dates, so the index pip is configured with (``pip config list``:
 ``index-url`` and ``extra-index-url``; else pip's own default, read from pip) is asked for its
 JSON project page (PEP 691), whose files carry ``upload-time`` (PEP 700); a release's time is
-its first file's. Indexes without JSON or times (a local folder of wheels) are skipped. Answers
+its first file's; the file names say which Pythons a release has wheels for. Indexes without JSON or times (a local folder of wheels) are skipped. Answers
 are cached like the release list (:mod:`driftcheck.sources.versions`): an hour, and offline a
 cached answer of any age.
 """
@@ -115,6 +115,28 @@ def _page(root: str, name: str) -> dict | None:
 def release_times(name: str) -> dict[str, float]:
     """Each release of ``name`` and when it was first published (empty when no index pip uses
     gives upload times, or none can be reached and nothing is cached)."""
+    return dict(_project(name).get("releases", {}))
+
+
+def release_files(name: str, version: str) -> list[str] | None:
+    """The file names the index holds for ``name==version`` (not yanked), or None when no
+    index pip uses says (no JSON page, none reachable)."""
+    files = _project(name).get("files")
+    if not isinstance(files, dict):
+        return None
+    want = _normal(version)
+    return next((list(f) for v, f in files.items() if _normal(v) == want), [])
+
+
+def _normal(version: str) -> str:
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        return version
+
+
+def _project(name: str) -> dict:
+    """The project's releases (first upload time) and files, from the index or the cache."""
     key = canonicalize_name(name)
     path = cache_root() / "index" / f"{key}.times.json"
     cached: dict | None = None
@@ -123,21 +145,28 @@ def release_times(name: str) -> dict[str, float]:
     except (OSError, ValueError):
         cached = None
     if isinstance(cached, dict) and time.time() - cached.get("time", 0) < TTL_SECONDS:
-        return dict(cached.get("releases", {}))
+        return cached
     found: dict[str, float] = {}
+    files: dict[str, list[str]] = {}
     for root in index_urls():
         page = _page(root, key)
-        if page is not None:
-            for v, t in times_from_page(page).items():
-                found[v] = min(t, found.get(v, t))
-    if not found:
-        return dict(cached.get("releases", {})) if isinstance(cached, dict) else {}
+        if page is None:
+            continue
+        for v, t in times_from_page(page).items():
+            found[v] = min(t, found.get(v, t))
+        for f in page.get("files") or []:
+            version = file_version(str(f.get("filename", ""))) if isinstance(f, dict) else None
+            if version is not None and not f.get("yanked"):
+                files.setdefault(version, []).append(str(f["filename"]))
+    if not found and not files:
+        return cached if isinstance(cached, dict) else {}
+    answer = {"time": time.time(), "releases": found, "files": files}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"time": time.time(), "releases": found}))
+        path.write_text(json.dumps(answer))
     except OSError:
         pass
-    return found
+    return answer
 
 
 def newest_before(times: dict[str, float], moment: float) -> str | None:
@@ -161,4 +190,11 @@ def day(moment: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(moment))
 
 
-__all__ = ["day", "file_version", "index_urls", "newest_before", "release_times"]
+__all__ = [
+    "day",
+    "file_version",
+    "index_urls",
+    "newest_before",
+    "release_files",
+    "release_times",
+]

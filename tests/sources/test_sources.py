@@ -299,9 +299,11 @@ def test_real_tiny_release_refetched_after_truncation(monkeypatch, tmp_path):
 # -- pip's answers -----------------------------------------------------------------------------
 
 
-def _fake_run(monkeypatch, answers: list[tuple[int, str]]):
-    """Make subprocess.run answer with ``answers`` in turn (returncode, stderr)."""
+def _fake_run(monkeypatch, answers: list[tuple[int, str]], files: list[str] | None = None):
+    """Make subprocess.run answer with ``answers`` in turn (returncode, stderr), the index
+    list ``files`` for the release (None: it does not say)."""
     seen: list[list[str]] = []
+    monkeypatch.setattr(releases, "_release_files", lambda name, version: files)
 
     def run(cmd, **kwargs):
         seen.append(cmd)
@@ -322,7 +324,7 @@ def _not_found(versions: str) -> tuple[int, str]:
 
 def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
     seen = _fake_run(
-        monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")]
+        monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")], files=[]
     )
     with pytest.raises(FetchError) as info:
         releases._pip_download("x", "1.5", tmp_path, quiet=True)
@@ -332,31 +334,97 @@ def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
 
 def test_version_only_as_sdist_is_not_called_unknown(monkeypatch, tmp_path):
     build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
-    older = [_not_found("2.0")] * len(releases._OLDER_PYTHONS)  # no older Python's wheel either
-    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure, *older])
+    seen = _fake_run(
+        monkeypatch,
+        [_not_found("2.0"), _not_found("2.0"), build_failure, build_failure],
+        files=["x-1.0.tar.gz"],
+    )
     with pytest.raises(FetchError) as info:
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "no release" not in str(info.value)
     assert "ERROR: Failed to build x" in str(info.value)
-    assert "--python-version" in seen[-1]
+
+
+def test_an_sdist_pip_cannot_prepare_here_is_prepared_in_an_isolated_build(
+    monkeypatch, tmp_path
+):
+    """SQLAlchemy 1.3.17 in a fresh venv: its setup.py needs ``wheel`` (``invalid command
+    'bdist_wheel'``), which pip's isolated build environment brings."""
+    no_wheel = (1, "error: invalid command 'bdist_wheel'\nerror: metadata-generation-failed\n")
+    seen = _fake_run(
+        monkeypatch,
+        [_not_found("2.0"), _not_found("2.0"), no_wheel, (0, "")],
+        files=["x-1.0.tar.gz"],
+    )
+    releases._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert "--no-build-isolation" in seen[2]
+    assert "--no-binary=:all:" in seen[3] and "--no-build-isolation" not in seen[3]
 
 
 def test_a_release_without_a_wheel_for_this_python_takes_an_older_ones(monkeypatch, tmp_path):
-    """scikit-learn 1.0.2 on Python 3.11: no cp311 wheel, an sdist that does not build here."""
-    build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
-    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure, (0, "")])
+    """numpy 1.15 to 1.21 on this Python: wheels for older Pythons only; such a wheel carries
+    the same sources and is taken before the sdist (whose setup.py may not run here)."""
+    files = [
+        "x-1.0-cp37-cp37m-win_amd64.whl",
+        "x-1.0-cp38-cp38-manylinux1_x86_64.whl",
+        "x-1.0-cp38-cp38-win_amd64.whl",
+        "x-1.0.tar.gz",
+    ]
+    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), (0, "")], files=files)
     releases._pip_download("x", "1.0", tmp_path, quiet=True)
-    assert seen[-1][seen[-1].index("--python-version") + 1] == releases._OLDER_PYTHONS[0]
+    assert len(seen) == 3
+    assert seen[2][seen[2].index("--python-version") + 1] == "3.8"
+    assert seen[2][seen[2].index("--platform") + 1] == "manylinux1_x86_64"
+
+
+def test_without_the_index_s_file_list_every_older_python_is_tried_before_the_sdist(
+    monkeypatch, tmp_path
+):
+    older = [_not_found("2.0")] * len(releases._OLDER_PYTHONS)
+    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), *older, (0, "")])
+    releases._pip_download("x", "1.0", tmp_path, quiet=True)
+    tried = [c[c.index("--python-version") + 1] for c in seen if "--python-version" in c]
+    assert tried == releases._OLDER_PYTHONS and "3.6" in tried
+    assert "--no-binary=:all:" in seen[-1]
+
+
+def test_older_wheels_one_per_python_newest_first_linux_preferred():
+    files = [
+        "x-1.0-cp36-cp36m-macosx_10_9_x86_64.whl",
+        "x-1.0-cp37-cp37m-win_amd64.whl",
+        "x-1.0-cp37-cp37m-manylinux2010_x86_64.whl",
+        "x-1.0-cp399-cp399-manylinux1_x86_64.whl",  # not older than this Python
+        "x-1.0-py2.py3-none-any.whl",  # a pure wheel: this Python takes it already
+        "x-1.0.tar.gz",
+        "x-1.0-cp37-bad.whl",
+    ]
+    assert releases.older_wheels(files) == [
+        ("3.7", "manylinux2010_x86_64"),
+        ("3.6", "macosx_10_9_x86_64"),
+    ]
+    assert releases.older_wheels([]) == []
 
 
 def test_sdist_only_package_is_not_called_unknown(monkeypatch, tmp_path):
-    seen = _fake_run(monkeypatch, [_not_found("none"), _not_found("none"), (0, "")])
+    seen = _fake_run(monkeypatch, [_not_found("none"), _not_found("none"), (0, "")], files=[])
     releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "--no-binary=:all:" in seen[-1]
 
 
+def test_a_release_the_index_has_is_never_called_missing(monkeypatch, tmp_path):
+    """A release whose files all exclude this Python (Requires-Python): pip lists it nowhere,
+    the index has it."""
+    _fake_run(monkeypatch, [_not_found("2.0")] * 3, files=["x-1.0.tar.gz"])
+    with pytest.raises(FetchError) as info:
+        releases._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert "no release" not in str(info.value)
+    assert "pip found no file of x==1.0 it can use here (the index has x-1.0.tar.gz)" in str(
+        info.value
+    )
+
+
 def test_unknown_package(monkeypatch, tmp_path):
-    _fake_run(monkeypatch, [_not_found("none")] * 3)
+    _fake_run(monkeypatch, [_not_found("none")] * 3, files=[])
     with pytest.raises(FetchError, match="unknown package 'x'"):
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
 
@@ -379,7 +447,7 @@ def test_untrusted_index_is_named(monkeypatch, tmp_path):
         "WARNING: The repository located at mirror.invalid is not a trusted or secure host "
         "and is being ignored.\n" + _not_found("none")[1],
     )
-    _fake_run(monkeypatch, [ignored] * 3)
+    _fake_run(monkeypatch, [ignored] * 3, files=[])
     with pytest.raises(FetchError, match="ignored the package index mirror.invalid"):
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
 

@@ -1,0 +1,133 @@
+"""Release dates from the index's upload times, and the baseline inferred from them."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from driftcheck.host import load
+from driftcheck.sources import release_times as rt
+from driftcheck.sources.release_times import (
+    file_version,
+    newest_before,
+    release_times,
+    times_from_page,
+)
+
+
+def _ts(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
+
+
+def test_a_page_gives_each_release_its_first_upload():
+    page = {
+        "files": [
+            {"filename": "host-1.0.tar.gz", "upload-time": "2024-01-05T10:00:00.000000Z"},
+            {"filename": "host-1.0-py3-none-any.whl", "upload-time": "2024-01-04T09:00:00Z"},
+            {"filename": "host-1.1-py3-none-any.whl", "upload-time": "2024-03-01T00:00:00Z"},
+            # near misses: yanked, no time, not a distribution file
+            {"filename": "host-1.2-py3-none-any.whl", "upload-time": "2024-04-01T00:00:00Z", "yanked": "bad"},
+            {"filename": "host-1.3-py3-none-any.whl"},
+            {"filename": "host-1.4.exe", "upload-time": "2024-05-01T00:00:00Z"},
+        ]
+    }  # fmt: skip
+    assert times_from_page(page) == {"1.0": _ts("2024-01-04T09:00:00"), "1.1": _ts("2024-03-01")}
+
+
+def test_file_version_reads_wheels_and_sdists():
+    assert file_version("numpy-1.19.5-cp38-cp38-manylinux2010_x86_64.whl") == "1.19.5"
+    assert file_version("SQLAlchemy-1.3.17.tar.gz") == "1.3.17"
+    assert file_version("notes.txt") is None
+
+
+def test_newest_before_is_the_highest_final_release_out_at_that_time():
+    times = {
+        "1.0": _ts("2024-01-01"),
+        "2.0": _ts("2024-02-01"),
+        "1.0.1": _ts("2024-03-01"),  # a backport after 2.0: not newer than 2.0
+        "2.1rc1": _ts("2024-03-02"),  # a pre-release: never a baseline
+        "2.1": _ts("2024-05-01"),  # published after the client
+    }
+    assert newest_before(times, _ts("2024-04-01")) == "2.0"
+    assert newest_before(times, _ts("2023-12-01")) is None
+
+
+def test_times_are_cached_and_the_cache_serves_offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path))
+    page = {"files": [{"filename": "h-1.0.tar.gz", "upload-time": "2024-01-01T00:00:00Z"}]}
+    asked: list[str] = []
+    monkeypatch.setattr(rt, "index_urls", lambda: ["https://index.invalid/simple"])
+    monkeypatch.setattr(rt, "_page", lambda root, name: asked.append(name) or page)
+    assert release_times("H") == {"1.0": _ts("2024-01-01")}
+    assert release_times("h") == {"1.0": _ts("2024-01-01")} and asked == ["h"]
+    # An hour later and offline: the old answer.
+    cached = tmp_path / "index" / "h.times.json"
+    cached.write_text(json.dumps({**json.loads(cached.read_text()), "time": 0}))
+    monkeypatch.setattr(rt, "_page", lambda root, name: None)
+    assert release_times("h") == {"1.0": _ts("2024-01-01")}
+
+
+def test_index_urls_come_from_pip_configuration(monkeypatch):
+    listing = (
+        "global.index-url='https://mirror.invalid/simple/'\n"
+        "global.extra-index-url='file:///local/simple https://extra.invalid/simple'\n"
+    )
+    monkeypatch.setattr(rt, "_pip", lambda *a: listing)
+    monkeypatch.setattr(rt, "_python", lambda *a: pytest.fail("pip's default is not needed"))
+    assert rt.index_urls() == ["https://mirror.invalid/simple", "https://extra.invalid/simple"]
+    monkeypatch.setattr(rt, "_pip", lambda *a: "")
+    monkeypatch.setattr(rt, "_python", lambda *a: "https://default.invalid/simple\n")
+    assert rt.index_urls() == ["https://default.invalid/simple"]
+
+
+TIMES = {
+    "client": {"0.9": _ts("2024-01-15"), "1.0": _ts("2024-04-01")},
+    "host": {"1.0": _ts("2024-01-01"), "2.0": _ts("2024-02-01"), "3.0": _ts("2024-06-01")},
+}
+
+
+@pytest.fixture
+def dated(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Index times for a client and a host; the baseline loads record what they were asked."""
+    monkeypatch.setattr(rt, "release_times", lambda name: TIMES.get(name, {}))
+    loaded: list = []
+    monkeypatch.setattr(load, "load_host", lambda spec: loaded.append(str(spec)) or "API")
+    return loaded
+
+
+def test_an_unpinned_release_client_gets_the_newest_host_release_before_its_own(dated):
+    api, version, origin = load.load_baseline(
+        None, "host", None, lambda _m: None, released=("client", "1.0"), target_version="3.0"
+    )
+    assert (api, version, dated) == ("API", "2.0", ["host==2.0"])
+    assert origin == {"source": "inferred", "before": "client 1.0", "published": "2024-04-01"}
+
+
+@pytest.mark.parametrize(
+    ("released", "target", "why"),
+    [
+        (("client", "0.5"), "3.0", "no upload time for client 0.5"),
+        (("other", "1.0"), "3.0", "no upload time for other 1.0"),
+        (("client", "1.0"), "1.0", "newer than the target"),
+    ],
+)
+def test_no_inference_without_a_date_or_past_the_target(dated, released, target, why):
+    api, version, origin = load.load_baseline(
+        None, "host", None, lambda _m: None, released=released, target_version=target
+    )
+    assert (api, version, dated, origin["source"]) == (None, None, [], "none")
+    assert why in origin["why"]
+
+
+def test_a_pin_a_given_baseline_and_none_are_never_inferred(dated):
+    from driftcheck.sources.metadata import DistMetadata
+
+    pinned = DistMetadata(name="client", version="1.0", requires=["host==1.0"])
+    kw = {"released": ("client", "1.0"), "target_version": "3.0"}
+    say = lambda _m: None  # noqa: E731
+    assert load.load_baseline(pinned, "host", None, say, **kw)[1:] == ("1.0", {"source": "pin"})
+    assert load.load_baseline(None, "host", "1.0", say, **kw)[1:] == ("1.0", {"source": "given"})
+    assert load.load_baseline(None, "host", "none", say, **kw) == (None, None, {"source": "none"})
+    assert load.load_baseline(None, "host", None, say)[2] == {"source": "none"}  # a folder
