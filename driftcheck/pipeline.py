@@ -320,6 +320,7 @@ class ClientReading:
             *self._base, self.baseline_origin = load_baseline(
                 self._client.tree.metadata, self.host_name, self.baseline, self.say,
                 alias=target.name, released=released, target_version=target.version,
+                roots=frozenset(target.roots),
             )  # fmt: skip
         return self._client, *self._base
 

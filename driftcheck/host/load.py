@@ -134,6 +134,7 @@ def load_baseline(
     alias: str | None = None,
     released: tuple[str, str] | None = None,
     target_version: str | None = None,
+    roots: frozenset[str] = frozenset(),
 ) -> tuple[HostAPI | None, str | None, dict]:
     """The baseline host and where it came from: ``baseline`` if given, else the pin on the
     host in the client's ``metadata``, else (a client ``released`` on the index as (name,
@@ -145,6 +146,8 @@ def load_baseline(
 
     Raises:
         UsageError: An empty ``baseline`` (say ``none`` for no baseline).
+        SourceError: A baseline whose files hold none of the target's packages (``roots``):
+            it would read nothing and report nothing.
     """
     if baseline is not None and not baseline.strip():
         raise UsageError("--baseline is empty: give a version, a spec, or 'none' for no baseline")
@@ -167,7 +170,7 @@ def load_baseline(
         if "version" in inferred:
             base_version = inferred.pop("version")
             try:
-                api = _load_base(parse_spec(f"{host_name}=={base_version}"), say)
+                api = _load_base(parse_spec(f"{host_name}=={base_version}"), say, roots)
             except DriftcheckError as exc:  # a default the user did not ask for: say, go on
                 say(f"no baseline: the inferred {host_name} {base_version} did not load ({exc})")
                 return None, None, {"source": "none", "why": f"inferred {base_version}: {exc}"}
@@ -183,13 +186,25 @@ def load_baseline(
         base_spec = exact_spec(base_version, default_name=host_name)
     else:
         base_spec = parse_spec(f"{host_name}=={base_version}")
-    api = _load_base(base_spec, say)
+    api = _load_base(base_spec, say, roots)
     return api, (base_spec.version if base_spec.kind == "release" else api.version), origin
 
 
-def _load_base(spec: PackageSpec, say: Progress) -> HostAPI:
+def _load_base(spec: PackageSpec, say: Progress, roots: frozenset[str]) -> HostAPI:
     say(f"loading baseline {spec}")
-    return load_host(spec)
+    api = load_host(spec)
+    tree = getattr(api, "tree", None)
+    if (
+        roots
+        and tree is not None
+        and not any(tree.is_package(r) or tree.module_file(r) or tree.is_compiled(r) for r in roots)
+    ):
+        where = f"{spec.name} {spec.version}" if spec.kind == "release" else str(spec)
+        raise SourceError(
+            f"baseline {where}: its files ({tree.label}) hold none of the target's packages "
+            f"({', '.join(sorted(roots))}): nothing could be compared"
+        )
+    return api
 
 
 def infer_baseline(

@@ -187,6 +187,49 @@ def test_tar_tree_strips_top_and_src_and_skips_unsafe(tmp_path):
     assert tree.metadata is not None and tree.metadata.version == "1.0"
 
 
+PKG_INFO = b"Metadata-Version: 2.1\nName: p\nVersion: 1.0\n"
+
+
+@pytest.mark.parametrize(
+    ("members", "expected"),
+    [
+        # near misses first: a top-level package stays where it is, and so do folders named
+        # lib/ or src/ inside it or beside it that hold no package of their own
+        ({"p/__init__.py": b"", "p/lib/__init__.py": b"", "lib/notes.txt": b""}, ["p/__init__.py", "p/lib/__init__.py"]),
+        ({"p/__init__.py": b"", "src/p/__init__.py": b""}, ["p/__init__.py", "src/p/__init__.py"]),
+        # lib/ (SQLAlchemy 1.3), found by the layout, its egg-info naming the package
+        (
+            {"lib/p/__init__.py": b"", "lib/p/orm.py": b"", "test/__init__.py": b"",
+             "lib/P.egg-info/top_level.txt": b"p\n"},
+            ["p/__init__.py", "p/orm.py", "test/__init__.py"],
+        ),
+        # a folder of another name, named by setup.py, setup.cfg or pyproject.toml
+        ({"code/p/__init__.py": b"", "setup.py": b"setup(package_dir={'': 'code'})"}, ["p/__init__.py", "setup.py"]),
+        ({"code/p/__init__.py": b"", "setup.cfg": b"[options]\npackage_dir =\n    =code\n"}, ["p/__init__.py"]),
+        (
+            {"code/p/__init__.py": b"",
+             "pyproject.toml": b'[tool.setuptools.package-dir]\n"" = "code"\n'},
+            ["p/__init__.py"],
+        ),
+    ],
+)  # fmt: skip
+def test_tar_tree_finds_the_folder_that_holds_the_packages(tmp_path, members, expected):
+    files = {f"p-1.0/{k}": v for k, v in members.items()} | {"p-1.0/PKG-INFO": PKG_INFO}
+    tree = open_archive(_sdist(tmp_path / "p-1.0.tar.gz", files))
+    assert tree.python_files() == expected
+    assert "p" in tree.top_level_packages()
+
+
+def test_tar_tree_roots_come_from_the_egg_info(tmp_path):
+    files = {
+        "p-1.0/lib/p/__init__.py": b"",
+        "p-1.0/lib/P.egg-info/top_level.txt": b"p\n",
+        "p-1.0/test/__init__.py": b"",
+        "p-1.0/PKG-INFO": PKG_INFO,
+    }
+    assert open_archive(_sdist(tmp_path / "p-1.0.tar.gz", files)).top_level_packages() == ["p"]
+
+
 def test_tar_tree_truncated_is_source_error(tmp_path):
     sdist = _sdist(tmp_path / "p-1.0.tar.gz", {"p-1.0/p/__init__.py": b"X = 1\n" * 5000})
     blob = sdist.read_bytes()
@@ -343,11 +386,10 @@ def test_version_only_as_sdist_is_not_called_unknown(monkeypatch, tmp_path):
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "no release" not in str(info.value)
     assert "ERROR: Failed to build x" in str(info.value)
+    assert len(seen) == 4  # the sdist built in isolation too: then the build error is said
 
 
-def test_an_sdist_pip_cannot_prepare_here_is_prepared_in_an_isolated_build(
-    monkeypatch, tmp_path
-):
+def test_an_sdist_pip_cannot_prepare_here_is_prepared_in_an_isolated_build(monkeypatch, tmp_path):
     """SQLAlchemy 1.3.17 in a fresh venv: its setup.py needs ``wheel`` (``invalid command
     'bdist_wheel'``), which pip's isolated build environment brings."""
     no_wheel = (1, "error: invalid command 'bdist_wheel'\nerror: metadata-generation-failed\n")
