@@ -212,7 +212,7 @@ def infer_baseline(
 ) -> dict:
     """The newest release of ``host`` published before ``client_version`` of ``client`` (the
     index's upload times), as ``{"version", "before", "published"}``; without one, ``{"why"}``.
-    A release newer than the target is not used: the client then predates nothing to compare."""
+    A release not older than the target is not used: there is nothing older to compare."""
     from driftcheck.sources.release_times import day, newest_before, release_times
 
     try:
@@ -226,8 +226,9 @@ def infer_baseline(
     before = {"before": f"{client} {client_version}", "published": day(when)}
     if chosen is None:
         return {"why": f"no {host} release was published before {client} {client_version}"}
-    if target_version and _newer(chosen, target_version):
-        return {"why": f"{host} {chosen}, the newest before {client}, is newer than the target"}
+    if target_version and not _older(chosen, target_version):
+        # Written for the target itself (or a later release): nothing older to compare.
+        return {"why": f"{host} {chosen}, the newest before {client}, is not older than the target"}
     return {"version": chosen, **before}
 
 
@@ -238,11 +239,11 @@ def _normal(version: str) -> str:
         return version
 
 
-def _newer(a: str, b: str) -> bool:
+def _older(a: str, b: str) -> bool:
     try:
-        return Version(a) > Version(b)
+        return Version(a) < Version(b)
     except InvalidVersion:
-        return False
+        return True
 
 
 def _oldest_allowed(host: str, lower: str, allowed: SpecifierSet) -> str:
