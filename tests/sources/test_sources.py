@@ -501,3 +501,33 @@ def test_pip_cannot_start(monkeypatch, tmp_path):
     monkeypatch.setattr(releases.subprocess, "run", run)
     with pytest.raises(FetchError, match="cannot run pip"):
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
+
+
+# -- real releases users have --------------------------------------------------------------------
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "version", "module"),
+    [
+        # wheels only for Pythons older than this one; the sdist's setup.py does not run here
+        ("numpy", "1.15.4", "numpy/core/numeric.py"),
+        ("scipy", "1.8.0", "scipy/linalg/basic.py"),
+        # an sdist whose package sits in lib/, and whose setup.py needs `wheel`
+        ("SQLAlchemy", "1.3.17", "sqlalchemy/orm/session.py"),
+    ],
+)
+def test_old_releases_are_read_whole(name: str, version: str, module: str):
+    tree = open_archive(fetch_release(name, version))
+    assert tree.exists(module)
+    assert name.lower() in tree.top_level_packages()
+
+
+@pytest.mark.network
+def test_release_times_of_a_real_package():
+    from driftcheck.sources.release_times import newest_before, release_times
+
+    times = release_times("six")
+    assert times["1.16.0"] < times["1.17.0"]
+    assert newest_before(times, times["1.17.0"]) == "1.16.0"
