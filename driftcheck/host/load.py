@@ -213,11 +213,10 @@ def infer_baseline(
     """The newest release of ``host`` published before ``client_version`` of ``client`` (the
     index's upload times), as ``{"version", "before", "published"}``; without one, ``{"why"}``.
     A release not older than the target is not used: there is nothing older to compare."""
-    from driftcheck.sources.release_times import day, newest_before, release_times
+    from driftcheck.sources.release_times import day, newest_before, published, release_times
 
     try:
-        client_times = release_times(client)
-        when = client_times.get(str(_normal(client_version)))
+        when = published(client, client_version)
         if when is None:
             return {"why": f"the index gives no upload time for {client} {client_version}"}
         chosen = newest_before(release_times(host), when)
@@ -230,13 +229,6 @@ def infer_baseline(
         # Written for the target itself (or a later release): nothing older to compare.
         return {"why": f"{host} {chosen}, the newest before {client}, is not older than the target"}
     return {"version": chosen, **before}
-
-
-def _normal(version: str) -> str:
-    try:
-        return str(Version(version))
-    except InvalidVersion:
-        return version
 
 
 def _older(a: str, b: str) -> bool:

@@ -118,6 +118,12 @@ def release_times(name: str) -> dict[str, float]:
     return dict(_project(name).get("releases", {}))
 
 
+def published(name: str, version: str) -> float | None:
+    """When ``name==version`` was first published (None when the index does not say)."""
+    want = _normal(version)
+    return next((t for v, t in release_times(name).items() if _normal(v) == want), None)
+
+
 def release_files(name: str, version: str) -> list[str] | None:
     """The file names the index holds for ``name==version`` (not yanked), or None when no
     index pip uses says (no JSON page, none reachable)."""
@@ -195,6 +201,7 @@ __all__ = [
     "file_version",
     "index_urls",
     "newest_before",
+    "published",
     "release_files",
     "release_times",
 ]
