@@ -53,7 +53,6 @@ def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding
     """Without a baseline, the target alone: a flag its server does not define (an error:
     the server exits with a usage error) or deprecates (a warning)."""
     out: list[Finding] = []
-    host = f"{ctx.target.name} {ctx.target.version}"
     for name, span in use.flags_on(side(ctx.target)):
         now = target.flag(name)
         if (now is not None and not now.deprecated) or not ctx.once(
@@ -61,28 +60,14 @@ def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding
         ):
             continue
         if now is not None:
-            message = f"{host} deprecates {name}: {now.deprecated}"
-            ev = [evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated")]
-            new = _replacement(now.deprecated, name, target)
-            fix = _rename_fix(use, name, new) if new is not None else None
-            out.append(
-                _at_flag(
-                    finding(
-                        use,
-                        HTTP_CLI_FLAG,
-                        symbol=name,
-                        message=message,
-                        evidence=ev,
-                        fix=fix,
-                        severity=Severity.WARNING,
-                        at=span,
-                    )  # fmt: skip
-                )
-            )
+            out.append(_deprecated(use, ctx, name, span, None, now, target))
             continue
         near = min(target.flags.values(), key=lambda f: (f.file, f.line))
         ev = [evidence(ctx.target, near.file, near.line, f"no {name} among its flags")]
-        message = f"{host}'s server does not take {name}: it exits with a usage error"
+        message = (
+            f"{ctx.target.name} {ctx.target.version}'s server does not take {name}: it exits "
+            "with a usage error"
+        )
         out.append(
             _at_flag(
                 finding(use, HTTP_CLI_FLAG, symbol=name, message=message, evidence=ev, at=span)
@@ -164,16 +149,15 @@ def _deprecated(
     ctx: CheckContext,
     name: str,
     span: tuple[int, int, int, int],
-    before: CliFlag,
+    before: CliFlag | None,
     now: CliFlag,
     target: HttpSurface,
 ) -> Finding:
     new = _replacement(now.deprecated, name, target)
     message = f"{ctx.target.name} {ctx.target.version} deprecates {name}: {now.deprecated}"
-    ev = [
-        evidence(ctx.base, before.file, before.line, f"{before.name} defined"),
-        evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated"),
-    ]
+    ev = [evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated")]
+    if before is not None:  # without a baseline, the target's word alone
+        ev.insert(0, evidence(ctx.base, before.file, before.line, f"{before.name} defined"))
     return _at_flag(
         finding(
             use,

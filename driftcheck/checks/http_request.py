@@ -62,46 +62,15 @@ def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding
     if tm is None:
         return []
     sent, uncertain = keys_on(use.payload, side(ctx.target))
-    host = f"{ctx.target.name} {ctx.target.version}"
     out: list[Finding] = []
     if tm.extra == "forbid":
-        for key, span in sent.items():
-            if sent_field(tm, key) is not None or not ctx.once(use.file, f"{use.line} key {key}"):
-                continue
-            ev = [evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid")]
-            message = f"{host}'s {tm.qualname} forbids extra fields and has no {key!r}: the request is rejected"
-            out.append(
-                _at(
-                    finding(
-                        use,
-                        HTTP_REQUEST_FIELD,
-                        symbol=f"{use.symbol} {key}",
-                        message=message,
-                        evidence=ev,
-                        at=span,
-                    ),  # fmt: skip
-                    span,
-                )
-            )
+        out += [
+            f
+            for key, span in sent.items()
+            if sent_field(tm, key) is None and (f := _now_forbidden(use, ctx, key, span, None, tm))
+        ]
     if use.payload_complete and not uncertain:
-        for f in tm.fields.values():
-            if not f.required or f.wire_name in sent or f.name in sent:
-                continue
-            if not ctx.once(use.file, f"{use.line} required {f.wire_name}"):
-                continue
-            ev = [evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required")]
-            message = (
-                f"{host}'s {tm.qualname} requires {f.wire_name!r}; {use.symbol} does not send it"
-            )
-            out.append(
-                finding(
-                    use,
-                    HTTP_REQUEST_FIELD,
-                    symbol=f"{use.symbol} {f.wire_name}",
-                    message=message,
-                    evidence=ev,
-                )  # fmt: skip
-            )
+        out += _required(use, ctx, set(sent), None, tm)
     return out
 
 
@@ -178,20 +147,22 @@ def _now_forbidden(
     ctx: CheckContext,
     key: str,
     span: tuple[int, int, int, int] | None,
-    bm: BodyModel,
+    bm: BodyModel | None,
     tm: BodyModel,
 ) -> Finding | None:
-    """A key neither model has, that the baseline ignored and the target rejects."""
+    """A key neither model has, that the baseline ignored and the target rejects (without a
+    baseline, that the target rejects)."""
     if not ctx.once(use.file, f"{use.line} key {key}"):
         return None
-    ev = [
-        evidence(ctx.base, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),
-        evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid"),
-    ]
-    message = (
-        f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} now forbids extra fields and "
-        f"has no {key!r} (the baseline ignored it): the request is rejected"
-    )
+    ev = [evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid")]
+    host = f"{ctx.target.name} {ctx.target.version}"
+    message = f"{host}'s {tm.qualname} forbids extra fields and has no {key!r}"
+    if bm is not None:
+        ev.insert(
+            0, evidence(ctx.base, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}")
+        )
+        message = f"{host}'s {tm.qualname} now forbids extra fields and has no {key!r} (the baseline ignored it)"
+    message += ": the request is rejected"
     return _at(
         finding(
             use,
@@ -206,30 +177,36 @@ def _now_forbidden(
 
 
 def _required(
-    use: HttpUse, ctx: CheckContext, sent: set[str], bm: BodyModel, tm: BodyModel
+    use: HttpUse, ctx: CheckContext, sent: set[str], bm: BodyModel | None, tm: BodyModel
 ) -> list[Finding]:
+    """Fields the target requires that a complete payload does not send (and the baseline, if
+    any, did not require)."""
     out = []
     for f in tm.fields.values():
         if not f.required or f.wire_name in sent or f.name in sent:
             continue
-        old: ModelField | None = bm.fields.get(f.name)
+        old: ModelField | None = bm.fields.get(f.name) if bm is not None else None
         if old is not None and old.required:
             continue
         if not ctx.once(use.file, f"{use.line} required {f.wire_name}"):
             continue
         was = "optional" if old is not None else "absent"
-        ev = [
-            evidence(
-                ctx.base,
-                (old.file if old else "") or bm.file,
-                (old.line if old else 0) or bm.line,
-                f"{f.name} {was}",
-            ),
-            evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required"),
-        ]
+        ev = [evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required")]
+        at_base = ""
+        if bm is not None:
+            at_base = f" ({was} at baseline)"
+            ev.insert(
+                0,
+                evidence(
+                    ctx.base,
+                    (old.file if old else "") or bm.file,
+                    (old.line if old else 0) or bm.line,
+                    f"{f.name} {was}",
+                ),
+            )
         message = (
-            f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} requires {f.wire_name!r} "
-            f"({was} at baseline); {use.symbol} does not send it"
+            f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} requires {f.wire_name!r}"
+            f"{at_base}; {use.symbol} does not send it"
         )
         out.append(
             finding(
