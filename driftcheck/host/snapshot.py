@@ -55,8 +55,11 @@ class SnapshotTree(SourceTree):
                     self.data = data
             except (OSError, ValueError):
                 self.data = {}
-        if self.data and self.data.get("layout") != LAYOUT and _unstripped(self.data["files"]):
-            self.data = {}  # an sdist read before its lib/ folder was found: read it again
+        if self.data and self.data.get("layout") != LAYOUT:
+            if _unstripped(self.data["files"]):
+                self.data = {}  # an sdist read before its lib/ folder was found: read it again
+            else:
+                self.data["layout"] = LAYOUT  # kept when the snapshot is next saved
         if self.data and self.data.get("facts_code") != code_digest():
             # Facts are mined by driftcheck's code: another version of it mines them afresh.
             self.data["facts"] = {}
