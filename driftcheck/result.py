@@ -97,14 +97,12 @@ def _inferred(origin: dict) -> dict:
     return {"before": origin.get("before"), "published": origin.get("published")}
 
 
-def baseline_note(result: ScanResult) -> str:
-    """The baseline as the report header says it: its version, and why when inferred
+def baseline_note(baseline: str | None, origin: dict, host: str) -> str:
+    """The baseline as a report header says it: its version, and why when inferred
     (``0.9.1, inferred: newest vllm release before trl 0.19.0 of 2025-06-20``)."""
-    base = result.baseline or "none"
-    origin = result.baseline_origin
-    if result.baseline and origin.get("source") == "inferred":
+    if baseline and origin.get("source") == "inferred":
         return (
-            f"{base}, inferred: newest {result.host_name} release before "
+            f"{baseline}, inferred: newest {host} release before "
             f"{origin.get('before')} of {origin.get('published')}"
         )
-    return base
+    return baseline or "none"

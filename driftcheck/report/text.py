@@ -29,7 +29,7 @@ def render(
 ) -> None:
     """Write the human report (accepted findings are counted, not shown)."""
     console = report_console(out, color=color)
-    base = baseline_note(result)
+    base = baseline_note(result.baseline, result.baseline_origin, result.host_name)
     console.print(
         f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] against "
         f"[bold]{escape(result.host_name)} {escape(result.target)}[/] (baseline {escape(base)})"
