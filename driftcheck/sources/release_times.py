@@ -32,8 +32,8 @@ from driftcheck.cache import cache_root
 from driftcheck.sources.versions import TTL_SECONDS
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
-TIMEOUT = 30
-_INDEX_KEYS = re.compile(r"^(?:[^.]*)\.(index-url|extra-index-url)='(.*)'$")
+TIMEOUT = 10  # a small page; a network that drops packets costs no more than this
+_INDEX_KEYS = re.compile(r"^(?:[^.]*)\.(index-url|extra-index-url|no-index)='(.*)'$")
 
 
 def index_urls() -> list[str]:
@@ -44,7 +44,10 @@ def index_urls() -> list[str]:
     proc = _pip("config", "list")
     for line in proc.splitlines():
         m = _INDEX_KEYS.match(line.strip())
-        if m:
+        if m and m.group(1) == "no-index":
+            if m.group(2).lower() in ("1", "true", "yes", "on"):
+                return []  # pip reads no index: neither does this
+        elif m:
             (main if m.group(1) == "index-url" else extra).extend(m.group(2).split())
     if not main:
         default = _python("from pip._internal.models.index import PyPI; print(PyPI.simple_url)")

@@ -79,3 +79,5 @@ def test_index_urls_come_from_pip_configuration(monkeypatch):
     monkeypatch.setattr(rt, "_pip", lambda *a: "")
     monkeypatch.setattr(rt, "_python", lambda *a: "https://default.invalid/simple\n")
     assert rt.index_urls() == ["https://default.invalid/simple"]
+    monkeypatch.setattr(rt, "_pip", lambda *a: ":env:.no-index='1'\n" + listing)
+    assert rt.index_urls() == []
