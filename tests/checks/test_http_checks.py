@@ -134,12 +134,14 @@ def test_without_a_baseline_the_uses_are_checked_against_the_target_alone(
 ):
     """What cannot work on the target is reported without a baseline, as for Python uses: a
     flag its server does not define (or deprecates), a key its model that forbids extra fields
-    does not take, a field no body it sends has. What needs the baseline is not: a key an
-    ignoring model drops (it may be another server's), a route the target does not serve (the
-    request may be another server's), a route put behind a flag."""
+    does not take, a field no body it sends has, a route it registers only under a flag the
+    client's launch does not pass. What needs the baseline is not: a key an ignoring model
+    drops, a route the target does not serve (the request may be another server's)."""
     result = scan(str(CLIENT), str(HOSTS["webhost"] / "2.0"), host="webhost", baseline="none")
     alone = {(f.file, f.line, f.rule, f.severity) for f in result.findings if f.rule in HTTP_RULES}
     assert alone == {
+        ("webclient/launch.py", 12, "http-route-flag", "error"),
+        ("webclient/launch.py", 32, "http-route-flag", "error"),
         ("webclient/launch.py", 19, "http-cli-flag", "error"),
         ("webclient/launch.py", 24, "http-cli-flag", "error"),
         ("webclient/launch.py", 25, "http-cli-flag", "warning"),
