@@ -15,6 +15,8 @@ variable) is a warning that quotes the condition.
 
 from __future__ import annotations
 
+import ast
+
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http import HTTP_ROUTE_FLAG, HTTP_ROUTE_REMOVED
 from driftcheck.checks.http_common import evidence, find_route, moved_route, routes_at, sides
@@ -59,9 +61,23 @@ def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding
     if now is None:
         return []
     flags = list(now.flags)
-    if not flags and now.condition:
-        flags = list(flags_behind(ctx.target, target, now, now.condition))
+    for part in _conjuncts(now.condition) if not flags else []:
+        flags += [f for f in flags_behind(ctx.target, target, now, part) if f not in flags]
     return _flagged(use, ctx, None, now, target, flags) if flags else []
+
+
+def _conjuncts(condition: str) -> list[str]:
+    """The parts a route condition needs all of (``A and enabled``: both); one part when it is
+    not a conjunction (an ``or`` may hold without the flag)."""
+    if not condition:
+        return []
+    try:
+        tree = ast.parse(condition, mode="eval").body
+    except SyntaxError:
+        return [condition]
+    if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And):
+        return [ast.unparse(v) for v in tree.values]
+    return [condition]
 
 
 def _narrowed(before: Route, now: Route) -> str | None:
