@@ -66,7 +66,7 @@ def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding
     return _flagged(use, ctx, None, now, target, flags) if flags else []
 
 
-def _conjuncts(condition: str) -> list[str]:
+def _conjuncts(condition: str | None) -> list[str]:
     """The parts a route condition needs all of (``A and enabled``: both); one part when it is
     not a conjunction (an ``or`` may hold without the flag)."""
     if not condition:
