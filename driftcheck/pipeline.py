@@ -289,7 +289,9 @@ class ClientReading:
         self.say = say or (lambda _msg: None)
         self._client: Client | None = None
         self._roots: frozenset[str] = frozenset()
-        self._base: tuple[HostAPI | None, str | None] | None = None
+        self._base: list | None = None  # the baseline's API and version, once found
+        #: Where the baseline came from (:func:`driftcheck.host.load.load_baseline`).
+        self.baseline_origin: dict = {"source": "none"}
         #: The last analysis: what its uses depend on, and the uses.
         self._analysed: tuple[tuple, list[Use]] | None = None
 
@@ -312,9 +314,13 @@ class ClientReading:
             )
             self._roots, self._analysed = roots, None
         if self._base is None:
-            self._base = load_baseline(
+            released = None
+            if self.spec.kind == "release" and self.spec.name and self.spec.version:
+                released = (self.spec.name, self.spec.version)
+            *self._base, self.baseline_origin = load_baseline(
                 self._client.tree.metadata, self.host_name, self.baseline, self.say,
-                alias=target.name,
+                alias=target.name, released=released, target_version=target.version,
+                roots=frozenset(target.roots),
             )  # fmt: skip
         return self._client, *self._base
 
@@ -402,6 +408,7 @@ def _scan(
         client_version=cl.version,
         host_name=host_name,
         baseline=base_version,
+        baseline_origin=reading.baseline_origin,
         target=target_spec.version or target.version,
         findings=findings,
         skipped=skipped,
@@ -426,9 +433,10 @@ def _scan(
             "host_files_baseline": base_api.loaded_files() if base_api else 0,
             "undecided_names": len(getattr(target, "undecided", [])),
             "undecided": list(getattr(target, "undecided", []))[:50],
-            # The client's requests to, reads from and launches of the host's server: the HTTP
-            # checks compare two releases, so without a baseline none is checked.
+            # The client's requests to, reads from and launches of the host's server (checked
+            # against the target alone without a baseline: none goes unchecked; the key stays
+            # in the JSON contract).
             "http_uses": sum(1 for u in uses if u.kind in HTTP_KINDS),
-            "http_unchecked": 0 if base_api else sum(1 for u in uses if u.kind in HTTP_KINDS),
+            "http_unchecked": 0,
         },
     )

@@ -55,6 +55,9 @@ class ScanResult:
     #: When ``--against`` named a range or ``@latest`` and the index could not be reached: the
     #: cached release list it was resolved on (``source``, ``age_s``, ``why``).
     release_list: dict | None = None
+    #: Where the baseline came from: ``source`` given, pin, inferred (with ``before``, the
+    #: client release it precedes, and ``published``, that release's date) or none.
+    baseline_origin: dict = field(default_factory=lambda: {"source": "none"})
 
     def to_dict(self) -> dict:
         """The JSON contract."""
@@ -63,6 +66,12 @@ class ScanResult:
             "host": {
                 "name": self.host_name,
                 "baseline": self.baseline,
+                "baseline_source": self.baseline_origin.get("source", "none"),
+                **(
+                    {"baseline_inferred": _inferred(self.baseline_origin)}
+                    if self.baseline_origin.get("source") == "inferred"
+                    else {}
+                ),
                 "target": self.target,
                 **({"release_list": self.release_list} if self.release_list else {}),
             },
@@ -81,3 +90,19 @@ class ScanResult:
                 else {}
             ),
         }
+
+
+def _inferred(origin: dict) -> dict:
+    """What an inferred baseline was inferred from, for the JSON contract."""
+    return {"before": origin.get("before"), "published": origin.get("published")}
+
+
+def baseline_note(baseline: str | None, origin: dict, host: str) -> str:
+    """The baseline as a report header says it: its version, and why when inferred
+    (``0.9.1, inferred: newest vllm release before trl 0.19.0 of 2025-06-20``)."""
+    if baseline and origin.get("source") == "inferred":
+        return (
+            f"{baseline}, inferred: newest {host} release before "
+            f"{origin.get('before')} of {origin.get('published')}"
+        )
+    return baseline or "none"

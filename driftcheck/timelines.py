@@ -42,6 +42,8 @@ class TimelineResult:
     seconds: float = 0.0
     #: Where ``--to latest`` was resolved from when the index could not be reached (its age).
     release_list: dict | None = None
+    #: Where the baseline came from (:attr:`driftcheck.result.ScanResult.baseline_origin`).
+    baseline_origin: dict = field(default_factory=lambda: {"source": "none"})
 
     def first_breaking(self) -> dict[str, tuple[str, Finding]]:
         """Fingerprint → (first release where it appears, the finding there)."""
@@ -73,6 +75,7 @@ class TimelineResult:
             "host": {
                 "name": self.host,
                 "baseline": self.baseline,
+                "baseline_source": self.baseline_origin.get("source", "none"),
                 **({"release_list": self.release_list} if self.release_list else {}),
             },
             "releases": [
@@ -184,6 +187,8 @@ def timeline(
             name, version, base_version = bases[0][0].name, bases[0][0].version, bases[0][2]
         kept = [first_api, *(b[1] for b in bases)]
         result = TimelineResult(name, version, host, base_version, versions, release_list=listed)
+        if base_version is not None:
+            result.baseline_origin = parts[0][1].baseline_origin
         for v in versions:
             try:
                 fetches[v].result()

@@ -138,6 +138,12 @@ def join(root: Path, parts: list[tuple[str, Any]], skipped: list) -> Any:
         client_name=root.resolve().name,
         client_version="",
         baseline=_one([r.baseline for _, r in parts]),
+        # Where the common baseline came from; each package's own where they differ.
+        baseline_origin=(
+            first.baseline_origin
+            if _one([r.baseline for _, r in parts]) is not None
+            else {"source": "none"}
+        ),
         findings=[],
         skipped=list(skipped),
         uses=[],

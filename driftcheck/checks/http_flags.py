@@ -1,7 +1,8 @@
 """Server flags the client's launch command passes that the target's server no longer takes.
 
 ``http-cli-flag``: a flag the baseline's server defines and the target's does not (the server
-exits with a usage error): an error. It is called renamed only on the host's evidence: the
+exits with a usage error): an error; without a baseline, any flag the target's server does not
+define. It is called renamed only on the host's evidence: the
 baseline's deprecation message names a flag the target defines, or the target's definition
 lists the old name as an alias (then it still works and nothing is reported). A flag the target
 deprecates is a warning. Where the evidence names the replacement, the fix renames the flag in
@@ -28,9 +29,11 @@ _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9_-]*", re.I)
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report flags of a server launch the target removed, renamed or deprecated."""
-    if not isinstance(use, HttpUse) or use.kind != "launch" or ctx.baseline is None:
+    if not isinstance(use, HttpUse) or use.kind != "launch":
         return []
     s = sides(ctx)
+    if s.baseline is None and s.target.flags:
+        return _alone(use, ctx, s.target)
     if s.baseline is None or not s.baseline.flags or not s.target.flags:
         return []
     out: list[Finding] = []
@@ -44,6 +47,33 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             out.append(_removed(use, ctx, name, span, before, s.target))
         elif now.deprecated and not before.deprecated:
             out.append(_deprecated(use, ctx, name, span, before, now, s.target))
+    return out
+
+
+def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding]:
+    """Without a baseline, the target alone: a flag its server does not define (an error:
+    the server exits with a usage error) or deprecates (a warning)."""
+    out: list[Finding] = []
+    for name, span in use.flags_on(side(ctx.target)):
+        now = target.flag(name)
+        if (now is not None and not now.deprecated) or not ctx.once(
+            use.file, f"flag {span} {name}"
+        ):
+            continue
+        if now is not None:
+            out.append(_deprecated(use, ctx, name, span, None, now, target))
+            continue
+        near = min(target.flags.values(), key=lambda f: (f.file, f.line))
+        ev = [evidence(ctx.target, near.file, near.line, f"no {name} among its flags")]
+        message = (
+            f"{ctx.target.name} {ctx.target.version}'s server does not take {name}: it exits "
+            "with a usage error"
+        )
+        out.append(
+            _at_flag(
+                finding(use, HTTP_CLI_FLAG, symbol=name, message=message, evidence=ev, at=span)
+            )
+        )
     return out
 
 
@@ -128,16 +158,15 @@ def _deprecated(
     ctx: CheckContext,
     name: str,
     span: tuple[int, int, int, int],
-    before: CliFlag,
+    before: CliFlag | None,
     now: CliFlag,
     target: HttpSurface,
 ) -> Finding:
     new = _replacement(now.deprecated, name, target)
     message = f"{ctx.target.name} {ctx.target.version} deprecates {name}: {now.deprecated}"
-    ev = [
-        evidence(ctx.base, before.file, before.line, f"{before.name} defined"),
-        evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated"),
-    ]
+    ev = [evidence(ctx.target, now.file, now.line, now.deprecated or "deprecated")]
+    if before is not None:  # without a baseline, the target's word alone
+        ev.insert(0, evidence(ctx.base, before.file, before.line, f"{before.name} defined"))
     return _at_flag(
         finding(
             use,

@@ -8,7 +8,8 @@ an error where the target model forbids extra fields (the request is rejected), 
 (the server ignores it). Where the target keeps the field under another wire name (its alias
 changed), the finding says so and the fix renames the key. A field the target model requires
 that the baseline did not, and that a payload whose keys are all known does not send, is an
-error.
+error. Without a baseline, the target's model alone: a key a model that forbids extra fields
+does not take, and a required field a complete payload lacks (both rejected).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http import HTTP_REQUEST_FIELD
 from driftcheck.checks.http_common import (
     evidence,
+    find_route,
     keys_on,
     request_model,
     routes_now,
@@ -35,11 +37,11 @@ from driftcheck.kinds import FixSafety, Severity
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report payload keys the target's request model dropped or renamed, and fields it now
     requires."""
-    if not isinstance(use, HttpUse) or use.kind != "http-request" or ctx.baseline is None:
+    if not isinstance(use, HttpUse) or use.kind != "http-request":
         return []
     s = sides(ctx)
     if s.baseline is None:
-        return []
+        return _alone(use, ctx, s.target)
     before, now = routes_now(s, use.http_method, use.path)
     if before is None or now is None:
         return []
@@ -93,6 +95,27 @@ def _inner_model(surface: HttpSurface, model: BodyModel, path: tuple[str, ...]) 
         f = sent_field(current, part)
         current = surface.model(f.model) if f is not None and f.model else None
     return current
+
+
+def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding]:
+    """Without a baseline, the target alone: on a route it serves whose model forbids extra
+    fields, a key the model does not take, and a required field a complete payload lacks
+    (both rejected); a key an ignoring model drops is not judged (it may be another server's)."""
+    now = find_route(target, use.http_method, use.path)
+    tm = request_model(target, now) if now is not None else None
+    if tm is None:
+        return []
+    sent, uncertain = keys_on(use.payload, side(ctx.target))
+    out: list[Finding] = []
+    if tm.extra == "forbid":
+        out += [
+            f
+            for key, span in sent.items()
+            if sent_field(tm, key) is None and (f := _now_forbidden(use, ctx, key, span, None, tm))
+        ]
+    if use.payload_complete and not uncertain:
+        out += _required(use, ctx, set(sent), None, tm)
+    return out
 
 
 def _dropped(
@@ -173,23 +196,28 @@ def _now_forbidden(
     ctx: CheckContext,
     key: str,
     span: tuple[int, int, int, int] | None,
-    bm: BodyModel,
+    bm: BodyModel | None,
     tm: BodyModel,
     label: str | None = None,
 ) -> Finding | None:
-    """A key neither model has, that the baseline ignored and the target rejects."""
+    """A key neither model has, that the baseline ignored and the target rejects (without a
+    baseline, that the target rejects)."""
     shown = label or key
     at = f" (the body's {label})" if label else ""
     if not ctx.once(use.file, f"{use.line} key {shown}"):
         return None
-    ev = [
-        evidence(ctx.base, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}"),
-        evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid"),
-    ]
-    message = (
-        f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} now forbids extra fields and "
-        f"has no {key!r}{at} (the baseline ignored it): the request is rejected"
-    )
+    ev = [evidence(ctx.target, tm.file, tm.line, f"{tm.qualname}: extra=forbid")]
+    host = f"{ctx.target.name} {ctx.target.version}"
+    message = f"{host}'s {tm.qualname} forbids extra fields and has no {key!r}{at}"
+    if bm is not None:
+        ev.insert(
+            0, evidence(ctx.base, bm.file, bm.line, f"{bm.qualname}: extra={bm.extra or 'ignore'}")
+        )
+        message = (
+            f"{host}'s {tm.qualname} now forbids extra fields and has no {key!r}{at} "
+            "(the baseline ignored it)"
+        )
+    message += ": the request is rejected"
     return _at(
         finding(
             use,
@@ -204,30 +232,36 @@ def _now_forbidden(
 
 
 def _required(
-    use: HttpUse, ctx: CheckContext, sent: set[str], bm: BodyModel, tm: BodyModel
+    use: HttpUse, ctx: CheckContext, sent: set[str], bm: BodyModel | None, tm: BodyModel
 ) -> list[Finding]:
+    """Fields the target requires that a complete payload does not send (and the baseline, if
+    any, did not require)."""
     out = []
     for f in tm.fields.values():
         if not f.required or f.wire_name in sent or f.name in sent:
             continue
-        old: ModelField | None = bm.fields.get(f.name)
+        old: ModelField | None = bm.fields.get(f.name) if bm is not None else None
         if old is not None and old.required:
             continue
         if not ctx.once(use.file, f"{use.line} required {f.wire_name}"):
             continue
         was = "optional" if old is not None else "absent"
-        ev = [
-            evidence(
-                ctx.base,
-                (old.file if old else "") or bm.file,
-                (old.line if old else 0) or bm.line,
-                f"{f.name} {was}",
-            ),
-            evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required"),
-        ]
+        ev = [evidence(ctx.target, f.file or tm.file, f.line or tm.line, f"{f.name} required")]
+        at_base = ""
+        if bm is not None:
+            at_base = f" ({was} at baseline)"
+            ev.insert(
+                0,
+                evidence(
+                    ctx.base,
+                    (old.file if old else "") or bm.file,
+                    (old.line if old else 0) or bm.line,
+                    f"{f.name} {was}",
+                ),
+            )
         message = (
-            f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} requires {f.wire_name!r} "
-            f"({was} at baseline); {use.symbol} does not send it"
+            f"{ctx.target.name} {ctx.target.version}'s {tm.qualname} requires {f.wire_name!r}"
+            f"{at_base}; {use.symbol} does not send it"
         )
         out.append(
             finding(

@@ -6,7 +6,8 @@ is missing) that a body the baseline's route sends has, and no body the target's
 the target's route sends no body at all; or a test that the body is empty (``not r.content``,
 ``r.status_code == 204``) where the baseline's route sent none and the target's sends one. A
 read with a default the client copes with is not
-reported; neither is one an ``isinstance`` test rules out for the call's result.
+reported; neither is one an ``isinstance`` test rules out for the call's result. Without a
+baseline, the target alone: a field no body the target's route sends has.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from typing import cast
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.http import HTTP_RESPONSE_FIELD
-from driftcheck.checks.http_common import Sides, evidence, routes_now, sides, walk_response
+from driftcheck.checks.http_common import (
+    Sides,
+    evidence,
+    find_route,
+    routes_now,
+    sides,
+    walk_response,
+)
 from driftcheck.client.http.reads import EMPTY
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
@@ -27,11 +35,11 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a read of a response field the target's route no longer sends."""
     if not isinstance(use, HttpUse) or use.kind != "http-read" or use.optional:
         return []
-    if ctx.baseline is None or not _runs_for(use):
+    if not _runs_for(use):
         return []
     s = sides(ctx)
     if s.baseline is None:
-        return []
+        return _alone(use, ctx, s.target)
     before, now = routes_now(s, use.http_method, use.path)
     if before is None or now is None:
         return []  # a removed route is http-route-removed's
@@ -55,6 +63,25 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         evidence(ctx.base, was.file or before.file, was.line or before.line, f"sends {name}"),
         evidence(ctx.target, got.file or now.file, got.line or now.line, got.note),
     ]
+    return [finding(use, HTTP_RESPONSE_FIELD, symbol=use.symbol, message=message, evidence=ev)]
+
+
+def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding]:
+    """Without a baseline, the target alone: a field no body its route sends has (an empty
+    test is not judged: it needs what the route sent before)."""
+    now = find_route(target, use.http_method, use.path)
+    if now is None or use.field == (EMPTY,):
+        return []
+    got = walk_response(target, now, use.field)
+    if got.status not in ("missing", "empty") or not ctx.once(use.file, f"read {use.symbol}"):
+        return []
+    name = ".".join(p for p in use.field if p != "[]")
+    host = f"{ctx.target.name} {ctx.target.version}"
+    if got.status == "empty":
+        message = f"{host}'s {now.method} {now.path} sends no body; the client reads {name}"
+    else:
+        message = f"{host}'s {now.method} {now.path} does not send {name} ({got.note})"
+    ev = [evidence(ctx.target, got.file or now.file, got.line or now.line, got.note)]
     return [finding(use, HTTP_RESPONSE_FIELD, symbol=use.symbol, message=message, evidence=ev)]
 
 

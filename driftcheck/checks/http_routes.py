@@ -3,8 +3,9 @@
 ``http-route-removed``: the baseline serves the method and path a request addresses, the target
 does not; where the target serves the same handler, or a path with the same tail, the finding
 says where the route went. ``http-route-flag``: the target registers the route only when a
-server flag is set (the baseline without it); where the client starts the server itself and
-passes none of the flags, the finding is at that command line and the fix adds the flag;
+server flag is set (the baseline without it; without a baseline, at all); where the client
+starts the server itself and passes none of the flags, the finding is at that command line and
+the fix adds the flag;
 without a launch command in the scanned code, it says the server must be started with it (a
 warning: the server is started elsewhere); a command with parts that are not literal
 (``[...] + list(extra_args or [])``) gets a warning that holds unless those parts pass the
@@ -15,6 +16,8 @@ variable) is a warning that quotes the condition.
 """
 
 from __future__ import annotations
+
+import ast
 
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.http import HTTP_ROUTE_FLAG, HTTP_ROUTE_REMOVED
@@ -29,11 +32,11 @@ from driftcheck.kinds import FixSafety, Severity
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a request to a route the target removed, moved or put behind a flag."""
-    if not isinstance(use, HttpUse) or use.kind != "http-request" or ctx.baseline is None:
+    if not isinstance(use, HttpUse) or use.kind != "http-request":
         return []
     s = sides(ctx)
     if s.baseline is None:
-        return []
+        return _alone(use, ctx, s.target)
     before = find_route(s.baseline, use.http_method, use.path)
     if before is None:
         return []  # not a route the baseline serves: not the host's, or not known
@@ -50,6 +53,33 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             return _flagged(use, ctx, before, now, s.target, list(behind))
         return _conditioned(use, ctx, before, now, extra)
     return []
+
+
+def _alone(use: HttpUse, ctx: CheckContext, target: HttpSurface) -> list[Finding]:
+    """Without a baseline, the target alone: a route it registers only when the server is
+    started with a flag (its own, or the flags its condition reads). A route it does not serve
+    is not judged: the request may be another server's."""
+    now = find_route(target, use.http_method, use.path)
+    if now is None:
+        return []
+    flags = list(now.flags)
+    for part in _conjuncts(now.condition) if not flags else []:
+        flags += [f for f in flags_behind(ctx.target, target, now, part) if f not in flags]
+    return _flagged(use, ctx, None, now, target, flags) if flags else []
+
+
+def _conjuncts(condition: str | None) -> list[str]:
+    """The parts a route condition needs all of (``A and enabled``: both); one part when it is
+    not a conjunction (an ``or`` may hold without the flag)."""
+    if not condition:
+        return []
+    try:
+        tree = ast.parse(condition, mode="eval").body
+    except SyntaxError:
+        return [condition]
+    if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And):
+        return [ast.unparse(v) for v in tree.values]
+    return [condition]
 
 
 def _narrowed(before: Route, now: Route) -> str | None:
@@ -147,7 +177,7 @@ def _nearest(target: HttpSurface, before: Route) -> Route | None:
 def _flagged(
     use: HttpUse,
     ctx: CheckContext,
-    before: Route,
+    before: Route | None,
     now: Route,
     target: HttpSurface,
     flags: list[str],
@@ -158,17 +188,10 @@ def _flagged(
         return []
     where = f"{now.method} {now.path}"
     names = " or ".join(flags)
-    ev = [
-        evidence(
-            ctx.base,
-            before.file,
-            before.line,
-            f"{where} registered if {before.condition}"
-            if before.condition
-            else f"{where} always registered",
-        ),
-        evidence(ctx.target, now.file, now.line, f"registered only if {now.condition or names}"),
-    ]
+    ev = [evidence(ctx.target, now.file, now.line, f"registered only if {now.condition or names}")]
+    if before is not None:  # without a baseline, the target's word alone
+        was = f"registered if {before.condition}" if before.condition else "always registered"
+        ev.insert(0, evidence(ctx.base, before.file, before.line, f"{where} {was}"))
     flag = target.flag(flags[0])
     if flag is not None:
         ev.append(evidence(ctx.target, flag.file, flag.line, f"{flag.name} defined"))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from driftcheck.errors import DriftcheckError, SourceError, UsageError
 from driftcheck.host.api import HostAPI
@@ -132,29 +132,52 @@ def load_baseline(
     say: Progress,
     *,
     alias: str | None = None,
-) -> tuple[HostAPI | None, str | None]:
-    """The baseline host: ``baseline`` if given, else the pin on the host in the client's
-    ``metadata``; ``"none"`` scans without a baseline (only what cannot work on the target).
+    released: tuple[str, str] | None = None,
+    target_version: str | None = None,
+    roots: frozenset[str] = frozenset(),
+) -> tuple[HostAPI | None, str | None, dict]:
+    """The baseline host and where it came from: ``baseline`` if given, else the pin on the
+    host in the client's ``metadata``, else (a client ``released`` on the index as (name,
+    version)) the newest host release published before the client's; ``"none"`` scans without
+    a baseline (only what cannot work on the target).
+
+    The third item is the baseline's origin for the report: ``{"source": "given" | "pin" |
+    "inferred" | "none", ...}``, an inferred one with what it was inferred from.
 
     Raises:
         UsageError: An empty ``baseline`` (say ``none`` for no baseline).
+        SourceError: A baseline whose files hold none of the target's packages (``roots``):
+            it would read nothing and report nothing.
     """
     if baseline is not None and not baseline.strip():
         raise UsageError("--baseline is empty: give a version, a spec, or 'none' for no baseline")
     if baseline is not None and baseline.strip().lower() == "none":
-        return None, None
+        return None, None, {"source": "none"}
     base_version = baseline
+    origin: dict = {"source": "given" if baseline is not None else "none"}
     md = metadata
     if base_version is None and md:
         for name in (host_name, alias):
             if name and md.pin_on(name):
                 base_version = md.pin_on(name)
+                origin = {"source": "pin"}
                 allowed = md.pin_range(name)
                 if base_version and allowed is not None:  # a range: its oldest real release
                     base_version = _oldest_allowed(host_name, base_version, allowed)
                 break
+    if not base_version and released is not None:
+        inferred = infer_baseline(host_name, *released, target_version=target_version)
+        if "version" in inferred:
+            base_version = inferred.pop("version")
+            try:
+                api = _load_base(parse_spec(f"{host_name}=={base_version}"), say, roots)
+            except DriftcheckError as exc:  # a default the user did not ask for: say, go on
+                say(f"no baseline: the inferred {host_name} {base_version} did not load ({exc})")
+                return None, None, {"source": "none", "why": f"inferred {base_version}: {exc}"}
+            return api, base_version, {"source": "inferred", **inferred}
+        origin = {"source": "none", **inferred}
     if not base_version:
-        return None, None
+        return None, None, origin
     if (
         base_version == "installed"
         or any(c in base_version for c in "/@<>~!,")
@@ -163,9 +186,56 @@ def load_baseline(
         base_spec = exact_spec(base_version, default_name=host_name)
     else:
         base_spec = parse_spec(f"{host_name}=={base_version}")
-    say(f"loading baseline {base_spec}")
-    api = load_host(base_spec)
-    return api, (base_spec.version if base_spec.kind == "release" else api.version)
+    api = _load_base(base_spec, say, roots)
+    return api, (base_spec.version if base_spec.kind == "release" else api.version), origin
+
+
+def _load_base(spec: PackageSpec, say: Progress, roots: frozenset[str]) -> HostAPI:
+    say(f"loading baseline {spec}")
+    api = load_host(spec)
+    tree = getattr(api, "tree", None)
+    if (
+        roots
+        and tree is not None
+        and not any(tree.is_package(r) or tree.module_file(r) or tree.is_compiled(r) for r in roots)
+    ):
+        where = f"{spec.name} {spec.version}" if spec.kind == "release" else str(spec)
+        raise SourceError(
+            f"baseline {where}: its files ({tree.label}) hold none of the target's packages "
+            f"({', '.join(sorted(roots))}): nothing could be compared"
+        )
+    return api
+
+
+def infer_baseline(
+    host: str, client: str, client_version: str, *, target_version: str | None = None
+) -> dict:
+    """The newest release of ``host`` published before ``client_version`` of ``client`` (the
+    index's upload times), as ``{"version", "before", "published"}``; without one, ``{"why"}``.
+    A release not older than the target is not used: there is nothing older to compare."""
+    from driftcheck.sources.release_times import day, newest_before, published, release_times
+
+    try:
+        when = published(client, client_version)
+        if when is None:
+            return {"why": f"the index gives no upload time for {client} {client_version}"}
+        chosen = newest_before(release_times(host), when)
+    except DriftcheckError as exc:
+        return {"why": str(exc)}
+    before = {"before": f"{client} {client_version}", "published": day(when)}
+    if chosen is None:
+        return {"why": f"no {host} release was published before {client} {client_version}"}
+    if target_version and not _older(chosen, target_version):
+        # Written for the target itself (or a later release): nothing older to compare.
+        return {"why": f"{host} {chosen}, the newest before {client}, is not older than the target"}
+    return {"version": chosen, **before}
+
+
+def _older(a: str, b: str) -> bool:
+    try:
+        return Version(a) < Version(b)
+    except InvalidVersion:
+        return True
 
 
 def _oldest_allowed(host: str, lower: str, allowed: SpecifierSet) -> str:

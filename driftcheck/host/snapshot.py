@@ -19,9 +19,17 @@ from packaging.utils import canonicalize_name
 
 from driftcheck.cache import cache_root, code_digest, locked
 from driftcheck.sources.metadata import DistMetadata
-from driftcheck.sources.trees import SourceTree
+from driftcheck.sources.trees import SourceTree, sdist_package_dir
 
 FORMAT = 2
+#: How an sdist's files are laid out (2: the folder that holds its packages, ``lib/`` too, is
+#: stripped). Older snapshots are read again only where that folder is still there.
+LAYOUT = 2
+
+
+def _unstripped(files: list[str]) -> bool:
+    """True when a file list still has a ``src/`` or ``lib/`` folder that holds the packages."""
+    return bool(sdist_package_dir(dict.fromkeys(files, b"")))
 
 
 def snapshot_path(name: str, version: str, sha256: str) -> Path:
@@ -47,6 +55,11 @@ class SnapshotTree(SourceTree):
                     self.data = data
             except (OSError, ValueError):
                 self.data = {}
+        if self.data and self.data.get("layout") != LAYOUT:
+            if _unstripped(self.data["files"]):
+                self.data = {}  # an sdist read before its lib/ folder was found: read it again
+            else:
+                self.data["layout"] = LAYOUT  # kept when the snapshot is next saved
         if self.data and self.data.get("facts_code") != code_digest():
             # Facts are mined by driftcheck's code: another version of it mines them afresh.
             self.data["facts"] = {}
@@ -57,6 +70,7 @@ class SnapshotTree(SourceTree):
             md = real.metadata
             self.data = {
                 "format": FORMAT,
+                "layout": LAYOUT,
                 "files": real.files(),
                 "top_level": real.top_level_packages(),
                 "metadata": None if md is None else [md.name, md.version, md.requires],

@@ -248,7 +248,7 @@ def _baseline_of(client: ClientPlan, host: str) -> str | None:
         if client.line.kind != "folder":
             spec = PackageSpec("release", name=client.name, version=client.version)
         md = open_tree(spec).metadata
-        api, version = load_baseline(md, host, None, lambda _m: None)
+        api, version, _ = load_baseline(md, host, None, lambda _m: None)
     except DriftcheckError:
         return None  # the task meets it again and says why
     if api is None or version is None:

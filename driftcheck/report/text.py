@@ -14,7 +14,7 @@ from driftcheck.findings import Finding
 from driftcheck.host.served_model import ServedModel
 from driftcheck.report.console import report_console
 from driftcheck.report.locations import cell_location, where
-from driftcheck.result import ScanResult
+from driftcheck.result import ScanResult, baseline_note
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -29,7 +29,7 @@ def render(
 ) -> None:
     """Write the human report (accepted findings are counted, not shown)."""
     console = report_console(out, color=color)
-    base = result.baseline or "none"
+    base = baseline_note(result.baseline, result.baseline_origin, result.host_name)
     console.print(
         f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] against "
         f"[bold]{escape(result.host_name)} {escape(result.target)}[/] (baseline {escape(base)})"
@@ -64,8 +64,6 @@ def render(
             )
     for file, reason in result.skipped:
         console.print(f"[yellow]skipped[/] {escape(file)}: {escape(reason)}")
-    if unchecked := result.stats.get("http_unchecked"):
-        console.print(f"[yellow]not checked[/] {escape(unchecked_line(result, int(unchecked)))}")
     if triage is not None:
         _accepted(console, triage)
     console.print()
@@ -186,16 +184,6 @@ def summary(result: ScanResult) -> str:
     parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
     files = len({f.file for f in result.findings})
     return f"Found {len(result.findings)} drift(s) in {files} file(s): {', '.join(parts)}."
-
-
-def unchecked_line(result: ScanResult, n: int) -> str:
-    """Why the client's uses of the host's server were not checked (no baseline)."""
-    return (
-        f"{n} use(s) of {result.host_name}'s server (HTTP requests, response reads, launch "
-        f"commands): the HTTP checks compare the baseline's server with the target's, and there "
-        f"is no baseline (the client pins no {result.host_name}, or the scan was told none; "
-        "pass --baseline VERSION)"
-    )
 
 
 def served_line(served: ServedModel) -> str:

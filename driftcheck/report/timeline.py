@@ -13,6 +13,7 @@ from rich.table import Table
 from driftcheck.report.console import report_console
 from driftcheck.report.svg import recording_console, save_svg
 from driftcheck.report.text import release_list_line
+from driftcheck.result import baseline_note
 from driftcheck.timelines import TimelineResult
 
 #: The widest SVG picture, in columns: a wider table folds (a picture is not scrolled).
@@ -25,7 +26,7 @@ def render_timeline(result: TimelineResult, out: TextIO, *, svg: str | None = No
     parts: list[RenderableType] = [
         f"[bold]{escape(result.client_name)} {escape(result.client_version)}[/] across "
         f"{escape(result.host)} {result.versions[0]} … {result.versions[-1]} "
-        f"(baseline {escape(result.baseline or 'none')})"
+        f"(baseline {escape(baseline_note(result.baseline, result.baseline_origin, result.host))})"
     ]
     if result.release_list:
         line = release_list_line(result.host, result.versions[-1], result.release_list)

@@ -194,8 +194,47 @@ def _opens(path: Path) -> bool:
         return False
 
 
-#: Pythons whose wheels carry the same sources when a release has none for this one.
-_OLDER_PYTHONS = [f"3.{m}" for m in range(sys.version_info.minor - 1, 7, -1)]
+#: Pythons whose wheels carry the same sources when a release has none for this one (when the
+#: index does not say which it has): down to 3.6, the oldest many old releases still serve.
+_OLDER_PYTHONS = [f"3.{m}" for m in range(sys.version_info.minor - 1, 5, -1)]
+_LINUX = ("manylinux", "linux_x86_64")
+
+
+def older_wheels(files: list[str] | None) -> list[tuple[str, str]]:
+    """(Python version, platform) of the wheels among a release's ``files`` made for an older
+    Python 3 than this one, newest Python first, one each (a Linux or pure wheel where there is
+    one: its sources are the same on every platform). Without the file list, every older
+    Python with a Linux wheel."""
+    if files is None:
+        return [(v, "manylinux2014_x86_64") for v in _OLDER_PYTHONS]
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    best: dict[str, str] = {}
+    for name in files:
+        if not name.endswith(".whl"):
+            continue
+        try:
+            tags = parse_wheel_filename(name)[3]
+        except InvalidWheelFilename:
+            continue
+        for tag in tags:
+            m = re.fullmatch(r"(?:cp|py)3(\d+)", tag.interpreter)
+            if not m or not int(m.group(1)) < sys.version_info.minor:
+                continue
+            py = f"3.{m.group(1)}"
+            linux = tag.platform == "any" or tag.platform.startswith(_LINUX)
+            if py not in best or (linux and not best[py].startswith(_LINUX)):
+                best[py] = tag.platform
+    return [(py, best[py]) for py in sorted(best, key=lambda v: -int(v.split(".")[1]))]
+
+
+def _release_files(name: str, version: str) -> list[str] | None:
+    from driftcheck.sources.release_times import release_files
+
+    try:
+        return release_files(name, version)
+    except DriftcheckError:
+        return None
 
 
 def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
@@ -206,18 +245,19 @@ def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
         ["--only-binary=:all:"],
         # A release with no wheel for this machine: any platform's wheel has the same sources.
         anywhere,
-        ["--no-binary=:all:", "--no-build-isolation"],
     ]
-    # A release whose sdist does not build here and that has no wheel for this Python
-    # (scikit-learn 1.0.2 on 3.11): an older Python's wheel carries the same sources.
-    older = [[*anywhere, "--python-version", v] for v in _OLDER_PYTHONS]
+    sdist = ["--no-binary=:all:", "--no-build-isolation"]
+    # pip prepares an sdist's metadata even to download it: without ``wheel`` in this
+    # environment an old setup.py cannot (``invalid command 'bdist_wheel'``); an isolated build
+    # environment, which pip fills from the index, can.
+    isolated = ["--no-binary=:all:"]
     listed: set[str] = set()
     any_listing = False
     not_listed = ""  # pip's output when the version was not among those it found
     other = ""  # pip's output for any other failure (a build error, a bad wheel)
     n = 0
     while n < len(attempts):
-        extra, sdist = attempts[n], n == 2
+        extra = attempts[n]
         n += 1
         try:
             proc = subprocess.run(
@@ -258,14 +298,30 @@ def _pip_download(name: str, version: str, dest: Path, *, quiet: bool) -> None:
                 not_listed = out
         else:
             other = out
-        if sdist and other == out:  # the release exists but did not build here
-            attempts.extend(older)
+        if n == len(attempts):  # the planned attempts are spent: what may come next
+            if extra is sdist:
+                if other == out:  # the sdist exists but pip could not prepare it here
+                    attempts.append(isolated)
+            elif extra is not isolated:
+                # An old release with wheels only for older Pythons (numpy 1.15 to 1.21): such
+                # a wheel carries the same sources and needs no build, unlike the sdist.
+                for py, plat in older_wheels(_release_files(name, version)):
+                    platforms = ["--platform", plat] + (["--platform", "any"] * (plat != "any"))
+                    attempts.append(["--only-binary=:all:", *platforms, "--python-version", py])
+                attempts.append(sdist)
     if any_listing and not _has_version(listed, version) and not other:
         ignored = _IGNORED_INDEX.search(not_listed)
         if not listed and ignored:
             raise FetchError(
                 f"pip ignored the package index {ignored.group(1)} (not a trusted or secure "
                 f"host), so {name}=={version} cannot be fetched"
+            )
+        files = _release_files(name, version)
+        if files:  # the index has it: pip found no file it may use here (Requires-Python)
+            shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+            raise FetchError(
+                f"pip found no file of {name}=={version} it can use here (the index has "
+                f"{shown}); name another release"
             )
         raise FetchError(_unknown_version_message(name, version, sorted(listed)))
     last = other or not_listed

@@ -8,6 +8,7 @@ are read in memory; nothing is extracted. Releases are fetched into the user cac
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tarfile
@@ -118,7 +119,9 @@ class SourceTree:
         """Importable top-level names: from ``top_level.txt`` or the tree's layout."""
         names: set[str] = set()
         for rel in self._file_set():
-            if rel.endswith(".dist-info/top_level.txt") and rel.count("/") == 1:
+            if rel.endswith((".dist-info/top_level.txt", ".egg-info/top_level.txt")) and (
+                rel.count("/") == 1
+            ):
                 names.update(
                     line.strip() for line in self.read_text(rel).splitlines() if line.strip()
                 )
@@ -259,12 +262,14 @@ class ZipTree(SourceTree):
 
 
 class TarTree(SourceTree):
-    """An sdist (``.tar.gz``) read in memory; the top folder and ``src/`` are stripped."""
+    """An sdist (``.tar.gz``) read in memory; the top folder and the folder that holds the
+    packages (``src/``, ``lib/`` or what the packaging's ``package_dir`` names) are stripped."""
 
     def __init__(self, path: Path, label: str | None = None) -> None:
         super().__init__()
         self.label = label or path.name
         self._data: dict[str, bytes] = {}
+        raw: dict[str, bytes] = {}
         try:
             with tarfile.open(path) as tar:
                 for member in tar.getmembers():
@@ -277,13 +282,16 @@ class TarTree(SourceTree):
                     parts = rel.split("/")[1:]
                     if not parts:
                         continue
-                    if parts[0] == "src" and len(parts) > 1:
-                        parts = parts[1:]
                     handle = tar.extractfile(member)
                     if handle is not None:
-                        self._data["/".join(parts)] = handle.read()
+                        raw["/".join(parts)] = handle.read()
         except ARCHIVE_ERRORS as exc:
             raise SourceError(f"corrupt or unreadable archive {path.name}: {why(exc)}") from None
+        prefix = sdist_package_dir(raw)
+        for rel, data in raw.items():
+            if prefix and rel.startswith(prefix + "/"):
+                rel = rel[len(prefix) + 1 :]
+            self._data.setdefault(rel, data)
 
     def files(self) -> list[str]:
         return list(self._data)
@@ -293,6 +301,38 @@ class TarTree(SourceTree):
             return self._data[rel]
         except KeyError:
             raise SourceError(f"{self.label}: no member {rel}") from None
+
+
+_PACKAGE_DIR = (
+    # setup.py: package_dir={"": "lib"}
+    ("setup.py", re.compile(r"""package_dir\s*=\s*\{\s*['"]{2}\s*:\s*['"]([^'"]+)['"]""")),
+    # setup.cfg: [options] package_dir = =lib (on the same line or the next)
+    ("setup.cfg", re.compile(r"^package_dir\s*=\s*(?:\n\s+)?=\s*(\S+)", re.M)),
+    # pyproject.toml: [tool.setuptools.package-dir] "" = "lib"
+    ("pyproject.toml", re.compile(r"""^\s*""\s*=\s*["']([^"']+)["']""", re.M)),
+)
+
+
+def sdist_package_dir(files: dict[str, bytes]) -> str:
+    """The folder of an sdist (paths below its top folder) that holds the importable packages:
+    the one its packaging's ``package_dir`` names, else ``src`` or ``lib`` when it holds a
+    package (``lib/sqlalchemy/__init__.py``) and the top holds none of that name; else ``""``."""
+    for name, pattern in _PACKAGE_DIR:
+        if name in files:
+            m = pattern.search(decode_text(files[name]))
+            if m:
+                folder = m.group(1).strip("./")
+                if folder and any(p.startswith(folder + "/") for p in files):
+                    return folder
+    for folder in ("src", "lib"):
+        inside = {
+            p.split("/")[1]
+            for p in files
+            if p.startswith(folder + "/") and p.count("/") == 2 and p.endswith("/__init__.py")
+        }
+        if inside and not any(f"{pkg}/__init__.py" in files for pkg in inside):
+            return folder
+    return ""
 
 
 class InstalledTree(SourceTree):

@@ -3,7 +3,8 @@ way; the rules' ``[[cases]]`` do the same).
 
 A check module ``driftcheck/checks/<name>.py`` keeps its cases in
 ``driftcheck/checks/cases/<name>.toml``. Each ``[[cases]]`` entry is a host package
-``casehost`` on two releases (``[cases.baseline]`` and ``[cases.target]``: file path under the
+``casehost`` on two releases (``[cases.baseline]`` and ``[cases.target]``; only a target: scanned
+without a baseline; file path under the
 package -> source; without ``target`` the host is the same on both), a client module
 (``client``, written as ``caseclient/mod.py``) and the findings the scan must give, exactly
 (``expect``: ``check`` id, ``line`` in the client, and optionally a ``message`` fragment,
@@ -59,7 +60,8 @@ class CheckCase:
     module: str
     name: str
     client: str
-    baseline: dict[str, str]
+    #: None: the case is scanned without a baseline (``--baseline none``): only ``target``.
+    baseline: dict[str, str] | None
     target: dict[str, str]
     expect: tuple[Expected, ...] = ()
     note: str = ""
@@ -87,9 +89,10 @@ def load_cases(module: str) -> list[CheckCase]:
                 module=module,
                 name=raw["name"],
                 client=raw["client"],
-                baseline=dict(raw["baseline"]),
-                # A host that is the same on both releases (served-model) gives only one.
-                target=dict(raw.get("target", raw["baseline"])),
+                baseline=dict(raw["baseline"]) if "baseline" in raw else None,
+                # A host that is the same on both releases (served-model) gives only one; a
+                # case without a baseline only the target.
+                target=dict(raw.get("target", raw.get("baseline", {}))),
                 expect=tuple(expect),
                 note=raw.get("note", ""),
                 rules=dict(raw.get("rules", {})),
@@ -125,8 +128,9 @@ def _host(root: Path, version: str, sources: dict[str, str]) -> Path:
 
 
 def scan_case(case: CheckCase, root: Path) -> list[Finding]:
-    """Write the case to folders under ``root`` and scan its client, baseline 1.0, target 2.0."""
-    base = _host(root, "1.0", case.baseline)
+    """Write the case to folders under ``root`` and scan its client, baseline 1.0 (or none),
+    target 2.0."""
+    base = _host(root, "1.0", case.baseline) if case.baseline is not None else "none"
     target = _host(root, "2.0", case.target)
     client = _write(root / "client", {f"{CLIENT}/__init__.py": "", CLIENT_FILE: case.client})
     rules_folder = _write(

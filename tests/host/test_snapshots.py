@@ -57,3 +57,33 @@ def test_visited_modules_are_kept_and_a_run_reading_only_facts_keeps_them(releas
     third = load_host(SPEC)
     assert third.fact("test-fact", lambda: pytest.fail("recomputed")) == [1, 2]
     assert third.module("minihost.core") is not None and third.tree.archive_reads == 0
+
+
+def test_a_snapshot_of_an_sdist_read_before_its_lib_folder_was_found_is_read_again(
+    tmp_path: Path,
+):
+    import json
+
+    from driftcheck.host.snapshot import FORMAT, LAYOUT, SnapshotTree
+    from driftcheck.sources.trees import DirectoryTree
+
+    real = tmp_path / "real"
+    (real / "p").mkdir(parents=True)
+    (real / "p" / "__init__.py").write_text("X = 1\n")
+    opened: list[int] = []
+
+    def opener() -> DirectoryTree:
+        opened.append(1)
+        return DirectoryTree(real)
+
+    old = {"format": FORMAT, "files": ["lib/p/__init__.py", "test/__init__.py"], "top_level": []}
+    old |= {"metadata": None, "texts": {}, "facts": {}}
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(old))
+    tree = SnapshotTree(path, opener, label="p 1.0")
+    assert opened and tree.files() == ["p/__init__.py"] and tree.data["layout"] == LAYOUT
+    # near miss: a snapshot without the layout mark whose packages sit at the top is kept
+    path.write_text(json.dumps({**old, "files": ["p/__init__.py", "lib/notes.txt"]}))
+    opened.clear()
+    kept = SnapshotTree(path, opener, label="p 1.0")
+    assert not opened and kept.files() == ["p/__init__.py", "lib/notes.txt"]

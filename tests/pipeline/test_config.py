@@ -58,7 +58,12 @@ def test_settings_are_honoured(project: Path):
     _configure(project)
     code, data = _scan(project)
     assert code == 1
-    assert data["host"] == {"name": "minihost", "baseline": "1.0", "target": "2.0"}
+    assert data["host"] == {
+        "name": "minihost",
+        "baseline": "1.0",
+        "baseline_source": "given",
+        "target": "2.0",
+    }
     assert len(data["findings"]) == 11
 
 

@@ -485,3 +485,30 @@ def test_timeline_tables_show_full_paths_and_symbols(
     assert max(len(ln.rstrip()) for ln in shown.splitlines()) <= 60
     folded = "".join(ln.split()[-1] for ln in shown.splitlines() if ln.strip())
     assert deep_scan.findings[0].symbol in folded  # the symbol column, whole across its lines
+
+
+@pytest.mark.parametrize(
+    ("origin", "header", "fields"),
+    [
+        ({"source": "given"}, "(baseline 1.0)", {"baseline_source": "given"}),
+        (
+            {"source": "inferred", "before": "miniclient 0.3", "published": "2024-05-01"},
+            "(baseline 1.0, inferred: newest minihost release before miniclient 0.3 of 2024-05-01)",
+            {
+                "baseline_source": "inferred",
+                "baseline_inferred": {"before": "miniclient 0.3", "published": "2024-05-01"},
+            },
+        ),
+    ],
+)
+def test_the_header_says_where_the_baseline_came_from(
+    mini: ScanResult, origin: dict, header: str, fields: dict
+):
+    from dataclasses import replace
+
+    result = replace(mini, baseline_origin=origin)
+    buf = io.StringIO()
+    FORMATS["text"](result, buf)
+    assert header in " ".join(buf.getvalue().split())
+    host = json.loads(json.dumps(result.to_dict()))["host"]
+    assert {k: v for k, v in host.items() if k.startswith("baseline_")} == fields

@@ -187,6 +187,49 @@ def test_tar_tree_strips_top_and_src_and_skips_unsafe(tmp_path):
     assert tree.metadata is not None and tree.metadata.version == "1.0"
 
 
+PKG_INFO = b"Metadata-Version: 2.1\nName: p\nVersion: 1.0\n"
+
+
+@pytest.mark.parametrize(
+    ("members", "expected"),
+    [
+        # near misses first: a top-level package stays where it is, and so do folders named
+        # lib/ or src/ inside it or beside it that hold no package of their own
+        ({"p/__init__.py": b"", "p/lib/__init__.py": b"", "lib/notes.txt": b""}, ["p/__init__.py", "p/lib/__init__.py"]),
+        ({"p/__init__.py": b"", "src/p/__init__.py": b""}, ["p/__init__.py", "src/p/__init__.py"]),
+        # lib/ (SQLAlchemy 1.3), found by the layout, its egg-info naming the package
+        (
+            {"lib/p/__init__.py": b"", "lib/p/orm.py": b"", "test/__init__.py": b"",
+             "lib/P.egg-info/top_level.txt": b"p\n"},
+            ["p/__init__.py", "p/orm.py", "test/__init__.py"],
+        ),
+        # a folder of another name, named by setup.py, setup.cfg or pyproject.toml
+        ({"code/p/__init__.py": b"", "setup.py": b"setup(package_dir={'': 'code'})"}, ["p/__init__.py", "setup.py"]),
+        ({"code/p/__init__.py": b"", "setup.cfg": b"[options]\npackage_dir =\n    =code\n"}, ["p/__init__.py"]),
+        (
+            {"code/p/__init__.py": b"",
+             "pyproject.toml": b'[tool.setuptools.package-dir]\n"" = "code"\n'},
+            ["p/__init__.py"],
+        ),
+    ],
+)  # fmt: skip
+def test_tar_tree_finds_the_folder_that_holds_the_packages(tmp_path, members, expected):
+    files = {f"p-1.0/{k}": v for k, v in members.items()} | {"p-1.0/PKG-INFO": PKG_INFO}
+    tree = open_archive(_sdist(tmp_path / "p-1.0.tar.gz", files))
+    assert tree.python_files() == expected
+    assert "p" in tree.top_level_packages()
+
+
+def test_tar_tree_roots_come_from_the_egg_info(tmp_path):
+    files = {
+        "p-1.0/lib/p/__init__.py": b"",
+        "p-1.0/lib/P.egg-info/top_level.txt": b"p\n",
+        "p-1.0/test/__init__.py": b"",
+        "p-1.0/PKG-INFO": PKG_INFO,
+    }
+    assert open_archive(_sdist(tmp_path / "p-1.0.tar.gz", files)).top_level_packages() == ["p"]
+
+
 def test_tar_tree_truncated_is_source_error(tmp_path):
     sdist = _sdist(tmp_path / "p-1.0.tar.gz", {"p-1.0/p/__init__.py": b"X = 1\n" * 5000})
     blob = sdist.read_bytes()
@@ -299,9 +342,11 @@ def test_real_tiny_release_refetched_after_truncation(monkeypatch, tmp_path):
 # -- pip's answers -----------------------------------------------------------------------------
 
 
-def _fake_run(monkeypatch, answers: list[tuple[int, str]]):
-    """Make subprocess.run answer with ``answers`` in turn (returncode, stderr)."""
+def _fake_run(monkeypatch, answers: list[tuple[int, str]], files: list[str] | None = None):
+    """Make subprocess.run answer with ``answers`` in turn (returncode, stderr), the index
+    list ``files`` for the release (None: it does not say)."""
     seen: list[list[str]] = []
+    monkeypatch.setattr(releases, "_release_files", lambda name, version: files)
 
     def run(cmd, **kwargs):
         seen.append(cmd)
@@ -322,7 +367,7 @@ def _not_found(versions: str) -> tuple[int, str]:
 
 def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
     seen = _fake_run(
-        monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")]
+        monkeypatch, [_not_found("1.0, 2.0"), _not_found("1.0, 2.0"), _not_found("0.5")], files=[]
     )
     with pytest.raises(FetchError) as info:
         releases._pip_download("x", "1.5", tmp_path, quiet=True)
@@ -332,31 +377,96 @@ def test_unknown_version_is_decided_on_all_attempts(monkeypatch, tmp_path):
 
 def test_version_only_as_sdist_is_not_called_unknown(monkeypatch, tmp_path):
     build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
-    older = [_not_found("2.0")] * len(releases._OLDER_PYTHONS)  # no older Python's wheel either
-    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure, *older])
+    seen = _fake_run(
+        monkeypatch,
+        [_not_found("2.0"), _not_found("2.0"), build_failure, build_failure],
+        files=["x-1.0.tar.gz"],
+    )
     with pytest.raises(FetchError) as info:
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "no release" not in str(info.value)
     assert "ERROR: Failed to build x" in str(info.value)
-    assert "--python-version" in seen[-1]
+    assert len(seen) == 4  # the sdist built in isolation too: then the build error is said
+
+
+def test_an_sdist_pip_cannot_prepare_here_is_prepared_in_an_isolated_build(monkeypatch, tmp_path):
+    """SQLAlchemy 1.3.17 in a fresh venv: its setup.py needs ``wheel`` (``invalid command
+    'bdist_wheel'``), which pip's isolated build environment brings."""
+    no_wheel = (1, "error: invalid command 'bdist_wheel'\nerror: metadata-generation-failed\n")
+    seen = _fake_run(
+        monkeypatch,
+        [_not_found("2.0"), _not_found("2.0"), no_wheel, (0, "")],
+        files=["x-1.0.tar.gz"],
+    )
+    releases._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert "--no-build-isolation" in seen[2]
+    assert "--no-binary=:all:" in seen[3] and "--no-build-isolation" not in seen[3]
 
 
 def test_a_release_without_a_wheel_for_this_python_takes_an_older_ones(monkeypatch, tmp_path):
-    """scikit-learn 1.0.2 on Python 3.11: no cp311 wheel, an sdist that does not build here."""
-    build_failure = (1, "error: subprocess-exited-with-error\nERROR: Failed to build x\n")
-    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), build_failure, (0, "")])
+    """numpy 1.15 to 1.21 on this Python: wheels for older Pythons only; such a wheel carries
+    the same sources and is taken before the sdist (whose setup.py may not run here)."""
+    files = [
+        "x-1.0-cp37-cp37m-win_amd64.whl",
+        "x-1.0-cp38-cp38-manylinux1_x86_64.whl",
+        "x-1.0-cp38-cp38-win_amd64.whl",
+        "x-1.0.tar.gz",
+    ]
+    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), (0, "")], files=files)
     releases._pip_download("x", "1.0", tmp_path, quiet=True)
-    assert seen[-1][seen[-1].index("--python-version") + 1] == releases._OLDER_PYTHONS[0]
+    assert len(seen) == 3
+    assert seen[2][seen[2].index("--python-version") + 1] == "3.8"
+    assert seen[2][seen[2].index("--platform") + 1] == "manylinux1_x86_64"
+
+
+def test_without_the_index_s_file_list_every_older_python_is_tried_before_the_sdist(
+    monkeypatch, tmp_path
+):
+    older = [_not_found("2.0")] * len(releases._OLDER_PYTHONS)
+    seen = _fake_run(monkeypatch, [_not_found("2.0"), _not_found("2.0"), *older, (0, "")])
+    releases._pip_download("x", "1.0", tmp_path, quiet=True)
+    tried = [c[c.index("--python-version") + 1] for c in seen if "--python-version" in c]
+    assert tried == releases._OLDER_PYTHONS and "3.6" in tried
+    assert "--no-binary=:all:" in seen[-1]
+
+
+def test_older_wheels_one_per_python_newest_first_linux_preferred():
+    files = [
+        "x-1.0-cp36-cp36m-macosx_10_9_x86_64.whl",
+        "x-1.0-cp37-cp37m-win_amd64.whl",
+        "x-1.0-cp37-cp37m-manylinux2010_x86_64.whl",
+        "x-1.0-cp399-cp399-manylinux1_x86_64.whl",  # not older than this Python
+        "x-1.0-py2.py3-none-any.whl",  # a pure wheel: this Python takes it already
+        "x-1.0.tar.gz",
+        "x-1.0-cp37-bad.whl",
+    ]
+    assert releases.older_wheels(files) == [
+        ("3.7", "manylinux2010_x86_64"),
+        ("3.6", "macosx_10_9_x86_64"),
+    ]
+    assert releases.older_wheels([]) == []
 
 
 def test_sdist_only_package_is_not_called_unknown(monkeypatch, tmp_path):
-    seen = _fake_run(monkeypatch, [_not_found("none"), _not_found("none"), (0, "")])
+    seen = _fake_run(monkeypatch, [_not_found("none"), _not_found("none"), (0, "")], files=[])
     releases._pip_download("x", "1.0", tmp_path, quiet=True)
     assert "--no-binary=:all:" in seen[-1]
 
 
+def test_a_release_the_index_has_is_never_called_missing(monkeypatch, tmp_path):
+    """A release whose files all exclude this Python (Requires-Python): pip lists it nowhere,
+    the index has it."""
+    _fake_run(monkeypatch, [_not_found("2.0")] * 3, files=["x-1.0.tar.gz"])
+    with pytest.raises(FetchError) as info:
+        releases._pip_download("x", "1.0", tmp_path, quiet=True)
+    assert "no release" not in str(info.value)
+    assert "pip found no file of x==1.0 it can use here (the index has x-1.0.tar.gz)" in str(
+        info.value
+    )
+
+
 def test_unknown_package(monkeypatch, tmp_path):
-    _fake_run(monkeypatch, [_not_found("none")] * 3)
+    _fake_run(monkeypatch, [_not_found("none")] * 3, files=[])
     with pytest.raises(FetchError, match="unknown package 'x'"):
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
 
@@ -379,7 +489,7 @@ def test_untrusted_index_is_named(monkeypatch, tmp_path):
         "WARNING: The repository located at mirror.invalid is not a trusted or secure host "
         "and is being ignored.\n" + _not_found("none")[1],
     )
-    _fake_run(monkeypatch, [ignored] * 3)
+    _fake_run(monkeypatch, [ignored] * 3, files=[])
     with pytest.raises(FetchError, match="ignored the package index mirror.invalid"):
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
 
@@ -391,3 +501,33 @@ def test_pip_cannot_start(monkeypatch, tmp_path):
     monkeypatch.setattr(releases.subprocess, "run", run)
     with pytest.raises(FetchError, match="cannot run pip"):
         releases._pip_download("x", "1.0", tmp_path, quiet=True)
+
+
+# -- real releases users have --------------------------------------------------------------------
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "version", "module"),
+    [
+        # wheels only for Pythons older than this one; the sdist's setup.py does not run here
+        ("numpy", "1.15.4", "numpy/core/numeric.py"),
+        ("scipy", "1.8.0", "scipy/linalg/basic.py"),
+        # an sdist whose package sits in lib/, and whose setup.py needs `wheel`
+        ("SQLAlchemy", "1.3.17", "sqlalchemy/orm/session.py"),
+    ],
+)
+def test_old_releases_are_read_whole(name: str, version: str, module: str):
+    tree = open_archive(fetch_release(name, version))
+    assert tree.exists(module)
+    assert name.lower() in tree.top_level_packages()
+
+
+@pytest.mark.network
+def test_release_times_of_a_real_package():
+    from driftcheck.sources.release_times import newest_before, release_times
+
+    times = release_times("six")
+    assert times["1.16.0"] < times["1.17.0"]
+    assert newest_before(times, times["1.17.0"]) == "1.16.0"
