@@ -7,12 +7,19 @@ and the importing module's own gate. A module no client module imports (an entry
 API for the client's users), one imported anywhere without a gate (the files driftcheck does not
 parse, which never name the host, count as importing without one), or one on an import cycle,
 runs everywhere.
+
+A module is dead (:func:`dead_modules`) only when no client module imports it or a module under
+it, no text of the client names it (an entry point's ``pkg.mod:func``, ``python -m pkg.mod``,
+``importlib.import_module("pkg.mod")``, a plugin registry's string: any file other than its own)
+and it is private (a part of its name starts with one underscore): a library's public modules are
+imported by its users, so only a private one nobody names is known never to run. Its findings
+are at most info, with that reason.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from driftcheck.gates import Gate
 
@@ -48,6 +55,49 @@ def unread_sites(unread: Iterable[tuple[str, bool, str]]) -> list[Site]:
                 if n.strip()
             ]
     return out
+
+
+def dead_modules(
+    sites: Iterable[Site], modules: dict[str, str], texts: Callable[[], dict[str, str]]
+) -> dict[str, str]:
+    """Module -> why it is dead, for the modules of ``modules`` (module -> its file) that are
+    private, imported by no client module, and named in no client text but their own
+    (``texts``: file -> text of the client's files, its packaging and entry-point files; read
+    only when some module is a candidate)."""
+    imported: set[str] = set()
+    for target, _gate, importer in sites:
+        for name in _with_parents(target):
+            if name != importer:
+                imported.add(name)
+    candidates = [
+        module
+        for module in modules
+        if _private(module)
+        and module not in imported
+        and not any(n in imported for n in modules if n.startswith(module + "."))
+    ]
+    if not candidates:
+        return {}
+    every = texts()
+    out: dict[str, str] = {}
+    for module in candidates:
+        word = re.compile(rf"(?<![\w.]){re.escape(module)}(?!\w)")
+        if any(word.search(text) for rel, text in every.items() if rel != modules[module]):
+            continue
+        out[module] = (
+            f"dead code: {module} is private, no module of the client imports it, and no entry "
+            "point or other text of the client names it"
+        )
+    return out
+
+
+def _private(module: str) -> bool:
+    """A part of the name after the top level starts with one underscore (``__main__`` and
+    ``__init__`` are no private parts; a ``__main__`` module runs under ``python -m``)."""
+    parts = module.split(".")
+    return parts[-1] != "__main__" and any(
+        p.startswith("_") and not p.startswith("__") for p in parts[1:]
+    )
 
 
 def module_gates(sites: Iterable[Site], modules: set[str]) -> dict[str, Gate]:
