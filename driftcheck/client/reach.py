@@ -10,8 +10,9 @@ runs everywhere.
 
 A module is dead (:func:`dead_modules`) only when no client module imports it or a module under
 it, no text of the client names it (an entry point's ``pkg.mod:func``, ``python -m pkg.mod``,
-``importlib.import_module("pkg.mod")``, a plugin registry's string: any file other than its own)
-and it is private (a part of its name starts with one underscore): a library's public modules are
+``importlib.import_module("pkg.mod")``, a plugin registry's string, a script's file name: any
+file other than its own), it does not run as a script (``if __name__ == "__main__":``), and it is
+private (a part of its name starts with one underscore): a library's public modules are
 imported by its users, so only a private one nobody names is known never to run. Its findings
 are at most info, with that reason.
 """
@@ -81,14 +82,22 @@ def dead_modules(
     every = texts()
     out: dict[str, str] = {}
     for module in candidates:
-        word = re.compile(rf"(?<![\w.]){re.escape(module)}(?!\w)")
-        if any(word.search(text) for rel, text in every.items() if rel != modules[module]):
+        own = modules[module]
+        if _MAIN.search(every.get(own, "")):
+            continue  # a script: run by its path
+        word = re.compile(
+            rf"(?<![\w.]){re.escape(module)}(?!\w)|{re.escape(own.rpartition('/')[2])}"
+        )
+        if any(word.search(text) for rel, text in every.items() if rel != own):
             continue
         out[module] = (
             f"dead code: {module} is private, no module of the client imports it, and no entry "
             "point or other text of the client names it"
         )
     return out
+
+
+_MAIN = re.compile(r"^if\s+__name__\s*==\s*[\"']__main__[\"']", re.M)
 
 
 def _private(module: str) -> bool:

@@ -24,6 +24,7 @@ CLIENT = {
     "deadclient/_pkg/__init__.py": "",
     "deadclient/_pkg/inner.py": USE,  # near miss: a module under a private package, imported
     "deadclient/_tools/__main__.py": USE,  # near miss: runs under python -m
+    "deadclient/_script.py": USE + '\n\nif __name__ == "__main__":\n    read("x")\n',  # near miss
     "deadclient/tool.py": "import deadclient._pkg.inner  # noqa: F401\n",
     "launch.sh": "python -m deadclient._named\n",
 }
@@ -72,7 +73,19 @@ def test_a_private_module_nothing_imports_or_names_is_info_with_the_reason(findi
         "deadclient/public.py",
         "deadclient/_pkg/inner.py",
         "deadclient/_tools/__main__.py",
+        "deadclient/_script.py",
     ],
 )
 def test_near_misses_keep_their_error(findings, file: str):
     assert findings[file][0] == "error", findings[file]
+
+
+def test_only_a_text_naming_the_module_keeps_it_alive():
+    from driftcheck.client.reach import dead_modules
+
+    modules = {"p._a": "p/_a.py", "p._b": "p/_b.py"}
+    texts = {"p/_a.py": "import os  # p._a names itself", "p/_b.py": ""}
+    assert set(dead_modules([], modules, lambda: texts)) == {"p._a", "p._b"}
+    texts["launch.sh"] = "python -m p._b\n"
+    assert set(dead_modules([], modules, lambda: texts)) == {"p._a"}
+    assert dead_modules([("p._a.x", None, "p")], {"p._a": "p/_a.py"}, lambda: {}) == {}
