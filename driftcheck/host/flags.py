@@ -15,6 +15,7 @@ import re
 
 from driftcheck.host.api import HostAPI
 from driftcheck.host.objects import Found
+from driftcheck.host.values import dotted
 
 FORMAT = 1
 
@@ -88,9 +89,7 @@ def _run_nodes(tree: ast.Module) -> list[ast.AST]:
 
 
 def _type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+    return dotted(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
 def _assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from driftcheck.host.api import HostAPI
+from driftcheck.host.values import absolute, dotted
 
 FORMAT = 1
 
@@ -56,20 +57,19 @@ def _mine(api: HostAPI, name: str) -> list[Read]:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        module = api.tree.module_name(rel)
-        package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
-        out.extend(_in_file(tree, rel, module, package, name))
+        out.extend(_in_file(api, tree, rel, name))
     return out
 
 
-def _in_file(tree: ast.Module, rel: str, module: str, package: str, name: str) -> list[Read]:
+def _in_file(api: HostAPI, tree: ast.Module, rel: str, name: str) -> list[Read]:
     """The reads of ``name`` in one file; imports anywhere in it bind its names (a function's
     own ``import`` included: a local name is read the same way)."""
+    module = api.tree.module_name(rel)
     copies: dict[str, str] = {}  # local name -> module it was copied from
     modules: dict[str, str] = {}  # local name -> the module (or package) it is bound to
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = _absolute(node.module, node.level, package)
+            base = absolute(module, node.module, node.level, api)
             if base is None:
                 continue
             for alias in node.names:
@@ -88,10 +88,10 @@ def _in_file(tree: ast.Module, rel: str, module: str, package: str, name: str) -
     out: list[Read] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == name:
-            dotted = _dotted(node.value)
-            if dotted is None:
+            chain = dotted(node.value)
+            if not chain:
                 continue
-            head, _, rest = dotted.partition(".")
+            head, _, rest = chain.partition(".")
             if head in modules:
                 via = modules[head] + (f".{rest}" if rest else "")
                 out.append(Read(rel, node.lineno, via, "attribute"))
@@ -103,23 +103,3 @@ def _in_file(tree: ast.Module, rel: str, module: str, package: str, name: str) -
                 # counted too, which can only make a patch look read, never unread).
                 out.append(Read(rel, node.lineno, module, "global"))
     return sorted(out, key=lambda r: (r.line, r.via))
-
-
-def _absolute(target: str | None, level: int, package: str) -> str | None:
-    if not level:
-        return target
-    parts = package.split(".")
-    if level - 1 >= len(parts):
-        return None
-    head = parts[: len(parts) - (level - 1)]
-    return ".".join([*head, *([target] if target else [])])
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
