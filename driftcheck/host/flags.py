@@ -3,7 +3,8 @@
 A client branches on a host flag (``if envs.VLLM_USE_V1:``); where the release fixes the
 flag's value, one arm never runs there. Fixed means the user cannot change it: a module-level
 name bound once, to a literal, and stored nowhere else in the host (no ``global``, no
-``mod.NAME = ...``); or an entry of the table a module's ``__getattr__`` serves
+``mod.NAME = ...``, in a module that binds no name through ``globals()`` or ``__dict__``); or
+an entry of the table a module's ``__getattr__`` serves
 (``"NAME": lambda: True``) whose function returns a literal; or a module, class or function
 (always true). An environment variable read with a default is not fixed: the user may set it.
 """
@@ -40,8 +41,8 @@ def flag_value(api: HostAPI, dotted: str) -> bool | None:
 def _fixed(api: HostAPI, module: str) -> dict[str, bool]:
     """The module's names fixed to a literal, with the literal's truth."""
     text = api.module_text(module)
-    if text is None:
-        return {}
+    if text is None or "globals()" in text or "__dict__" in text:
+        return {}  # names it may bind by a computed name
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):

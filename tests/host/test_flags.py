@@ -34,6 +34,7 @@ FILES = {
         "    return table[name]()\n"
     ),
     "pkg/other.py": "from pkg import consts\n\n\ndef off():\n    consts.STORED = False\n",
+    "pkg/dynamic.py": "ON = True\n\nfor n in ('ON',):\n    globals()[n] = False\n",
 }
 
 
@@ -63,3 +64,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> HostAPI:
 )
 def test_a_flag_is_fixed_only_where_nothing_can_change_it(api: HostAPI, name: str, value):
     assert flag_value(api, f"pkg.consts.{name}") is value
+
+
+def test_a_module_that_binds_computed_names_fixes_none(api: HostAPI):
+    assert flag_value(api, "pkg.dynamic.ON") is None
