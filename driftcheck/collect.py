@@ -15,7 +15,7 @@ from driftcheck.client.gating import assignment_gates
 from driftcheck.client.http.prefilter import any_may_talk, promote_http_files
 from driftcheck.client.index import ClientIndex, parse_module
 from driftcheck.client.package import Client, parse_client
-from driftcheck.client.reach import function_gates, module_gates, unread_sites
+from driftcheck.client.reach import dead_modules, function_gates, module_gates, unread_sites
 from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.gates import Gate, all_of
@@ -114,10 +114,14 @@ def _collect_uses(
         and "." not in name[len(info.module.name) + 1 :]
     }
     called = function_gates(refs, {target for target, _, _ in imported}, plain)
+    files = {name: info.file for name, info in client.modules.items()}
+    dead = dead_modules(imported, files, lambda: _named_texts(client))
     for use in uses:
-        extra = [reach.get(client.tree.module_name(use.file)), _function_gate(called, use.scope)]
+        module = client.tree.module_name(use.file)
+        extra = [reach.get(module), _function_gate(called, use.scope)]
         if any(g is not None for g in extra):
             use.gate = all_of([g for g in (use.gate, *extra) if g is not None])
+        use.dead = dead.get(module, "")
     return uses
 
 
@@ -148,6 +152,23 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
         client.texts[rel] = text
         client.lines[rel] = text.splitlines()
         client.modules[info.name] = info
+
+
+#: Files that name modules to run (entry points, ``python -m``) besides the Python sources.
+_PACKAGING = ("entry_points.txt", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".json", ".sh", ".md")
+
+
+def _named_texts(client: Client) -> dict[str, str]:
+    """Every text of the client that may name one of its modules: its Python files, parsed or
+    not, and its packaging, configuration and script files."""
+    texts = {**client.unread, **client.texts}
+    for rel in client.tree.files():
+        if rel not in texts and rel.endswith(_PACKAGING):
+            try:
+                texts[rel] = client.tree.read_text(rel)
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue
+    return texts
 
 
 def _function_gate(gates: dict[str, Gate], scope: str) -> Gate | None:

@@ -17,8 +17,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-#: What a gate needs of a host release: its version, and whether it has a dotted name.
-Side = tuple[str, Callable[[str], bool | None]]
+#: What a gate needs of a host release: its version, whether it has a dotted name, and the
+#: truth of a host flag the release fixes (None: not fixed there).
+Side = tuple[str, Callable[[str], bool | None], Callable[[str], bool | None]]
 
 _OPS: dict[str, Callable[[Any, Any], Any]] = {
     "<": operator.lt,
@@ -34,14 +35,15 @@ _OPS: dict[str, Callable[[Any, Any], Any]] = {
 class Gate:
     """A condition on the host: a tree of ``and`` / ``or`` / ``not`` over atoms."""
 
-    op: str  # "and" | "or" | "not" | "version" | "has" | "never" | "unknown"
+    op: str  # "and" | "or" | "not" | "version" | "has" | "flag" | "never" | "unknown"
     parts: tuple[Gate, ...] = ()
     #: For "version": how the host's version is read ("str", "version", "tuple:N", "major_minor")
     #: and compared (an operator of _OPS, "startswith").
     form: str = ""
     cmp: str = ""
     value: object = None
-    #: For "has": the dotted host name that must exist; for "unknown": the condition's text.
+    #: For "has": the dotted host name that must exist; for "flag": the host name whose truth
+    #: is tested; for "unknown": the condition's text.
     name: str = ""
 
     def holds(self, side: Side) -> bool | None:
@@ -64,6 +66,8 @@ class Gate:
             return None if None in results else False
         if self.op == "has":
             return side[1](self.name)
+        if self.op == "flag":
+            return side[2](self.name)
         if self.op == "version":
             return _compare(side[0], self.form, self.cmp, self.value)
         return None
@@ -76,6 +80,8 @@ class Gate:
             return f" {self.op} ".join(f"({p.text()})" for p in self.parts)
         if self.op == "has":
             return f"the host has {self.name}"
+        if self.op == "flag":
+            return f"{self.name} is true"
         if self.op == "never":
             return self.name or "never"
         if self.op == "version":

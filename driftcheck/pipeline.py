@@ -22,6 +22,7 @@ from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.host.release import release_of
 from driftcheck.host.served_model import ServedModel
+from driftcheck.kinds import Severity
 from driftcheck.models.configs import served_for
 from driftcheck.registry import check_ids, is_disabled
 from driftcheck.result import ScanResult
@@ -97,6 +98,8 @@ def _run_checks(
         use_ctx = unbased if id(use) in fresh else ctx
         for check in PER_USE:
             got = check(use, use_ctx)
+            if got and use.dead:
+                got = [_demoted(f, use.dead) for f in got]
             if got:
                 site = site_of(use, on_target, on_base if use_ctx is ctx else None)
                 findings.extend(
@@ -116,6 +119,13 @@ def _run_checks(
             f = replace(f, message=f"{f.message} (conditional: runs only if {gate.text()})")
         out.append(_with_context(f, context))
     return sorted(_dedupe(out), key=lambda f: (f.file, f.line, f.column, f.kind))
+
+
+def _demoted(f: Finding, why: str) -> Finding:
+    """A finding in dead client code: at most info, saying why."""
+    if f.severity == Severity.INFO:
+        return f
+    return replace(f, severity=Severity.INFO, message=f"{f.message} ({why})")
 
 
 def _with_context(f: Finding, context: str) -> Finding:

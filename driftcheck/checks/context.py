@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import cast
 
 from driftcheck.checks.declaration import CheckId
@@ -11,6 +12,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix, Shape, Site
 from driftcheck.gates import Side
 from driftcheck.host.api import UNKNOWN, Found, HostAPI, Lookup
+from driftcheck.host.flags import flag_value
 from driftcheck.host.served import REMOVED, Served
 from driftcheck.host.served_model import ServedModel
 from driftcheck.kinds import FixSafety, Severity
@@ -116,7 +118,8 @@ def prefixes(dotted: str, *, start: int = 1) -> Iterator[str]:
 
 
 def side(api: HostAPI) -> Side:
-    """What a gate asks of one host release: its version, and whether a name exists."""
+    """What a gate asks of one host release: its version, whether a name exists, and the
+    truth of a flag the release fixes."""
 
     def has(name: str) -> bool | None:
         got = api.resolve(name)
@@ -130,7 +133,7 @@ def side(api: HostAPI) -> Side:
         # of ``name`` needs are decidable: the import system does not ask ``__getattr__``.
         return False if missing_module(api, name) is not None else None
 
-    return api.version, has
+    return api.version, has, partial(flag_value, api)
 
 
 def finding(

@@ -6,6 +6,14 @@ longer does anything, since the host does not read that name any more (a warning
 Where the name moved (:mod:`driftcheck.host.relocation`), or was at baseline a copy of another
 host name that the target still has, the finding says where the target's own code reads it now.
 A read of a dropped name is a ``missing-symbol`` or ``moved-symbol`` error.
+
+A patch of a module's name the target still has is stale too when the host's own code stopped
+reading it through that module (``unread-patch``): at baseline some host code looked the name up
+through the patched module (``mod.fn(...)``, ``mod``'s own global reads, ``from mod import fn``),
+on the target none does and the host reads the same object through another module (``mod``
+became a shim re-exporting ``new.fn``, and the callers call ``new.fn``). The finding says where
+(:mod:`driftcheck.host.readers`). A class attribute is not judged this way: a patch of
+``Cls.method`` reaches every holder of the class, wherever it is imported from.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from driftcheck.checks.missing_symbol import dropped
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.readers import Read, reads
 from driftcheck.host.relocation import NewHome, find_new_home
 from driftcheck.host.served import Served
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
@@ -29,8 +38,15 @@ STALE_PATCH = CheckId(
     Witness.RESOLVE,
     fixes=(FixSafety.MANUAL,),
 )
+UNREAD_PATCH = CheckId(
+    "unread-patch",
+    Kind.MOVED_SYMBOL,
+    Severity.WARNING,
+    Witness.RESOLVE,
+    fixes=(FixSafety.MANUAL,),
+)
 #: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
-CHECK = Check(__name__, (STALE_PATCH,))
+CHECK = Check(__name__, (STALE_PATCH, UNREAD_PATCH))
 
 _IDENTIFIERS = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
@@ -40,7 +56,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if not use.store:
         return []
     got = dropped(use, ctx)
-    if got is None or got[0] != use.symbol:
+    if got is None:
+        return _unread(use, ctx)
+    if got[0] != use.symbol:
         return []  # a dropped module or class on the way: the read of it is what breaks
     gone, served = got
     if not ctx.once(use.file, f"{gone}@{use.line}"):
@@ -76,6 +94,68 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     return [
         finding(use, STALE_PATCH, symbol=gone, message=message, evidence=tuple(evidence), fix=fix)
     ]
+
+
+def _unread(use: Use, ctx: CheckContext) -> list[Finding]:
+    """A patch of ``module.name`` the target still has, that the host read through ``module`` at
+    baseline and reads only through another module on the target."""
+    if ctx.baseline is None or "." not in use.symbol:
+        return []
+    module, _, name = use.symbol.rpartition(".")
+    if ctx.target.module(module) is None or ctx.baseline.module(module) is None:
+        return []  # a class's attribute, or no module on one side
+    now = ctx.target.resolve(use.symbol)
+    if not isinstance(now, Found) or not isinstance(ctx.baseline.resolve(use.symbol), Found):
+        return []
+    if not any(r.via == module for r in reads(ctx.baseline, name)):
+        return []  # the baseline did not read it through the patched module either
+    target_reads = reads(ctx.target, name)
+    if any(r.via == module for r in target_reads):
+        return []  # some host code still looks it up where the patch puts it
+    elsewhere = _reads_of(ctx.target, now, target_reads)
+    if elsewhere is None or not ctx.once(use.file, f"unread:{use.symbol}@{use.line}"):
+        return []
+    host = f"{ctx.target.name} {ctx.target.version}"
+    message = (
+        f"{host} no longer reads {use.symbol} through {module}: it reads {_how(elsewhere, name)}"
+        f" at {elsewhere.file}:{elsewhere.line}, so the patch no longer has any effect there "
+        f"(in {ctx.base.version} the host read it through {module})"
+    )
+    base_read = next(r for r in reads(ctx.baseline, name) if r.via == module)
+    evidence = (
+        Evidence(ctx.base.version, base_read.file, base_read.line, "the host reads it here"),
+        Evidence(ctx.target.version, elsewhere.file, elsewhere.line, "the host reads it here"),
+    )
+    fix = Fix(
+        FixSafety.MANUAL,
+        f"patch {elsewhere.via}.{name} instead (the module {host} reads it through), if it is "
+        "read when it runs (not copied once, at import)",
+    )
+    return [
+        finding(use, UNREAD_PATCH, symbol=use.symbol, message=message, evidence=evidence, fix=fix)
+    ]
+
+
+def _how(read: Read, name: str) -> str:
+    """How a read reaches ``name``, in words."""
+    if read.how == "global":
+        return f"{name} as a global of {read.via}"
+    if read.how == "imported":
+        return f"{name} imported from {read.via}"
+    return f"{read.via}.{name}"
+
+
+def _reads_of(api: HostAPI, found: Found, candidates: list[Read]) -> Read | None:
+    """The first read in ``candidates`` whose module holds the same object as ``found``."""
+    name = found.path.rsplit(".", 1)[-1]
+    same: dict[str, bool] = {}
+    for r in candidates:
+        if r.via not in same:
+            got = api.resolve(f"{r.via}.{name}") if api.owns(r.via) else None
+            same[r.via] = isinstance(got, Found) and got.path == found.path
+        if same[r.via]:
+            return r
+    return None
 
 
 def _copied_from(ctx: CheckContext, gone: str) -> Found | None:

@@ -5,7 +5,9 @@ flag: the host's version (``vllm.__version__``, ``importlib.metadata.version("vl
 ``pkg_resources.get_distribution("vllm").version``, wrapped in ``packaging.version.Version`` /
 ``parse``, cut into a tuple, or compared as the string it is), ``hasattr(host_module, "x")``,
 ``getattr(host_module, "x", None) is not None``, a name imported behind ``try``/``except
-ImportError`` tested for ``None``, ``TYPE_CHECKING``; and the client's own predicates and flags
+ImportError`` tested for ``None``, ``TYPE_CHECKING``, a host name tested for its truth
+(``if envs.VLLM_USE_V1:``, a ``flag`` gate: decided on a release that fixes its value,
+:mod:`driftcheck.host.flags`); and the client's own predicates and flags
 built from them (a function whose result is such a condition, with its arguments bound; a
 module-level name assigned one, also from another module of the client). A condition that names
 the host's version in a way not understood is an ``unknown`` gate: kept, and reported as such.
@@ -217,13 +219,16 @@ class GateReader(HostValues):
         presence = self._presence(expr, scope)
         if presence is not None:
             return presence
+        if isinstance(expr, ast.Name) and scope.func is not None:
+            values = scope.func.locals.get(expr.id, [])
+            if len(values) == 1:
+                return self.gate(values[0], scope.deeper(scope.module, scope.func, scope.env))
+            if values:
+                return None
+        host = [n for n in names if n.split(".", 1)[0] in self.roots and "." in n]
+        if host:  # a host flag (``envs.VLLM_USE_V1``): decided where the release fixes it
+            return Gate("flag", name=host[0])
         if isinstance(expr, ast.Name):
-            if scope.func is not None:
-                values = scope.func.locals.get(expr.id, [])
-                if len(values) == 1:
-                    return self.gate(values[0], scope.deeper(scope.module, scope.func, scope.env))
-                if values:
-                    return None
             return self._flag(scope.module, expr.id, scope)
         for name in names:  # a flag of another client module: ``utils.HAS_X``
             module, _, attr = name.rpartition(".")

@@ -7,12 +7,20 @@ and the importing module's own gate. A module no client module imports (an entry
 API for the client's users), one imported anywhere without a gate (the files driftcheck does not
 parse, which never name the host, count as importing without one), or one on an import cycle,
 runs everywhere.
+
+A module is dead (:func:`dead_modules`) only when no client module imports it or a module under
+it, no text of the client names it (an entry point's ``pkg.mod:func``, ``python -m pkg.mod``,
+``importlib.import_module("pkg.mod")``, a plugin registry's string, a script's file name: any
+file other than its own), it does not run as a script (``if __name__ == "__main__":``), and it is
+private (a part of its name starts with one underscore): a library's public modules are
+imported by its users, so only a private one nobody names is known never to run. Its findings
+are at most info, with that reason.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from driftcheck.gates import Gate
 
@@ -48,6 +56,57 @@ def unread_sites(unread: Iterable[tuple[str, bool, str]]) -> list[Site]:
                 if n.strip()
             ]
     return out
+
+
+def dead_modules(
+    sites: Iterable[Site], modules: dict[str, str], texts: Callable[[], dict[str, str]]
+) -> dict[str, str]:
+    """Module -> why it is dead, for the modules of ``modules`` (module -> its file) that are
+    private, imported by no client module, and named in no client text but their own
+    (``texts``: file -> text of the client's files, its packaging and entry-point files; read
+    only when some module is a candidate)."""
+    imported: set[str] = set()
+    for target, _gate, importer in sites:
+        for name in _with_parents(target):
+            if name != importer:
+                imported.add(name)
+    candidates = [
+        module
+        for module in modules
+        if _private(module)
+        and module not in imported
+        and not any(n in imported for n in modules if n.startswith(module + "."))
+    ]
+    if not candidates:
+        return {}
+    every = texts()
+    out: dict[str, str] = {}
+    for module in candidates:
+        own = modules[module]
+        if _MAIN.search(every.get(own, "")):
+            continue  # a script: run by its path
+        word = re.compile(
+            rf"(?<![\w.]){re.escape(module)}(?!\w)|{re.escape(own.rpartition('/')[2])}"
+        )
+        if any(word.search(text) for rel, text in every.items() if rel != own):
+            continue
+        out[module] = (
+            f"dead code: {module} is private, no module of the client imports it, and no entry "
+            "point or other text of the client names it"
+        )
+    return out
+
+
+_MAIN = re.compile(r"^if\s+__name__\s*==\s*[\"']__main__[\"']", re.M)
+
+
+def _private(module: str) -> bool:
+    """A part of the name after the top level starts with one underscore (``__main__`` and
+    ``__init__`` are no private parts; a ``__main__`` module runs under ``python -m``)."""
+    parts = module.split(".")
+    return parts[-1] != "__main__" and any(
+        p.startswith("_") and not p.startswith("__") for p in parts[1:]
+    )
 
 
 def module_gates(sites: Iterable[Site], modules: set[str]) -> dict[str, Gate]:

@@ -75,3 +75,6 @@ class Use:
     #: For an import: the line its statement starts on (the names of one ``from m import (a,
     #: b)`` share it).
     statement: int = 0
+    #: Why the use's module is dead code (nothing imports it, nothing names it, and it is
+    #: private: :func:`driftcheck.client.reach.dead_modules`); "" when it may run.
+    dead: str = ""

@@ -98,7 +98,7 @@ def test_a_call_of_a_name_its_fallback_left_none_is_reported_at_the_call(forward
 
 
 def _side(version: str, names: set[str] = frozenset()) -> tuple:
-    return version, lambda name: name in names
+    return version, lambda name: name in names, lambda name: None
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,45 @@
+"""Where the host reads a module-level name, and through which module (host/readers.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from driftcheck.host.api import HostAPI
+from driftcheck.host.readers import Read, reads
+from driftcheck.sources.trees import DirectoryTree
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/ops.py": "from pkg.kernels import fn\n\n__all__ = ['fn']\n",
+    "pkg/kernels.py": "def fn(x):\n    return x\n\n\ndef twice(x):\n    return fn(fn(x))\n",
+    "pkg/engine.py": (
+        "from pkg import ops\n"
+        "from .kernels import fn as kernel\n"
+        "import pkg.kernels\n\n\n"
+        "def step(x):\n"
+        "    return ops.fn(x) + kernel(x) + pkg.kernels.fn(x)\n"
+    ),
+    "pkg/other.py": "def fn():\n    return 'fn'  # fn in a string and a comment\n",
+}
+
+
+def _api(tmp_path: Path) -> HostAPI:
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return HostAPI(tree=DirectoryTree(tmp_path), name="pkg", version="1.0")
+
+
+def test_each_read_names_the_module_it_looks_the_name_up_in(tmp_path: Path):
+    got = reads(_api(tmp_path), "fn")
+    assert set(got) == {
+        Read("pkg/engine.py", 7, "pkg.ops", "attribute"),
+        Read("pkg/engine.py", 7, "pkg.kernels", "imported"),
+        Read("pkg/engine.py", 7, "pkg.kernels", "attribute"),
+        Read("pkg/kernels.py", 6, "pkg.kernels", "global"),
+    }
+
+
+def test_imports_definitions_and_strings_are_no_reads(tmp_path: Path):
+    got = reads(_api(tmp_path), "fn")
+    assert not [r for r in got if r.file in ("pkg/ops.py", "pkg/other.py")]
