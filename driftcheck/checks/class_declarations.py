@@ -41,7 +41,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     where = f"{use.receiver_expr}.{name}" if use.receiver_expr else name
     host = f"{ctx.target.name} {ctx.target.version}"
-    for treatment, verb in (("rejects", "raises on"), ("warns", "warns about")):
+    for treatment, verb in (("rejects", "raise"), ("warns", "warn")):
         mine = [t for t in now if t.treatment == treatment]
         if not mine or _same(mine, was or [], treatment):
             continue
@@ -49,14 +49,15 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         severity = (
             Severity.ERROR if treatment == "rejects" and not first.conditional else Severity.WARNING
         )
-        may = " may" if first.conditional else ""
+        said = f"may {verb}" if first.conditional else f"{verb}s"
+        said += " on it" if treatment == "rejects" else " about it"
         return [
             finding(
                 use,
                 CLASS_DECLARATION,
                 severity=severity,
                 symbol=use.symbol,
-                message=f"{where}: {host}{may} {verb} it: {_short(first.message)}",
+                message=f"{where}: {host} {said}: {_short(first.message)}",
                 evidence=(*_base_evidence(ctx, was), _evidence(ctx.target, first)),
             )
         ]

@@ -154,7 +154,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
 
         owner = host_bases[0] if host_bases else sorted(self.roots)[0]
         for stmt in node.body:
-            names: list[tuple[str, ast.AST]] = []
+            names: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.Name]] = []
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 names.append((stmt.name, stmt))
             elif isinstance(stmt, ast.Assign):

@@ -152,7 +152,9 @@ def _verdict(stmt: ast.stmt) -> tuple[Treatment, str, int] | None:
         return "rejects", message or ast.unparse(exc), stmt.lineno
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         fn = stmt.value.func
-        name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+        name = (
+            fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+        )
         if name == "warn" and stmt.value.args:
             return "warns", _text(stmt.value.args[0]), stmt.lineno
     return None
@@ -164,7 +166,7 @@ def _text(node: ast.expr) -> str:
         return node.value
     if isinstance(node, ast.JoinedStr):
         return "".join(
-            v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]  # FormattedValue
+            str(v.value) if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]  # FormattedValue
             for v in node.values
         )
     return ast.unparse(node)
