@@ -33,7 +33,14 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if use.kind != "declaration" or not use.member:
         return []
     name = use.member
-    now = class_hooks(ctx.target).get(name, [])
+    declared = {
+        u.member
+        for u in ctx.uses
+        if u.kind == "declaration" and u.file == use.file and u.receiver_expr == use.receiver_expr
+    }
+    # A path the host takes only for a class without another hook this class declares (pydantic
+    # 2 looks up ``__get_validators__`` only where ``__get_pydantic_core_schema__`` is absent).
+    now = [t for t in class_hooks(ctx.target).get(name, []) if not declared & set(t.under)]
     was = class_hooks(ctx.baseline).get(name, []) if ctx.baseline is not None else None
     if was is not None and not was:
         return []  # the baseline never looked it up: not the host's hook

@@ -71,6 +71,8 @@ class Treat:
         line: Its line.
         message: The host's message (warns, rejects), the lookup's text for reads.
         conditional: The warning or raise sits under a further condition of its own.
+        under: Other hook names the ``if`` statements around the lookup test: the host takes
+            this path only for a class without them (``if get_schema is None:``).
     """
 
     name: str
@@ -79,6 +81,7 @@ class Treat:
     line: int
     message: str = ""
     conditional: bool = False
+    under: tuple[str, ...] = ()
 
 
 def class_hooks(api: HostAPI) -> dict[str, list[Treat]]:
@@ -103,12 +106,15 @@ def class_hooks(api: HostAPI) -> dict[str, list[Treat]]:
             except (SyntaxError, ValueError):
                 continue
             for t in _treats(tree, rel, names):
-                rows.append([t.name, t.treatment, t.file, t.line, t.message, t.conditional])
+                rows.append(
+                    [t.name, t.treatment, t.file, t.line, t.message, t.conditional, list(t.under)]
+                )
         return rows
 
     out: dict[str, list[Treat]] = {}
     for r in api.fact("class_hooks", compute):
-        out.setdefault(r[0], []).append(Treat(r[0], r[1], r[2], r[3], r[4], bool(r[5])))
+        treat = Treat(r[0], r[1], r[2], r[3], r[4], bool(r[5]), tuple(r[6]))
+        out.setdefault(r[0], []).append(treat)
     return out
 
 
@@ -194,11 +200,11 @@ def _treats(tree: ast.Module, file: str, constants: dict[str, str]) -> list[Trea
     out: list[Treat] = []
     seen: set[tuple[str, int]] = set()
 
-    def block(body: list[ast.stmt], bound: dict[str, str]) -> None:
+    def block(body: list[ast.stmt], bound: dict[str, str], under: frozenset[str]) -> None:
         bound = dict(bound)
         for i, stmt in enumerate(body):
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                block(stmt.body, {})
+                block(stmt.body, {}, frozenset())
                 continue
             if isinstance(stmt, ast.If | ast.While):
                 names = _lookups(stmt.test, constants) | {
@@ -208,11 +214,11 @@ def _treats(tree: ast.Module, file: str, constants: dict[str, str]) -> list[Trea
                 }
                 for name in sorted(names):
                     if (v := _first_verdict(stmt.body)) is not None:
-                        add(name, v)
+                        add(name, v, under)
                     else:
-                        add(name, ("reads", ast.unparse(stmt.test), stmt.lineno, False))
-                block(stmt.body, bound)
-                block(stmt.orelse, bound)
+                        add(name, ("reads", ast.unparse(stmt.test), stmt.lineno, False), under)
+                block(stmt.body, bound, under | names)
+                block(stmt.orelse, bound, under | names)
                 continue
             if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
                 names = _lookups(stmt.value, constants)
@@ -222,24 +228,24 @@ def _treats(tree: ast.Module, file: str, constants: dict[str, str]) -> list[Trea
                         if isinstance(t, ast.Name):
                             bound[t.id] = name
                     if (v := _first_verdict(body[i + 1 :])) is not None and not v[3]:
-                        add(name, v)
+                        add(name, v, under)
                     else:
-                        add(name, ("reads", ast.unparse(stmt.value), stmt.lineno, False))
+                        add(name, ("reads", ast.unparse(stmt.value), stmt.lineno, False), under)
                 continue
             for name in sorted(_lookups(stmt, constants)):
-                add(name, ("reads", ast.unparse(stmt)[:120], stmt.lineno, False))
+                add(name, ("reads", ast.unparse(stmt)[:120], stmt.lineno, False), under)
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(stmt, field, None)
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    block(inner, bound)
+                    block(inner, bound, under)
             for handler in getattr(stmt, "handlers", []):
-                block(handler.body, bound)
+                block(handler.body, bound, under)
 
-    def add(name: str, v: tuple[Treatment, str, int, bool]) -> None:
+    def add(name: str, v: tuple[Treatment, str, int, bool], under: frozenset[str]) -> None:
         if (name, v[2]) in seen:
             return
         seen.add((name, v[2]))
-        out.append(Treat(name, v[0], file, v[2], v[1], v[3]))
+        out.append(Treat(name, v[0], file, v[2], v[1], v[3], tuple(sorted(under - {name}))))
 
-    block(tree.body, {})
+    block(tree.body, {}, frozenset())
     return out

@@ -85,3 +85,15 @@ def test_a_module_constant_stands_for_its_name():
         {"ROOT_KEY": "__root__"},
     )
     assert [(t.name, t.treatment) for t in got] == [("__root__", "reads")]
+
+
+def test_a_lookup_under_an_if_on_another_hook_is_taken_only_without_it():
+    got = treats("""
+        def f(tp):
+            new = getattr(tp, "__get_core_schema__", None)
+            if new is None:
+                old = getattr(tp, "__get_validators__", None)
+                return old
+    """)
+    under = {t.name: t.under for t in got}
+    assert under == {"__get_core_schema__": (), "__get_validators__": ("__get_core_schema__",)}
