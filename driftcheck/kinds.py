@@ -37,6 +37,7 @@ class Kind(Word):
     HTTP_REQUEST = "http-request"
     HTTP_RESPONSE = "http-response"
     CLI_FLAG = "cli-flag"
+    CLASS_DECLARATION = "class-declaration"
 
 
 #: What each kind means (``--disable KIND`` drops every finding of it).
@@ -60,6 +61,10 @@ KIND_MEANING: dict[Kind, str] = {
     Kind.HTTP_REQUEST: "a request body field the client sends is gone, renamed, or newly required",
     Kind.HTTP_RESPONSE: "a response field the client reads is no longer sent",
     Kind.CLI_FLAG: "a server flag the client's launch command passes is gone, renamed or deprecated",
+    Kind.CLASS_DECLARATION: (
+        "a hook or magic attribute a client class declares that the host now rejects, warns"
+        " about, or never looks up"
+    ),
 }
 
 
@@ -130,4 +135,5 @@ KIND_WITNESS: dict[Kind, Witness] = {
     Kind.HTTP_REQUEST: Witness.WORKLOAD,
     Kind.HTTP_RESPONSE: Witness.WORKLOAD,
     Kind.CLI_FLAG: Witness.WORKLOAD,
+    Kind.CLASS_DECLARATION: Witness.WORKLOAD,
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from driftcheck.checks import (
     attribute_missing,
     call_signature,
+    class_declarations,
     default_change,
     deprecated,
     host_migration,
@@ -39,6 +40,7 @@ CHECKS: tuple[Check, ...] = (
     return_semantics.CHECK,
     string_ref.CHECK,
     override_signature.CHECK,
+    class_declarations.CHECK,
     deprecated.CHECK,
     implementation_swap.CHECK,
     *http.HTTP_CHECKS,  # routes, request bodies, response reads, launch flags (loaded on first use)

@@ -13,7 +13,8 @@ class Use:
     """One place where the client touches the host.
 
     Attributes:
-        kind: import / attribute / call / subclass / override / string-ref.
+        kind: import / attribute / call / subclass / override / string-ref / declaration (a
+            hook name a client class declares: ``member``, its class in ``receiver_expr``).
         file: Client file, relative to the client's root.
         line: 1-based line.
         column: 1-based column.

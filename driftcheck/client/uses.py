@@ -129,6 +129,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                 if self._host(name):
                     self._add("subclass", base, name, reads=reads(unsubscripted(base)))
         host_bases = self.types.host_bases(info.qualname, overriding=True)
+        self._declarations(node, host_bases)
         if host_bases:
             for mname, method in info.methods.items():
                 if mname.startswith("__") and mname not in ("__init__", "__post_init__"):
@@ -150,6 +151,34 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         params=client_params(method.node),
                         init_vars=own_init_vars(info.node) if post_init else (),
                     )
+
+    def _declarations(self, node: ast.ClassDef, host_bases: list[str]) -> None:
+        """The hook names a class body declares (``__get_validators__``, ``__root__``): a host
+        may look them up by string on any class it is given (``checks/class_declarations``)."""
+        from driftcheck.host.class_hooks import is_host_hook
+
+        owner = host_bases[0] if host_bases else sorted(self.roots)[0]
+        for stmt in node.body:
+            names: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.Name]] = []
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.append((stmt.name, stmt))
+            elif isinstance(stmt, ast.Assign):
+                names += [(t.id, t) for t in stmt.targets if isinstance(t, ast.Name)]
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                names.append((stmt.target.id, stmt.target))
+            for name, where in names:
+                if not is_host_hook(name):
+                    continue
+                at = self.source.def_name(where) if not isinstance(where, ast.Name) else None
+                self._add(
+                    "declaration",
+                    where,
+                    f"{owner}.{name}",
+                    at=at,
+                    width=len(name) if at else 0,
+                    member=name,
+                    receiver_expr=node.name,
+                )
 
     def _host_defines(self, cls_path: str, member: str) -> bool:
         from driftcheck.host.api import Found
