@@ -25,6 +25,7 @@ from driftcheck.host.served import Served
 
 __all__ = ["UNKNOWN", "Found", "HostAPI", "Lookup"]
 from driftcheck.host.signature import Signature
+from driftcheck.host.texts import SourceTexts
 from driftcheck.sources.trees import SourceTree
 
 logging.getLogger("griffe").setLevel(logging.ERROR)
@@ -142,22 +143,24 @@ class HostAPI(Signatures, ModuleNames):
             cache[key] = keeper(key, compute) if keeper else compute()
         return cache[key]
 
-    def source_texts(self) -> dict[str, str]:
+    def source_texts(self) -> SourceTexts:
         """Every Python file of the host's own packages as text (relative path -> text), read
         from the release itself once per process and shared by the passes over all files
-        (raise-guards, definitions, the host's call sites, signature probes); the snapshot
-        keeps only the modules a scan visited. An unreadable file is left out."""
+        (raise-guards, definitions, the host's call sites, signature probes, the HTTP surface);
+        kept compressed, each text decompressed on use; the snapshot keeps only the modules a
+        scan visited. An unreadable file is left out."""
         cached = self.__dict__.get("_source_texts")
         if cached is None:
             tree = getattr(self.tree, "real", self.tree)
-            cached = {}
+            cached = SourceTexts()
             for rel in self.tree.python_files():
                 if not self.owns(self.tree.module_name(rel)):
                     continue
                 try:
-                    cached[rel] = tree.read_text(rel)
+                    text = tree.read_text(rel)
                 except Exception:  # noqa: BLE001 - an unreadable member narrows the passes only
                     continue
+                cached.add(rel, text)
             self.__dict__["_source_texts"] = cached
         return cached
 
