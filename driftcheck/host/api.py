@@ -296,11 +296,20 @@ class HostAPI(Signatures, ModuleNames):
         busy = self.__dict__.setdefault("_mro_busy", set())
         if cls.path in busy:  # a base named through a class whose MRO is being read
             return out, False
+        # Asked once per use: an MRO read from the top (no other being read) is kept.
+        done = self.__dict__.setdefault("_mro_done", {})
+        top = not busy
+        if top and cls.path in done:
+            chain, complete = done[cls.path]
+            return list(chain), complete
         busy.add(cls.path)
         try:
-            return self._mro(cls, out, _depth)
+            got = self._mro(cls, out, _depth)
         finally:
             busy.discard(cls.path)
+        if top:
+            done[cls.path] = (list(got[0]), got[1])
+        return got
 
     def _mro(self, cls: Found, out: list[Found], _depth: int) -> tuple[list[Found], bool]:
         complete = True
