@@ -106,10 +106,10 @@ class HostAPI(Signatures, ModuleNames):
                 self.parse_errors.append((rel, f"{type(exc).__name__}: {exc}"))
                 mod = None
             if mod is not None:
-                if self._keeper.node is not None:  # reuse griffe's parse of the same text
-                    self.__dict__.setdefault("_ast_cache", {})[dotted] = self._keeper.node
-                    self._keeper.node = None
-                tree = self._ast(dotted, code)
+                # griffe's parse of the same text, used once and not kept: most visited
+                # modules are never read as syntax again (``_ast`` parses those that are).
+                tree = self._keeper.node or self._ast(dotted, code)
+                self._keeper.node = None
                 if tree is not None:
                     add_instance_attributes(mod, tree)
         elif self.tree.is_compiled(dotted):
