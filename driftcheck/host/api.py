@@ -146,9 +146,9 @@ class HostAPI(Signatures, ModuleNames):
     def source_texts(self) -> SourceTexts:
         """Every Python file of the host's own packages as text (relative path -> text), read
         from the release itself once per process and shared by the passes over all files
-        (raise-guards, definitions, the host's call sites, signature probes, the HTTP surface);
-        kept compressed, each text decompressed on use; the snapshot keeps only the modules a
-        scan visited. An unreadable file is left out."""
+        (raise-guards, definitions, the host's call sites, signature probes, the HTTP surface)
+        as one copy; the snapshot keeps only the modules a scan visited. An unreadable file is
+        left out."""
         cached = self.__dict__.get("_source_texts")
         if cached is None:
             tree = getattr(self.tree, "real", self.tree)

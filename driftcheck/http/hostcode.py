@@ -41,7 +41,7 @@ class HostCode:
 
     def __post_init__(self) -> None:
         # The release's own files, shared with the host's other passes over all files (read
-        # once, kept compressed): these reads feed a fact, they need not grow the snapshot.
+        # once, one copy): these reads feed a fact, they need not grow the snapshot.
         self.sources = self.api.source_texts()
         for rel in self.api.tree.python_files():
             name = self.api.tree.module_name(rel)
@@ -56,8 +56,8 @@ class HostCode:
         return self._files.get(module, "")
 
     def text(self, module: str) -> str:
-        """A module's source ("" when unreadable: it narrows the surface only); not kept here,
-        each read decompresses it again."""
+        """A module's source ("" when unreadable: it narrows the surface only), from the host's
+        one copy of its texts."""
         rel = self._files.get(module)
         return self.sources.get(rel, "") if rel else ""
 
