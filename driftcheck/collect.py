@@ -150,7 +150,7 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
             continue  # a file the host never reaches otherwise: left unread
         del client.unread[rel]
         client.texts[rel] = text
-        client.lines[rel] = text.splitlines()
+        client.lines.add(rel, text)
         client.modules[info.name] = info
 
 

@@ -5,6 +5,7 @@ its :class:`~driftcheck.host.release.HostRelease`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ class ScanResult:
     findings: list[Finding]
     skipped: list[tuple[str, str]]
     uses: list[Use]
-    client_lines: dict[str, list[str]]
+    client_lines: Mapping[str, list[str]]
     stats: dict[str, Any] = field(default_factory=dict)
     client_texts: dict[str, str] = field(default_factory=dict)
     client_root: Path | None = None

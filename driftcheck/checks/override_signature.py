@@ -152,7 +152,15 @@ def _probed(api: HostAPI, client: list[tuple[str, str, bool]], host: Signature) 
 
 def _passed_up(api: HostAPI, found: Found) -> bool:
     """Whether the method's ``**kwargs`` is used only as ``super().<same>(**kwargs)`` and that
-    method (the next class in the MRO that defines it) takes no ``**`` of its own."""
+    method (the next class in the MRO that defines it) takes no ``**`` of its own (read once
+    per method: every override of it asks)."""
+    known = api.__dict__.setdefault("_passed_up", {})
+    if found.path not in known:
+        known[found.path] = _reads_passed_up(api, found)
+    return known[found.path]
+
+
+def _reads_passed_up(api: HostAPI, found: Found) -> bool:
     node = api.def_node(found)
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.args.kwarg is None:
         return False

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from driftcheck.client import notebooks
 from driftcheck.client.discovery import Discovered, discover
 from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
+from driftcheck.client.lines import FileLines
 from driftcheck.errors import SourceError
 from driftcheck.sources.specs import PackageSpec
 from driftcheck.sources.trees import (
@@ -30,7 +31,7 @@ class Client:
     version: str
     modules: dict[str, ModuleInfo] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    lines: dict[str, list[str]] = field(default_factory=dict)
+    lines: FileLines = field(default_factory=FileLines)
     texts: dict[str, str] = field(default_factory=dict)
     #: The client's other Python files (they never name the host): only searched, not parsed.
     unread: dict[str, str] = field(default_factory=dict)
@@ -123,7 +124,7 @@ def load_client(
         if roots and not _mentions(code, roots):
             client.unread[rel] = code
             continue
-        client.lines[rel] = code.splitlines()
+        client.lines.add(rel, code)
         client.texts[rel] = code
         if data.startswith(BOM_UTF8) and rel not in client.raw:
             client.raw[rel] = BOM + code  # written back with its BOM (fixes.notebook_fix.on_disk)

@@ -26,6 +26,7 @@ from driftcheck.host.values import PRESENT
 
 __all__ = ["UNKNOWN", "Found", "HostAPI", "Lookup"]
 from driftcheck.host.signature import Signature
+from driftcheck.host.texts import SourceTexts
 from driftcheck.sources.trees import SourceTree
 
 logging.getLogger("griffe").setLevel(logging.ERROR)
@@ -106,10 +107,10 @@ class HostAPI(Signatures, ModuleNames):
                 self.parse_errors.append((rel, f"{type(exc).__name__}: {exc}"))
                 mod = None
             if mod is not None:
-                if self._keeper.node is not None:  # reuse griffe's parse of the same text
-                    self.__dict__.setdefault("_ast_cache", {})[dotted] = self._keeper.node
-                    self._keeper.node = None
-                tree = self._ast(dotted, code)
+                # griffe's parse of the same text, used once and not kept: most visited
+                # modules are never read as syntax again (``_ast`` parses those that are).
+                tree = self._keeper.node or self._ast(dotted, code)
+                self._keeper.node = None
                 if tree is not None:
                     add_instance_attributes(mod, tree)
         elif self.tree.is_compiled(dotted):
@@ -143,22 +144,24 @@ class HostAPI(Signatures, ModuleNames):
             cache[key] = keeper(key, compute) if keeper else compute()
         return cache[key]
 
-    def source_texts(self) -> dict[str, str]:
+    def source_texts(self) -> SourceTexts:
         """Every Python file of the host's own packages as text (relative path -> text), read
         from the release itself once per process and shared by the passes over all files
-        (raise-guards, definitions, the host's call sites, signature probes); the snapshot
-        keeps only the modules a scan visited. An unreadable file is left out."""
+        (raise-guards, definitions, the host's call sites, signature probes, the HTTP surface)
+        as one copy; the snapshot keeps only the modules a scan visited. An unreadable file is
+        left out."""
         cached = self.__dict__.get("_source_texts")
         if cached is None:
             tree = getattr(self.tree, "real", self.tree)
-            cached = {}
+            cached = SourceTexts()
             for rel in self.tree.python_files():
                 if not self.owns(self.tree.module_name(rel)):
                     continue
                 try:
-                    cached[rel] = tree.read_text(rel)
+                    text = tree.read_text(rel)
                 except Exception:  # noqa: BLE001 - an unreadable member narrows the passes only
                     continue
+                cached.add(rel, text)
             self.__dict__["_source_texts"] = cached
         return cached
 
@@ -310,11 +313,20 @@ class HostAPI(Signatures, ModuleNames):
         busy = self.__dict__.setdefault("_mro_busy", set())
         if cls.path in busy:  # a base named through a class whose MRO is being read
             return out, False
+        # Asked once per use: an MRO read from the top (no other being read) is kept.
+        done = self.__dict__.setdefault("_mro_done", {})
+        top = not busy
+        if top and cls.path in done:
+            chain, complete = done[cls.path]
+            return list(chain), complete
         busy.add(cls.path)
         try:
-            return self._mro(cls, out, _depth)
+            got = self._mro(cls, out, _depth)
         finally:
             busy.discard(cls.path)
+        if top:
+            done[cls.path] = (list(got[0]), got[1])
+        return got
 
     def _mro(self, cls: Found, out: list[Found], _depth: int) -> tuple[list[Found], bool]:
         complete = True

@@ -57,6 +57,9 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
     ``also``: other methods likely asked for next; when the host's files have to be searched,
     they are searched for all of them in the same pass (each kept as its own fact).
     """
+    built = api.__dict__.setdefault("_call_sites", {})
+    if member in built:  # asked once per use: the sites are built once per member
+        return list(built[member])
     key = f"callers:{FORMAT}:{member}"
     facts = getattr(api.tree, "data", {}).get("facts", None)
     if facts is not None and key not in facts:
@@ -65,7 +68,7 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
         for m in wanted:
             api.fact(f"callers:{FORMAT}:{m}", partial(_rows, mined.get(m, [])))
     rows = api.fact(key, lambda: [asdict(s) for s in _mine(api, [member]).get(member, [])])
-    return [
+    built[member] = [
         CallSite(
             file=r["file"],
             line=r["line"],
@@ -79,6 +82,7 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
         )
         for r in rows
     ]
+    return list(built[member])
 
 
 def _rows(sites: list[CallSite]) -> list[dict]:

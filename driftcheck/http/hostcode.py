@@ -36,13 +36,13 @@ class HostCode:
     api: HostAPI
     _files: dict[str, str] = field(default_factory=dict)
     _trees: dict[str, ast.Module | None] = field(default_factory=dict)
-    _texts: dict[str, str] = field(default_factory=dict)
     _imports: dict[str, Imports] = field(default_factory=dict)
     _defs: dict[str, dict[str, ast.AST]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # The archive's own tree: these reads feed a fact, they need not grow the snapshot.
-        self.tree = getattr(self.api.tree, "real", self.api.tree)
+        # The release's own files, shared with the host's other passes over all files (read
+        # once, one copy): these reads feed a fact, they need not grow the snapshot.
+        self.sources = self.api.source_texts()
         for rel in self.api.tree.python_files():
             name = self.api.tree.module_name(rel)
             if self.api.owns(name):
@@ -56,17 +56,19 @@ class HostCode:
         return self._files.get(module, "")
 
     def text(self, module: str) -> str:
-        if module not in self._texts:
-            rel = self._files.get(module)
-            try:
-                self._texts[module] = self.tree.read_text(rel) if rel else ""
-            except Exception:  # an unreadable member narrows the surface only
-                self._texts[module] = ""
-        return self._texts[module]
+        """A module's source ("" when unreadable: it narrows the surface only), from the host's
+        one copy of its texts."""
+        rel = self._files.get(module)
+        return self.sources.get(rel, "") if rel else ""
 
     def modules_containing(self, *needles: str) -> list[str]:
         """Modules whose text contains any of ``needles`` (a cheap pre-filter)."""
-        return [m for m in self.modules() if any(n in self.text(m) for n in needles)]
+        out = []
+        for m in self.modules():
+            text = self.text(m)
+            if any(n in text for n in needles):
+                out.append(m)
+        return out
 
     def parse(self, module: str) -> ast.Module | None:
         if module not in self._trees:

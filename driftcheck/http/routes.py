@@ -79,7 +79,8 @@ class RouteReader:
             objects = self._module_objects(module, tree)
             walk = _Walk(module, dict(objects), {}, builder=False)
             self._body(walk, tree.body, ())
-            if not any(f"{cls}(" in self.code.text(module) for cls in APP_CLASSES):
+            text = self.code.text(module)
+            if not any(f"{cls}(" in text for cls in APP_CLASSES):
                 continue
             for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and creates_app(node):

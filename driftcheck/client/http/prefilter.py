@@ -53,7 +53,7 @@ def promote_http_files(client: Client) -> None:
         if IMPORTS.search(text):
             del client.unread[rel]
             client.texts[rel] = text
-            client.lines[rel] = text.splitlines()
+            client.lines.add(rel, text)
 
 
 def any_may_talk(client: Client, api: HostAPI) -> bool:
