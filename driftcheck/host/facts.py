@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.namespace import loop_variable
 from driftcheck.host.signature import dataclass_fields
 
 
@@ -276,7 +277,7 @@ def _set_on_params(
                     yield index[name], name, target.attr, sub.lineno
         elif isinstance(sub, ast.For):
             names = _literal_names(sub.iter, literals)
-            var = _loop_name(sub.target)
+            var = loop_variable(sub.target)
             if names is None or var is None:
                 continue
             for inner in ast.walk(sub):
@@ -316,15 +317,6 @@ def _setattr_object(node: ast.AST, var: str) -> str | None:
         and node.args[1].id == var
     ):
         return node.args[0].id
-    return None
-
-
-def _loop_name(target: ast.expr) -> str | None:
-    """The loop variable that holds the name: ``for n in …`` or ``for n, v in ….items()``."""
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
-        return target.elts[0].id
     return None
 
 

@@ -274,7 +274,7 @@ def _written_row(api: HostAPI, module: str) -> list:
                 names.setdefault(key.value, stmt.lineno)
                 read += 1
             continue
-        var = _loop_var(stmt.target)
+        var = loop_variable(stmt.target)
         writes = [
             n for n in ast.walk(stmt) if isinstance(n, ast.stmt | ast.expr) and _written_key(n)
         ]
@@ -358,7 +358,8 @@ def _written_key(node: ast.AST) -> ast.expr | None:
     return None
 
 
-def _loop_var(target: ast.expr) -> str | None:
+def loop_variable(target: ast.expr) -> str | None:
+    """The loop variable that holds the name: ``for n in …`` or ``for n, v in ….items()``."""
     if isinstance(target, ast.Name):
         return target.id
     if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
