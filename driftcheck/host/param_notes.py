@@ -100,14 +100,17 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return [], []
     whole: list[str] = []
-    for deco in node.decorator_list:
-        text = ast.unparse(deco)
-        if re.search(r"\bdeprecated\b", text):
-            whole.append(literal(deco) or text)
     args = node.args
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     params = [p for p in params if p not in ("self", "cls")]
     kwargs = args.kwarg.arg if args.kwarg else None
+    decorated: list[ParamNote] = []
+    for deco in node.decorator_list:
+        by_param = decorator_params(deco, set(params), kwargs is not None)
+        if by_param is not None:
+            decorated.extend(by_param)
+        elif re.search(r"\bdeprecated\b", ast.unparse(deco)):
+            whole.append(literal(deco) or ast.unparse(deco))
     positional = [*args.posonlyargs, *args.args]
     defaults = {
         a.arg: d
@@ -122,7 +125,65 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     reader.block(node.body, ())
     for message, _line in reader.unguarded:
         whole.append(message)
-    return reader.notes, whole
+    return [*decorated, *reader.notes], whole
+
+
+# A decorator about parameters rather than the function (``deprecated_params``,
+# ``deprecate_kwarg``, ``renamed_arguments``): its name says so.
+_PARAM_DECORATOR = re.compile(
+    r"deprecat\w*(param|arg|kw|keyword)|(param|arg|kw|keyword)\w*deprecat", re.I
+)
+# Not about parameters passed: about arguments passed by position (``positional_decorated``).
+_POSITIONAL_DECORATOR = re.compile(r"nonkeyword|positional", re.I)
+# A decorator's own options, never a parameter of the function it wraps.
+_OPTIONS = frozenset(
+    {
+        "version",
+        "since",
+        "removal",
+        "message",
+        "msg",
+        "category",
+        "stacklevel",
+        "name",
+        "allowed_args",
+        "alternative",
+        "removed_in",
+        "details",
+    }
+)
+
+
+def decorator_params(deco: ast.expr, params: set[str], kwargs: bool) -> list[ParamNote] | None:
+    """The parameters a deprecation decorator is about (SQLAlchemy's
+    ``@deprecated_params(strategy=("1.4", "..."))``, pandas' ``@deprecate_kwarg(
+    old_arg_name="x", new_arg_name="y")``): it warns only for a call that passes one of them,
+    so each is a parameter's note, never the whole function's. None: not such a decorator."""
+    if not isinstance(deco, ast.Call):
+        return None
+    head = ast.unparse(deco.func).rsplit(".", 1)[-1]
+    if not _PARAM_DECORATOR.search(head) or _POSITIONAL_DECORATOR.search(head):
+        return None
+    out: list[ParamNote] = []
+    options = {k.arg: k.value for k in deco.keywords if k.arg}
+    old = options.get("old_arg_name")
+    if isinstance(old, ast.Constant) and isinstance(old.value, str):
+        new = options.get("new_arg_name")
+        renamed = (
+            new.value if isinstance(new, ast.Constant) and isinstance(new.value, str) else None
+        )
+        message = f"{old.value} is deprecated" + (f"; use {renamed} instead" if renamed else "")
+        return [ParamNote(old.value, "deprecated", message, deco.lineno, renamed)]
+    for name, value in options.items():
+        texts = [
+            n.value
+            for n in ast.walk(value)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ]
+        if name in params or (kwargs and texts and name not in _OPTIONS):
+            message = max(texts, key=len) if texts else f"{name} is deprecated"
+            out.append(ParamNote(name, "deprecated", message, deco.lineno))
+    return out
 
 
 class _Reader:
