@@ -6,6 +6,7 @@ keyword it still takes is no "no parameter named" error.
 Followed only when certain: ``**kwargs`` goes to one call of a host callable whose signature is
 known and has no ``**`` of its own, and is used otherwise only to read, set, test or pop keys
 (``kwargs["x"] = ...``, ``kwargs.get("x")``, ``"x" in kwargs``, ``kwargs.pop("x")``).
+A function that is nothing but ``return g(*args, **kwargs)`` binds as ``g`` does.
 """
 
 from __future__ import annotations
