@@ -50,6 +50,9 @@ class ParamNote:
     message: str
     line: int
     replacement: str | None = None
+    #: The values the host warns for (``if strategy == "threadlocal": warn(...)``), each as
+    #: ``repr`` of the literal; empty: any value.
+    values: tuple[str, ...] = ()
 
 
 def parameter_notes(api: HostAPI, func: Found) -> list[ParamNote]:
@@ -58,10 +61,14 @@ def parameter_notes(api: HostAPI, func: Found) -> list[ParamNote]:
 
     def compute() -> list[list]:
         notes, _ = _read(api, func)
-        return [[n.param, n.status, n.message, n.line, n.replacement] for n in notes]
+        return [
+            [n.param, n.status, n.message, n.line, n.replacement, list(n.values)] for n in notes
+        ]
 
     rows = api.fact(key, compute)
-    return [ParamNote(*row) for row in rows]
+    return [
+        ParamNote(r[0], r[1], r[2], r[3], r[4], tuple(r[5]) if len(r) > 5 else ()) for r in rows
+    ]
 
 
 def function_notes(api: HostAPI, func: Found) -> list[str]:
@@ -360,9 +367,50 @@ class _Reader:
         for param in named or params:
             # ``if supported_tasks is None: warn(...)``: it warns when the caller leaves it out
             status = OMITTED if self.fires_by_default(param, guards) else "deprecated"
+            values = self.warned_values(param, guards) if status != OMITTED else ()
             self.notes.append(
-                ParamNote(param, status, message, call.lineno, self.replacement(message, param))
+                ParamNote(
+                    param, status, message, call.lineno, self.replacement(message, param), values
+                )
             )
+
+    def warned_values(self, param: str, guards: tuple[ast.expr, ...]) -> tuple[str, ...]:
+        """The literal values a test compares ``param`` to (``if strategy == "threadlocal"``,
+        ``if mode in ("a", "b")``, alone or in an ``and``): the warning is about those values
+        only. Empty when any test of it is another kind (then any value may warn)."""
+        values: list[str] = []
+        for test in guards:
+            parts = (
+                test.values
+                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                else [test]
+            )
+            for part in parts:
+                if not (
+                    isinstance(part, ast.Compare)
+                    and len(part.ops) == 1
+                    and isinstance(part.left, ast.Name)
+                    and self.aliases.get(part.left.id, part.left.id) == param
+                ):
+                    if param in self.tested((part,)):
+                        return ()  # tested some other way too
+                    continue
+                op, right = part.ops[0], part.comparators[0]
+                items = (
+                    right.elts
+                    if isinstance(op, ast.In) and isinstance(right, ast.Tuple | ast.List | ast.Set)
+                    else [right]
+                    if isinstance(op, ast.Eq)
+                    else None
+                )
+                if items is None:
+                    return ()
+                for item in items:
+                    try:
+                        values.append(repr(ast.literal_eval(item)))
+                    except (ValueError, SyntaxError, TypeError):
+                        return ()
+        return tuple(values)
 
     def type_tested(self, guards: tuple[ast.expr, ...]) -> set[str]:
         """What the tests check the type of (``isinstance(x, T)``, ``type(x) is T``,
