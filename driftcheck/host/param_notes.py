@@ -10,6 +10,11 @@ the one the guarded block assigns from it (``min_length = min_items``). Under a 
 type, and a warning about a parameter without a default (every call passes it) is about its
 value: no note.
 
+A warning under a test of one value (``if strategy == "threadlocal":``) is about that value:
+a call passing another literal is not affected. A decorator about parameters
+(``@deprecated_params(strategy=...)``, ``@deprecate_kwarg(old_arg_name=...)``) deprecates
+those parameters, never the whole function.
+
 A warning under no parameter test deprecates the whole function (:func:`function_notes`).
 """
 
