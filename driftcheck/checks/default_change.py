@@ -264,6 +264,16 @@ def _filled_in(api: HostAPI, found: Found, param: str, new: str) -> bool:
     with ``new``, or with something that cannot be read as a value?"""
     for root in _bodies(api, found):
         for node in ast.walk(root):
+            # ``x = True if x is None else x`` / ``x = x if x is not None else True``
+            if (
+                isinstance(node, ast.Assign)
+                and any(_is(t, param) for t in node.targets)
+                and isinstance(node.value, ast.IfExp)
+                and (when_none := _none_branch(node.value, param)) is not None
+            ):
+                got = _literal(ast.unparse(when_none))
+                if got is None or got == new:
+                    return True
             if not (isinstance(node, ast.If) and _none_test(node.test, param)):
                 continue
             for stmt in ast.walk(node):
@@ -272,6 +282,25 @@ def _filled_in(api: HostAPI, found: Found, param: str, new: str) -> bool:
                     if got is None or got == new:
                         return True
     return False
+
+
+def _none_branch(expr: ast.IfExp, param: str) -> ast.expr | None:
+    """The branch of ``a if test else b`` taken when ``param`` is None, where the test is
+    exactly ``param is None`` or ``param is not None``."""
+    test = expr.test
+    if not (
+        isinstance(test, ast.Compare)
+        and _is(test.left, param)
+        and len(test.ops) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return None
+    if isinstance(test.ops[0], ast.Is | ast.Eq):
+        return expr.body
+    if isinstance(test.ops[0], ast.IsNot | ast.NotEq):
+        return expr.orelse
+    return None
 
 
 def _is(node: ast.AST, param: str) -> bool:

@@ -11,6 +11,7 @@ renames to it.
 
 from __future__ import annotations
 
+import ast
 from typing import cast
 
 from driftcheck.checks.call_signature import CALL_SIGNATURE
@@ -232,6 +233,8 @@ def _parameters(
         index = None if passed in shape.keywords else _by_position(note.param, shape, sig)
         if (passed not in shape.keywords and index is None) or note.param in seen:
             continue
+        if note.values and _other_value(shape.literal(passed), note.values):
+            continue  # the host warns for other values than the one passed
         if (note.param, note.status) in before or (note.param, "removed") in before:
             continue
         seen.add(note.param)
@@ -247,6 +250,16 @@ def _parameters(
             _param_finding(use, ctx, target, note, sig, shape.keywords, at, passed, old, index)
         )
     return out
+
+
+def _other_value(text: str | None, values: tuple[str, ...]) -> bool:
+    """Whether a literal passed (its source text) is none of the values the host warns for."""
+    if text is None:
+        return False  # not a literal: it may be one of them
+    try:
+        return repr(ast.literal_eval(text)) not in values
+    except (ValueError, SyntaxError, TypeError):
+        return False
 
 
 def _by_position(param: str, shape: CallShape, sig: Signature | None) -> int | None:

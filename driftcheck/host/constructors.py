@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import griffe
 
-from driftcheck.host.forwarding import forwarded
+from driftcheck.host.forwarding import forwarded, passed_through
 from driftcheck.host.objects import Found, Lookup, canonical
 from driftcheck.host.records import record_init, record_kind
 from driftcheck.host.signature import Param, Signature, dataclass_fields, signature_of_function
@@ -118,7 +118,11 @@ class Signatures:
                     return self.signature(got)
             return None
 
-        return forwarded(sig, self.def_node(found), callee)
+        node = self.def_node(found)
+        through = passed_through(sig, node)
+        if through is not None and (whole := callee(through)) is not None:
+            return whole  # ``def f(*a, **k): return g(*a, **k)`` binds as ``g`` does
+        return forwarded(sig, node, callee)
 
     def _constructor(self, cls: Found) -> Signature | None:
         chain, complete = self.mro(cls)

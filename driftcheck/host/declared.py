@@ -8,7 +8,7 @@ import ast
 import re
 
 from driftcheck.host.api import Found, HostAPI
-from driftcheck.host.param_notes import DEPRECATION, literal, message_text
+from driftcheck.host.param_notes import DEPRECATION, decorator_params, literal, message_text
 
 
 def module_notes(api: HostAPI, module: str) -> list[str]:
@@ -54,6 +54,7 @@ def class_notes(api: HostAPI, cls: Found) -> list[str]:
             literal(d) or ast.unparse(d)
             for d in decorators
             if re.search(r"\bdeprecated\b", ast.unparse(d))
+            and decorator_params(d, set(), False) is None
         ]
 
     return list(api.fact(f"class-deprecations:{cls.file}:{cls.line}:{cls.obj.name}", compute))

@@ -6,6 +6,7 @@ keyword it still takes is no "no parameter named" error.
 Followed only when certain: ``**kwargs`` goes to one call of a host callable whose signature is
 known and has no ``**`` of its own, and is used otherwise only to read, set, test or pop keys
 (``kwargs["x"] = ...``, ``kwargs.get("x")``, ``"x" in kwargs``, ``kwargs.pop("x")``).
+A function that is nothing but ``return g(*args, **kwargs)`` binds as ``g`` does.
 """
 
 from __future__ import annotations
@@ -97,6 +98,37 @@ def forwarded(
     ]
     params = [p for p in sig.params if p is not var] + extra
     return Signature(params=params, returns=sig.returns, file=sig.file, line=sig.line)
+
+
+def passed_through(sig: Signature, node: ast.AST | None) -> ast.expr | None:
+    """The callee of a pure pass-through, ``def f(*arg, **kw): return g(*arg, **kw)`` (a
+    function kept under an old name, SQLAlchemy's ``@moved_20`` wrappers): it binds its
+    arguments exactly as ``g`` does. None when the function does anything else."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    star = next((p.name for p in sig.params if p.kind == "var_positional"), None)
+    double = next((p.name for p in sig.params if p.kind == "var_keyword"), None)
+    if star is None or double is None or len(sig.params) != 2:
+        return None
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return None
+    call = body[0].value
+    if (
+        isinstance(call, ast.Call)
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Starred)
+        and isinstance(call.args[0].value, ast.Name)
+        and call.args[0].value.id == star
+        and len(call.keywords) == 1
+        and call.keywords[0].arg is None
+        and isinstance(call.keywords[0].value, ast.Name)
+        and call.keywords[0].value.id == double
+    ):
+        return call.func
+    return None
 
 
 def _key(node: Any) -> str | None:

@@ -10,6 +10,11 @@ the one the guarded block assigns from it (``min_length = min_items``). Under a 
 type, and a warning about a parameter without a default (every call passes it) is about its
 value: no note.
 
+A warning under a test of one value (``if strategy == "threadlocal":``) is about that value:
+a call passing another literal is not affected. A decorator about parameters
+(``@deprecated_params(strategy=...)``, ``@deprecate_kwarg(old_arg_name=...)``) deprecates
+those parameters, never the whole function.
+
 A warning under no parameter test deprecates the whole function (:func:`function_notes`).
 """
 
@@ -50,6 +55,9 @@ class ParamNote:
     message: str
     line: int
     replacement: str | None = None
+    #: The values the host warns for (``if strategy == "threadlocal": warn(...)``), each as
+    #: ``repr`` of the literal; empty: any value.
+    values: tuple[str, ...] = ()
 
 
 def parameter_notes(api: HostAPI, func: Found) -> list[ParamNote]:
@@ -58,10 +66,14 @@ def parameter_notes(api: HostAPI, func: Found) -> list[ParamNote]:
 
     def compute() -> list[list]:
         notes, _ = _read(api, func)
-        return [[n.param, n.status, n.message, n.line, n.replacement] for n in notes]
+        return [
+            [n.param, n.status, n.message, n.line, n.replacement, list(n.values)] for n in notes
+        ]
 
     rows = api.fact(key, compute)
-    return [ParamNote(*row) for row in rows]
+    return [
+        ParamNote(r[0], r[1], r[2], r[3], r[4], tuple(r[5]) if len(r) > 5 else ()) for r in rows
+    ]
 
 
 def function_notes(api: HostAPI, func: Found) -> list[str]:
@@ -100,14 +112,17 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return [], []
     whole: list[str] = []
-    for deco in node.decorator_list:
-        text = ast.unparse(deco)
-        if re.search(r"\bdeprecated\b", text):
-            whole.append(literal(deco) or text)
     args = node.args
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     params = [p for p in params if p not in ("self", "cls")]
     kwargs = args.kwarg.arg if args.kwarg else None
+    decorated: list[ParamNote] = []
+    for deco in node.decorator_list:
+        by_param = decorator_params(deco, set(params), kwargs is not None)
+        if by_param is not None:
+            decorated.extend(by_param)
+        elif re.search(r"\bdeprecated\b", ast.unparse(deco)):
+            whole.append(literal(deco) or ast.unparse(deco))
     positional = [*args.posonlyargs, *args.args]
     defaults = {
         a.arg: d
@@ -122,7 +137,65 @@ def _read(api: HostAPI, func: Found) -> tuple[list[ParamNote], list[str]]:
     reader.block(node.body, ())
     for message, _line in reader.unguarded:
         whole.append(message)
-    return reader.notes, whole
+    return [*decorated, *reader.notes], whole
+
+
+# A decorator about parameters rather than the function (``deprecated_params``,
+# ``deprecate_kwarg``, ``renamed_arguments``): its name says so.
+_PARAM_DECORATOR = re.compile(
+    r"deprecat\w*(param|arg|kw|keyword)|(param|arg|kw|keyword)\w*deprecat", re.I
+)
+# Not about parameters passed: about arguments passed by position (``positional_decorated``).
+_POSITIONAL_DECORATOR = re.compile(r"nonkeyword|positional", re.I)
+# A decorator's own options, never a parameter of the function it wraps.
+_OPTIONS = frozenset(
+    {
+        "version",
+        "since",
+        "removal",
+        "message",
+        "msg",
+        "category",
+        "stacklevel",
+        "name",
+        "allowed_args",
+        "alternative",
+        "removed_in",
+        "details",
+    }
+)
+
+
+def decorator_params(deco: ast.expr, params: set[str], kwargs: bool) -> list[ParamNote] | None:
+    """The parameters a deprecation decorator is about (SQLAlchemy's
+    ``@deprecated_params(strategy=("1.4", "..."))``, pandas' ``@deprecate_kwarg(
+    old_arg_name="x", new_arg_name="y")``): it warns only for a call that passes one of them,
+    so each is a parameter's note, never the whole function's. None: not such a decorator."""
+    if not isinstance(deco, ast.Call):
+        return None
+    head = ast.unparse(deco.func).rsplit(".", 1)[-1]
+    if not _PARAM_DECORATOR.search(head) or _POSITIONAL_DECORATOR.search(head):
+        return None
+    out: list[ParamNote] = []
+    options = {k.arg: k.value for k in deco.keywords if k.arg}
+    old = options.get("old_arg_name")
+    if isinstance(old, ast.Constant) and isinstance(old.value, str):
+        new = options.get("new_arg_name")
+        renamed = (
+            new.value if isinstance(new, ast.Constant) and isinstance(new.value, str) else None
+        )
+        message = f"{old.value} is deprecated" + (f"; use {renamed} instead" if renamed else "")
+        return [ParamNote(old.value, "deprecated", message, deco.lineno, renamed)]
+    for name, value in options.items():
+        texts = [
+            n.value
+            for n in ast.walk(value)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ]
+        if name in params or (kwargs and texts and name not in _OPTIONS):
+            message = max(texts, key=len) if texts else f"{name} is deprecated"
+            out.append(ParamNote(name, "deprecated", message, deco.lineno))
+    return out
 
 
 class _Reader:
@@ -299,9 +372,50 @@ class _Reader:
         for param in named or params:
             # ``if supported_tasks is None: warn(...)``: it warns when the caller leaves it out
             status = OMITTED if self.fires_by_default(param, guards) else "deprecated"
+            values = self.warned_values(param, guards) if status != OMITTED else ()
             self.notes.append(
-                ParamNote(param, status, message, call.lineno, self.replacement(message, param))
+                ParamNote(
+                    param, status, message, call.lineno, self.replacement(message, param), values
+                )
             )
+
+    def warned_values(self, param: str, guards: tuple[ast.expr, ...]) -> tuple[str, ...]:
+        """The literal values a test compares ``param`` to (``if strategy == "threadlocal"``,
+        ``if mode in ("a", "b")``, alone or in an ``and``): the warning is about those values
+        only. Empty when any test of it is another kind (then any value may warn)."""
+        values: list[str] = []
+        for test in guards:
+            parts = (
+                test.values
+                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                else [test]
+            )
+            for part in parts:
+                if not (
+                    isinstance(part, ast.Compare)
+                    and len(part.ops) == 1
+                    and isinstance(part.left, ast.Name)
+                    and self.aliases.get(part.left.id, part.left.id) == param
+                ):
+                    if param in self.tested((part,)):
+                        return ()  # tested some other way too
+                    continue
+                op, right = part.ops[0], part.comparators[0]
+                items = (
+                    right.elts
+                    if isinstance(op, ast.In) and isinstance(right, ast.Tuple | ast.List | ast.Set)
+                    else [right]
+                    if isinstance(op, ast.Eq)
+                    else None
+                )
+                if items is None:
+                    return ()
+                for item in items:
+                    try:
+                        values.append(repr(ast.literal_eval(item)))
+                    except (ValueError, SyntaxError, TypeError):
+                        return ()
+        return tuple(values)
 
     def type_tested(self, guards: tuple[ast.expr, ...]) -> set[str]:
         """What the tests check the type of (``isinstance(x, T)``, ``type(x) is T``,

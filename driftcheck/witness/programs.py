@@ -9,6 +9,7 @@ or the kind (:data:`driftcheck.registry.KIND_WITNESS`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -181,6 +182,10 @@ def _text(result: dict | None) -> str:
     return f"{'fails' if result['outcome'] == 'fail' else 'cannot tell'}: {result['detail']}"
 
 
+# An object's default repr (``<object object at 0x7f...>``): a sentinel, not a value.
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
+
+
 def verdict(
     f: Finding, prog: Program, target: dict, baseline: dict | None, *, versions: tuple[str, str]
 ) -> Verification:
@@ -234,6 +239,20 @@ def verdict(
                 "the default could not be read on both releases" + (f": {why}" if why else ""),
             )
         now, was = target["data"]["value"], baseline["data"]["value"]
+        if now != was and "None" in (now, was):
+            # Confirmed means the behaviour changes: a None the host fills in when it runs
+            # may stand for the other release's value.
+            return out(
+                "unverifiable",
+                f"the literal changed ({was} on {bv}, {now} on {tv}), but None may stand for the "
+                "other value, which the host works out when it runs: a workload shows it",
+            )
+        if now != was and (_ADDRESS.search(now) or _ADDRESS.search(was)):
+            return out(
+                "unverifiable",
+                f"a marker object ({was} on {bv}, {now} on {tv}): its text differs from process "
+                "to process, what it stands for is in the host's code",
+            )
         if now != was:
             return out(
                 "confirmed",

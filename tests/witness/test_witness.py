@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from driftcheck.cli import main
 from driftcheck.pipeline import scan
 from driftcheck.witness.envs import WitnessEnv
-from driftcheck.witness.programs import rewritten
+from driftcheck.witness.programs import Program, rewritten, verdict
 from driftcheck.witness.verify import run_batch, verify_result
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,3 +206,26 @@ def test_what_the_host_migrated_in_its_own_code_is_the_evidence_and_the_fix() ->
     assert (fetch.rule, fetch.severity) == ("host-migration", "warning")
     assert "may now return None" in fetch.message
     assert {e.note for e in fetch.evidence} == {"no None test", "tests None"}
+
+
+@pytest.mark.parametrize(
+    ("was", "now", "status"),
+    [
+        ("True", "None", "unverifiable"),  # near miss: the host may read None as True
+        ("None", "'auto'", "unverifiable"),
+        ("<object object at 0x7f00aa>", "<object object at 0x7f00bb>", "unverifiable"),
+        ("8", "8", "refuted"),
+        ("False", "True", "confirmed"),
+    ],
+)
+def test_a_confirmed_default_change_is_a_change_of_value(was: str, now: str, status: str) -> None:
+    """Confirmed means the call now runs with another value, not only that the literal moved."""
+    prog = Program("default", {"check": "default"}, {"check": "default"})
+    got = verdict(
+        None,  # type: ignore[arg-type]  # the default verdict reads only the two outcomes
+        prog,
+        {"outcome": "ok", "data": {"value": now}},
+        {"outcome": "ok", "data": {"value": was}},
+        versions=("2.0", "1.0"),
+    )
+    assert got.status == status, got.reason
