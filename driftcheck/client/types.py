@@ -229,11 +229,13 @@ class TypeInferrer:
             cls = self.host.resolve(name)
             if not isinstance(cls, Found) or cls.kind != "class":
                 return UNKNOWN
+            # the class by the name the client gave it, not its home on this release: the
+            # client never names the home, which may move while the name stays
             if member == "__init__":
-                return TypeRef("host", cls.path)
+                return TypeRef("host", name)
             got = self.host.class_member(cls, member)
             if isinstance(got, Found):
-                return TypeRef("host", cls.path)
+                return TypeRef("host", name)
             if got is not None:
                 return UNKNOWN
         return None
