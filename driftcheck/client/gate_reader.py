@@ -53,6 +53,7 @@ class GateReader(HostValues):
         #: Module name -> local name -> host symbol imported behind try/except ImportError.
         self.guarded: dict[str, dict[str, str]] = {}
         self._flags: dict[tuple[str, str], Gate | None] = {}
+        self._predicates: dict[tuple[str, str, int], Gate | None] = {}
 
     # -- entry point -----------------------------------------------------------------------
     def gate(self, expr: ast.expr, scope: Scope) -> Gate | None:
@@ -203,7 +204,12 @@ class GateReader(HostValues):
         """The gate a client predicate returns, its parameters bound to the call's constants."""
         env = bind_arguments(func.node, call, lambda e: self._constant(e, scope))
         inner = scope.deeper(func.module, func, env)
-        return predicate_gate(self, func.node.body, inner, func.qualname)
+        # read once per function, arguments and depth: predicates that call predicates would
+        # otherwise be read again for every path of every caller (exponential in the depth)
+        key = (func.qualname, repr(sorted(env.items(), key=lambda kv: kv[0])), inner.depth)
+        if key not in self._predicates:
+            self._predicates[key] = predicate_gate(self, func.node.body, inner, func.qualname)
+        return self._predicates[key]
 
     def decide(self, test: ast.expr, scope: Scope) -> bool | None:
         """A condition on constants only (a predicate's own arguments), decided."""

@@ -40,7 +40,7 @@ def predicate_gate(
     reader: GateReader, body: list[ast.stmt], scope: Scope, name: str
 ) -> Gate | None:
     """The gate a predicate's body returns (None: not about the host, or always true)."""
-    returns, _ = _block(reader, body, scope, [((), ())])
+    returns, _ = _block(reader, body, scope, [((), ())], {})
     alternatives: list[Gate] = []
     for (conds, facts), value in returns[:_LIMIT]:
         known = dict(facts).get(ast.unparse(value))
@@ -59,8 +59,12 @@ def predicate_gate(
     return unique[0] if len(unique) == 1 else Gate("or", unique)
 
 
+#: An ``if`` test's gate, read once per predicate whatever the number of paths reaching it.
+Tests = dict[int, Gate | None]
+
+
 def _block(
-    reader: GateReader, body: list[ast.stmt], scope: Scope, paths: list[Path]
+    reader: GateReader, body: list[ast.stmt], scope: Scope, paths: list[Path], tests: Tests
 ) -> tuple[list[tuple[Path, ast.expr]], list[Path]]:
     """The returns a block can reach (each with its path), and the paths that run past it."""
     returns: list[tuple[Path, ast.expr]] = []
@@ -71,7 +75,7 @@ def _block(
             continue
         after: list[Path] = []
         for path in paths:
-            got, through = _statement(reader, stmt, scope, path)
+            got, through = _statement(reader, stmt, scope, path, tests)
             returns += got
             after += through
         paths = list(dict.fromkeys(after))
@@ -79,7 +83,7 @@ def _block(
 
 
 def _statement(
-    reader: GateReader, stmt: ast.stmt, scope: Scope, path: Path
+    reader: GateReader, stmt: ast.stmt, scope: Scope, path: Path, tests: Tests
 ) -> tuple[list[tuple[Path, ast.expr]], list[Path]]:
     conds, facts = path
     if isinstance(stmt, ast.Return):
@@ -87,7 +91,9 @@ def _statement(
     if isinstance(stmt, ast.Raise):
         return [], []
     if isinstance(stmt, ast.If):
-        test = condition(reader, stmt.test, scope)
+        if id(stmt.test) not in tests:
+            tests[id(stmt.test)] = condition(reader, stmt.test, scope)
+        test = tests[id(stmt.test)]
         text = ast.unparse(stmt.test)
         taken: Path = (conds + ((test,) if test is not None else ()), facts)
         skipped: Path = (conds + ((negate(test),) if test is not None else ()), facts)
@@ -97,11 +103,11 @@ def _statement(
         returns: list[tuple[Path, ast.expr]] = []
         through: list[Path] = []
         if test != NEVER:
-            got, past = _block(reader, stmt.body, scope, [taken])
+            got, past = _block(reader, stmt.body, scope, [taken], tests)
             returns += got
             through += past
         if test != ALWAYS:
-            got, past = _block(reader, stmt.orelse, scope, [skipped])
+            got, past = _block(reader, stmt.orelse, scope, [skipped], tests)
             returns += got
             through += past
         return returns, through
@@ -109,9 +115,9 @@ def _statement(
     for name in ("body", "orelse", "finalbody"):
         block = getattr(stmt, name, None)
         if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-            returns += _block(reader, block, scope, [path])[0]
+            returns += _block(reader, block, scope, [path], tests)[0]
     for handler in getattr(stmt, "handlers", None) or []:
-        returns += _block(reader, handler.body, scope, [path])[0]
+        returns += _block(reader, handler.body, scope, [path], tests)[0]
     return returns, [path]
 
 
