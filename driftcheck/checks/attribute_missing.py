@@ -104,8 +104,8 @@ def helper_sets(ctx: CheckContext, api: HostAPI | None, use: Use) -> list[tuple[
     if api is None or not use.receiver or not use.member:
         return []
     out: list[tuple[str, str, int]] = []
-    for call in ctx.uses:
-        if call.kind != "call" or call.file != use.file or not call.arg_classes:
+    for call in ctx.uses_in(use.file):
+        if call.kind != "call" or not call.arg_classes:
             continue
         slots = [i for i, cls in enumerate(call.arg_classes) if cls and _same_class(api, cls, use)]
         if not slots:

@@ -35,8 +35,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     name = use.member
     declared = {
         u.member
-        for u in ctx.uses
-        if u.kind == "declaration" and u.file == use.file and u.receiver_expr == use.receiver_expr
+        for u in ctx.uses_in(use.file)
+        if u.kind == "declaration" and u.receiver_expr == use.receiver_expr
     }
     # A path the host takes only for a class without another hook this class declares (pydantic
     # 2 looks up ``__get_validators__`` only where ``__get_pydantic_core_schema__`` is absent).

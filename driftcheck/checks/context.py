@@ -52,6 +52,17 @@ class CheckContext:
         """The binding rules of the target host."""
         return self.rules.bindings(self.target.name)
 
+    def uses_in(self, file: str) -> list[Use]:
+        """The uses of one client file (indexed once per run: checks that look at a use's
+        neighbours would otherwise walk every use of the client for each use)."""
+        index = self.__dict__.get("_by_file")
+        if index is None:
+            index = {}
+            for u in self.uses:
+                index.setdefault(u.file, []).append(u)
+            self.__dict__["_by_file"] = index
+        return cast(list[Use], index.get(file, []))
+
     def lookup(self, api: HostAPI, use: Use) -> Lookup:
         """What ``use`` reaches in ``api``: Found, None (certainly absent) or UNKNOWN."""
         if use.receiver and use.member:
