@@ -6,6 +6,7 @@ the uses cache."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -129,19 +130,19 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
     """Parse the client's files that do not name the host but may import an instance of a host
     class another module builds (``from app.state import ENGINE``; ``state.ENGINE.step()``):
     those that name such a module-level name are indexed with the others."""
-    forms: set[str] = set()
+    wanted: dict[str, set[str]] = {}  # a module-level name -> the last parts of its modules
     for module in list(index.modules.values()):
         for name, values in module.globals.items():
             if any(types.host_class(types.infer(v, None, module)) is not None for v in values):
-                last = re.escape(module.name.rsplit(".", 1)[-1])
-                # imported by name (``from m import (A,\n NAME)``) or read off its module
-                forms.add(rf"^[ \t]*from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*|[^\n]*)\b{name}\b")
-                forms.add(rf"\b{last}\.{name}\b")
-    if not forms:
+                wanted.setdefault(name, set()).add(module.name.rsplit(".", 1)[-1])
+    if not wanted:
         return
-    pattern = re.compile("|".join(sorted(forms)), re.MULTILINE)
     for rel, text in list(client.unread.items()):
-        if "import" not in text or not pattern.search(text):
+        if "import" not in text:
+            continue
+        # the words first (one pass over the text), the two forms only for names it holds
+        present = wanted.keys() & set(_WORD.findall(text))
+        if not any(_names_it(text, name, frozenset(wanted[name])) for name in sorted(present)):
             continue
         try:
             info = parse_module(client.tree.module_name(rel), rel, text)
@@ -152,6 +153,25 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
         client.texts[rel] = text
         client.lines.add(rel, text)
         client.modules[info.name] = info
+
+
+_WORD = re.compile(r"\w+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _forms(name: str, modules: frozenset[str]) -> re.Pattern[str]:
+    """``from m import (A,\n NAME)`` (imported by name) or ``m.NAME`` (read off its module)."""
+    lasts = "|".join(sorted(re.escape(m) for m in modules))
+    return re.compile(
+        rf"^[ \t]*from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*|[^\n]*)\b{re.escape(name)}\b"
+        rf"|\b(?:{lasts})\.{re.escape(name)}\b",
+        re.MULTILINE,
+    )
+
+
+def _names_it(text: str, name: str, modules: frozenset[str]) -> bool:
+    """Does ``text`` import ``name`` by name, or read it off one of ``modules``?"""
+    return _forms(name, modules).search(text) is not None
 
 
 #: Files that name modules to run (entry points, ``python -m``) besides the Python sources.
