@@ -42,6 +42,8 @@ def test_a_chain_of_predicates_is_read_once_per_function(tmp_path, monkeypatch, 
         reads.append(name)
         return real(reader, body, scope, name)
 
+    # an empty cache: a cached analysis of the same files would read no predicate at all
+    monkeypatch.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(predicates, "predicate_gate", counted)
     monkeypatch.setattr("driftcheck.client.gate_reader.predicate_gate", counted)
     scan(str(tmp_path), str(HOST / "2.0"), baseline=str(HOST / "1.0"), host="minihost")
