@@ -258,6 +258,13 @@ def _reexport_gone(
         if isinstance(base, Served) and base.message.startswith("copied")
         else f"in {ctx.base.version} it was a re-export of {original}"
     )
+    if (
+        not said
+        and isinstance(base, Served)
+        and base.message
+        and not base.message.startswith("copied")
+    ):
+        said = base.message  # the baseline's own words (``Import from datetime module instead``)
     short = original.rsplit(".", 1)[-1]
     builtin = original.startswith("builtins.")
     use_instead = f"the builtin {short}" if builtin else original
