@@ -7,7 +7,10 @@ constants); a default computed at call time is not reported, nor are two falsy d
 flag or of a parameter the target only tests for truth, a ``None`` the code of its release fills
 in with the other release's value (or with one it works out), a deprecation cycle's marker
 (``'deprecated'``, ``'warn'``: the old behaviour, with a warning), or an old default naming host
-code the target no longer has. Severity
+code the target no longer has. A ``None`` on one side of a flag is read as its release reads it:
+in the function and, where the value is handed on (``Info(check=check)``), in the readers of that
+attribute in the files naming the receiver; ``x is False`` reads None as True, a truth test as
+False. The same as the other side is no change; the opposite is a flip. Severity
 from evidence: a flag (``bool``) whose default went from True to False or back is a warning, an
 error where the target's own code asserts or raises under a test of it (in the function or the
 class's ``__init__``/``__post_init__``/validators); any other changed value is information.
@@ -28,6 +31,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import accepts_none
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.callers import functions_around
 from driftcheck.host.signature import Param, Signature
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
@@ -74,6 +78,16 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             continue  # the baseline's None stood for a value its own code filled in
         if new == "None" and _filled_in(ctx.target, target, p.name, old):
             continue  # the target's None stands for the old value (or one it works out)
+        # What a None of a flag means where its release reads it (``x is False``: as True;
+        # ``if x:``: as False): the same as the other side's value is no change, the opposite
+        # one is a flip.
+        was, now = old, new
+        if old == "None" and new in _BOOLS:
+            was = _none_read_as(ctx.baseline, base, q.name) or old
+        if new == "None" and old in _BOOLS:
+            now = _none_read_as(ctx.target, target, p.name) or new
+        if was == now:
+            continue
         if _sentinel(new):
             continue  # a deprecation cycle's marker: the old behaviour, with a warning
         if _same_truth(q, p, old, new, partial(_truth_tested_only, ctx.target, target, p.name)):
@@ -86,10 +100,13 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         # own code then asserts or raises on it); any other value change is information.
         # A None may stand for a value worked out elsewhere ("auto"): only True <-> False is a
         # flip for certain.
-        flips = _truth(old) != _truth(new) and _is_flag(q, p) and "None" not in (old, new)
+        flips = _truth(was) != _truth(now) and _is_flag(q, p) and "None" not in (was, now)
         refused = _refused_under(ctx.target, target, p.name) if flips else ""
         severity = Severity.ERROR if refused else Severity.WARNING if flips else Severity.INFO
         why = f"; {refused}" if refused else ""
+        if (was, now) != (old, new) and flips:
+            side_none = ctx.baseline if was != old else ctx.target
+            why = f" (None reads as {was if was != old else now} on {side_none.version}){why}"
         out.append(
             finding(
                 use,
@@ -165,6 +182,7 @@ def _value(api: HostAPI, found: Found, p: Param) -> str | None:
 
 
 _FALSY = ("None", "False", "0", "''", "0.0")
+_BOOLS = ("True", "False")
 
 
 def _truth(value: str) -> bool | None:
@@ -379,4 +397,115 @@ def _param_docs(api: HostAPI, found: Found, param: str) -> list[str]:
                 (j for j in range(i + 1, len(lines)) if field_line.match(lines[j])), len(lines)
             )
             out.append(" ".join(x.strip() for x in lines[i:end]))
+    return out
+
+
+#: Bumped when what :func:`_none_read_as` reads changes (its answers are kept in snapshots).
+_NONE_READ_FORMAT = 1
+
+
+def _none_read_as(api: HostAPI, found: Found, param: str) -> str | None:
+    """``"True"`` or ``"False"``: what a None of ``param`` means wherever its release reads it,
+    or None when the reads disagree, test for None itself, or use the value otherwise.
+
+    The reads are those of the function (or a class's ``__init__``, ``__post_init__`` and
+    validators) and, where it hands the value on (``Info(check_fields=check_fields)``,
+    ``self.x = x``), the reads of that attribute in the files that name the receiver (pydantic
+    2's ``dec.info.check_fields is False``: None behaves as True). ``x is False`` / ``x ==
+    False`` read None as True, ``x is True`` and a truth test (``if x``, ``not x``) as False."""
+    key = f"none-read:{_NONE_READ_FORMAT}:{found.path}:{param}"
+    return api.fact(key, lambda: _read_none(api, found, param))
+
+
+def _read_none(api: HostAPI, found: Found, param: str) -> str | None:
+    votes: set[str] = set()
+    carriers: list[tuple[str, set[str]]] = []
+    for root in _bodies(api, found):
+        parents = {c: n for n in ast.walk(root) for c in ast.iter_child_nodes(n)}
+        for node in ast.walk(root):
+            if not _is(node, param) or not isinstance(getattr(node, "ctx", None), ast.Load):
+                continue
+            up = parents.get(node)
+            if isinstance(up, ast.keyword) and up.arg:
+                call = parents.get(up)
+                callee = _callee_name(call.func) if isinstance(call, ast.Call) else ""
+                if not callee:
+                    return None
+                carriers.append((up.arg, {callee}))
+                continue
+            if isinstance(up, ast.Assign) and up.value is node:
+                targets = [t for t in up.targets if isinstance(t, ast.Attribute)]
+                if len(targets) != len(up.targets):
+                    return None
+                carriers.extend((t.attr, set()) for t in targets)
+                continue
+            vote = _vote(node, up)
+            if vote is None:
+                return None
+            votes.add(vote)
+    for attr, names in carriers:
+        for vote in _attribute_votes(api, found.file, attr, names):
+            if vote is None:
+                return None
+            votes.add(vote)
+    return votes.pop() if len(votes) == 1 else None
+
+
+def _callee_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _vote(node: ast.AST, up: ast.AST | None) -> str | None:
+    """What one read makes of a None: ``"True"``, ``"False"``, or None (it tells None apart,
+    or uses the value some other way)."""
+    if isinstance(up, ast.Compare) and len(up.ops) == 1:
+        other = up.comparators[0] if up.left is node else up.left
+        if not isinstance(up.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+            return None
+        if isinstance(other, ast.Constant) and other.value is False:
+            return "True"  # None is not False: it goes the way True does
+        if isinstance(other, ast.Constant) and other.value is True:
+            return "False"
+        return None
+    tested = (
+        (isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is node)
+        or (isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not))
+        or isinstance(up, ast.BoolOp)
+    )
+    return "False" if tested else None
+
+
+def _attribute_votes(api: HostAPI, home: str, attr: str, names: set[str]) -> list[str | None]:
+    """The votes of every read of ``.attr`` in the release's files that name one of ``names``
+    (the callable the value was handed to), or in ``home`` when the value was stored on
+    ``self``. Only the functions around a line that reads it are parsed."""
+    needle = f".{attr}"
+    word = (
+        re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\b")
+        if names
+        else None
+    )
+    out: list[str | None] = []
+    for rel, text in api.source_texts().items():
+        if needle not in text:
+            continue
+        if word is None and rel != home:
+            continue
+        if word is not None and not word.search(text):
+            continue
+        lines = text.splitlines()
+        for func in functions_around(lines, lambda line: needle in line):
+            parents = {c: n for n in ast.walk(func) for c in ast.iter_child_nodes(n)}
+            for node in ast.walk(func):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr == attr
+                    and isinstance(node.ctx, ast.Load)
+                ):
+                    up = parents.get(node)
+                    if isinstance(up, ast.keyword):
+                        continue  # handed on again: read where it lands, not followed
+                    out.append(_vote(node, up))
     return out

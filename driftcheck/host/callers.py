@@ -106,7 +106,7 @@ def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
             def hit(line: str, needle: str = needle) -> bool:
                 return needle in line
 
-            for func in _functions_around(lines, hit):
+            for func in functions_around(lines, hit):
                 out[member].extend(_in_function(rel, func, member))
     return out
 
@@ -269,7 +269,7 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
     return [KeywordCall(r["file"], r["line"], r["function"], tuple(r["keywords"])) for r in rows]
 
 
-def _functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[ast.AST]:
+def functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[ast.AST]:
     """Each function (parsed once) that holds a line the text test ``hit`` accepts."""
     done: set[int] = set()
     for n, line in enumerate(lines):
@@ -291,7 +291,7 @@ def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
         if f"{name}(" not in text or not needle.search(text):
             continue
         lines = text.splitlines()
-        for func in _functions_around(
+        for func in functions_around(
             lines, lambda line: f"{name}(" in line and needle.search(line) is not None
         ):
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):

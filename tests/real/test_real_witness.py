@@ -50,5 +50,7 @@ def test_the_witnesses_confirm_every_finding_they_can_show(entry: dict) -> None:
     assert set(got) == set(expected), sorted(set(got) ^ set(expected))
     for key, reason in got.items():
         assert expected[key] in reason, (key, reason)
-    assert result.verification["confirmed"] == len(result.findings) - len(expected)
+    # Two findings may share a place and a rule (two attributes on one line): count findings.
+    listed = [f for f in result.findings if (f.file, f.line, f.rule) in expected]
+    assert result.verification["confirmed"] == len(result.findings) - len(listed)
     print(entry["client"], entry["against"], result.verification)
