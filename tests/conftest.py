@@ -23,6 +23,10 @@ from types import ModuleType
 import pytest
 from click.testing import CliRunner
 
+# The fix tests' shared tables (``from test_fixes import FIXTURES``) are imported by tests in other
+# folders too: importable whatever pytest collects first (tests/pipeline/test_properties.py alone).
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixes"))
+
 # Environment that makes pip fail fast, as if offline, without touching any real network:
 # nothing listens on port 9 of the loopback interface, and no config file, extra index or
 # find-links location can supply a release.
