@@ -221,6 +221,9 @@ def test_baseline_comes_from_the_client_pin(monkeypatch: pytest.MonkeyPatch, tmp
         return wheel
 
     monkeypatch.setattr("driftcheck.sources.fetch.fetch_release", fake_fetch)
+    # A release another test loaded (tests/host's heirs pin minihost 1.0 too) is not this one.
+    monkeypatch.setenv("DRIFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("driftcheck.host.load._HOSTS", {})
     result = _scan(CLIENT, HOST_V2, None)
     assert fetched == [("minihost", "1.0")]
     assert result.baseline == "1.0"
