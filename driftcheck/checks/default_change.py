@@ -408,8 +408,7 @@ def _none_read_as(api: HostAPI, found: Found, param: str) -> str | None:
     """``"True"`` or ``"False"``: what a None of ``param`` means wherever its release reads it,
     or None when the reads disagree, test for None itself, or use the value otherwise.
 
-    The reads are those of the function (or a class's ``__init__``, ``__post_init__`` and
-    validators) and, where it hands the value on (``Info(check_fields=check_fields)``,
+    The reads are those of the function (or of a class's methods) and, where it hands the value on (``Info(check_fields=check_fields)``,
     ``self.x = x``), the reads of that attribute in the files that name the receiver (pydantic
     2's ``dec.info.check_fields is False``: None behaves as True). ``x is False`` / ``x ==
     False`` read None as True, ``x is True`` and a truth test (``if x``, ``not x``) as False."""
@@ -420,7 +419,7 @@ def _none_read_as(api: HostAPI, found: Found, param: str) -> str | None:
 def _read_none(api: HostAPI, found: Found, param: str) -> str | None:
     votes: set[str] = set()
     carriers: list[tuple[str, set[str]]] = []
-    for root in _bodies(api, found):
+    for root in _readers(api, found):
         parents = {c: n for n in ast.walk(root) for c in ast.iter_child_nodes(n)}
         for node in ast.walk(root):
             if not _is(node, param) or not isinstance(getattr(node, "ctx", None), ast.Load):
@@ -449,6 +448,17 @@ def _read_none(api: HostAPI, found: Found, param: str) -> str | None:
                 return None
             votes.add(vote)
     return votes.pop() if len(votes) == 1 else None
+
+
+def _readers(api: HostAPI, found: Found) -> list[ast.AST]:
+    """The code that reads a parameter's value: the function, or every method of a class (a
+    field is read as ``self.x`` wherever the class's own code needs it)."""
+    if found.kind != "class":
+        return _bodies(api, found)
+    cls = api.class_node(found)
+    if cls is None:
+        return []
+    return [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def _callee_name(func: ast.expr) -> str:
