@@ -2,6 +2,10 @@
 
 Dataclass and pydantic-dataclass constructors are checked against their synthesised
 ``__init__`` (fields and ``InitVar``s), so a field that lost its default is caught.
+
+The fix is the host's own edit where it shows one (``host.call_edits``): a keyword every host
+call of the callable dropped with nothing in its place, or the value the host's calls pass for a
+new required parameter, written in the client's own arguments.
 """
 
 from __future__ import annotations
