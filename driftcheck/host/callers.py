@@ -22,7 +22,7 @@ from driftcheck.host.api import HostAPI
 
 FORMAT = 3
 #: The format of the ``kwcalls`` facts (every call, its arguments' sources).
-CALLS_FORMAT = 2
+CALLS_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             nodes = _own_nodes(func)
-            once = _assigned_once(func, nodes)
+            bound_once = _assigned_once(func, nodes)
             for node in nodes:
                 if not isinstance(node, ast.Call):
                     continue
@@ -328,6 +328,7 @@ def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
                 called = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
                 if called != name:
                     continue
+                once = {k: v for k, v in bound_once.items() if v.lineno < node.lineno}
                 words = [k.arg for k in node.keywords if k.arg]
                 values = [_source(k.value, once) for k in node.keywords if k.arg]
                 spread = [k.value for k in node.keywords if not k.arg]
