@@ -282,20 +282,26 @@ def _host_edit(
         for v in values[:3]
     ]
     passed = set(shape.keywords)
-    usable = {v.template for v in values if v.complete and set(v.uses) <= passed}
-    if len(usable) != 1:
+    fits = [v for v in values if v.complete and set(v.uses) <= passed]
+    if fits and len(fits) == len(values) and len({v.template for v in values}) == 1:
+        template, safe = fits[0].template, True  # every host call passes it, in these terms
+    elif len({v.template for v in fits if param in v.call.filled}) == 1:
+        # Calls disagree, but a factory fills the value in for callers that leave it out.
+        template, safe = next(v.template for v in fits if param in v.call.filled), False
+    else:
         shown = "; ".join(
             f"{v.source} ({v.call.function}() at {v.call.file}:{v.call.line})" for v in values[:3]
         )
-        return Fix(
-            FixSafety.MANUAL,
-            f"pass the new required parameter {param}: the host's own calls pass {shown}",
-        ), cites
-    template = next(iter(usable))
-    safe = all(v.template == template and v.complete for v in values)
+        return (
+            Fix(
+                FixSafety.MANUAL,
+                f"pass the new required parameter {param}: the host's own calls pass {shown}",
+            ),
+            cites,
+        )
     shown = template.replace("{arg:", "<").replace("}", ">")
-    site = next(v.call for v in values if v.template == template)
-    why = "" if safe else " (other host calls pass a value the client's arguments do not give)"
+    site = next(v.call for v in fits if v.template == template and (safe or param in v.call.filled))
+    why = "" if safe else " for callers that leave it out; other host calls pass their own value"
     return (
         Fix(
             FixSafety.SAFE if safe else FixSafety.UNSAFE,

@@ -22,7 +22,7 @@ from driftcheck.host.api import HostAPI
 
 FORMAT = 3
 #: The format of the ``kwcalls`` facts (every call, its arguments' sources).
-CALLS_FORMAT = 3
+CALLS_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -268,6 +268,9 @@ class KeywordCall:
     positional: tuple[str, ...] = ()
     #: ``*args`` or a ``**d`` whose keys are not all known: the call may pass more.
     open: bool = False
+    #: The keywords set on the spread dict before the call (``kwargs["k"] = v``; ``f(**kwargs)``):
+    #: a factory's fill-in for callers that leave them out.
+    filled: tuple[str, ...] = ()
 
 
 def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
@@ -287,6 +290,7 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
             tuple(r["values"]),
             tuple(r["positional"]),
             r["open"],
+            tuple(r["filled"]),
         )
         for r in rows
     ]
@@ -333,16 +337,25 @@ def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
                 values = [_source(k.value, once) for k in node.keywords if k.arg]
                 spread = [k.value for k in node.keywords if not k.arg]
                 open_ = any(isinstance(a, ast.Starred) for a in node.args)
+                filled = []
                 for d in spread:  # ``d["k"] = v`` before ``name(**d)``: ``k=v`` (and more)
                     open_ = True
                     for key, value in _filled_keys(d, nodes, node.lineno) or []:
                         if key not in words:
                             words.append(key)
                             values.append(_source(value, once))
+                            filled.append(key)
                 positional = tuple(_source(a, once) for a in node.args)
                 out.append(
                     KeywordCall(
-                        rel, node.lineno, func.name, tuple(words), tuple(values), positional, open_
+                        rel,
+                        node.lineno,
+                        func.name,
+                        tuple(words),
+                        tuple(values),
+                        positional,
+                        open_,
+                        tuple(filled),
                     )
                 )
     return out
