@@ -2,6 +2,10 @@
 
 Dataclass and pydantic-dataclass constructors are checked against their synthesised
 ``__init__`` (fields and ``InitVar``s), so a field that lost its default is caught.
+
+The fix is the host's own edit where it shows one (``host.call_edits``): a keyword every host
+call of the callable dropped with nothing in its place, or the value the host's calls pass for a
+new required parameter, written in the client's own arguments.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
 from driftcheck.host.api import Found, Lookup
+from driftcheck.host.call_edits import host_dropped, host_values
 from driftcheck.host.callers import migrated_keyword
-from driftcheck.host.signature import Signature, bind
+from driftcheck.host.signature import CallShape, Signature, bind
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
 CALL_SIGNATURE = CheckId(
@@ -24,7 +29,7 @@ CALL_SIGNATURE = CheckId(
     Severity.ERROR,
     Witness.BIND,
     fixes=(FixSafety.SAFE, FixSafety.UNSAFE, FixSafety.MANUAL),
-    codemods=("rename-keyword", "remove-keyword"),
+    codemods=("rename-keyword", "remove-keyword", "add-keyword"),
 )
 #: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
 CHECK = Check(__name__, (CALL_SIGNATURE,))
@@ -88,6 +93,15 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     fix = _fix_for(problems, renames, arrived)
     evidence = [e for e in (base_ev,) if e]
     evidence.append(Evidence(ctx.target.version, sig_t.file, sig_t.line))
+    if (
+        sig_b is not None
+        and isinstance(base, Found)
+        and not any(new for _, new, _ in renames.values())
+    ):
+        edited = _host_edit(problems, ctx, (base.path, target.path), (sig_b, sig_t), shape)
+        if edited is not None:
+            fix, host_evidence = edited
+            evidence += host_evidence
     for old, (_, new, how) in renames.items():
         function, where = _site(how)
         if function:
@@ -201,3 +215,100 @@ def _fix_for(
     if missing:
         return Fix(FixSafety.MANUAL, f"pass the new required parameter(s): {', '.join(missing)}")
     return Fix(FixSafety.MANUAL, "adapt the call to the new signature")
+
+
+def _host_edit(
+    problems: list,
+    ctx: CheckContext,
+    paths: tuple[str, str],
+    sigs: tuple[Signature, Signature],
+    shape: CallShape,
+) -> tuple[Fix, list[Evidence]] | None:
+    """The fix the host's own calls show (``host.call_edits``): keywords every host call dropped
+    with nothing in their place, or the value the host passes for one new required parameter.
+    None where the host's calls show nothing, or disagree."""
+    assert ctx.baseline is not None
+    names = (paths[0].rsplit(".", 1)[-1], paths[1].rsplit(".", 1)[-1])
+    sig_b, sig_t = sigs
+    base_v, target_v = ctx.base.version, ctx.target.version
+    removed = [p.param for p in problems if p.code == "unexpected-keyword"]
+    missing = [p.param for p in problems if p.code == "missing-required"]
+    if removed and len(removed) == len(problems):
+        drops = {k: host_dropped(ctx.baseline, ctx.target, names, sigs, k) for k in removed}
+        if not all(drops.values()):
+            return None
+        # The host's calls no longer need the value; the client's value changes nothing only
+        # where the parameter had none of its own (required) or the client passes its default.
+        safe = all(
+            (old := sig_b.param(k)) is not None
+            and (old.required or (old.default is not None and shape.literal(k) == old.default))
+            for k in removed
+        )
+        first = {k: d[0] for k, d in drops.items()}
+        cited = ", ".join(
+            f"{d.after.function}() at {d.before.file}:{d.before.line} ({base_v}) and "
+            f"{d.after.file}:{d.after.line} ({target_v})"
+            for d in first.values()
+        )
+        why = "" if safe else "; the client's value may still mean something the callable did"
+        evidence = [
+            e
+            for d in first.values()
+            for e in (
+                Evidence(base_v, d.before.file, d.before.line, f"{d.before.function}() passes it"),
+                Evidence(target_v, d.after.file, d.after.line, f"{d.after.function}() dropped it"),
+            )
+        ]
+        return (
+            Fix(
+                FixSafety.SAFE if safe else FixSafety.UNSAFE,
+                f"drop the keyword(s) {', '.join(removed)} (the host's own call dropped it and "
+                f"passes nothing in its place: {cited}{why})",
+                codemod="remove-keyword",
+                params=tuple((f"keyword{i or ''}", k) for i, k in enumerate(removed)),
+            ),
+            evidence,
+        )
+    if len(missing) != 1 or len(problems) != 1:
+        return None
+    param = missing[0]
+    values = host_values(ctx.target, names[1], sig_t, param)
+    if not values:
+        return None
+    cites = [
+        Evidence(
+            target_v, v.call.file, v.call.line, f"{v.call.function}() passes {param}={v.source}"
+        )
+        for v in values[:3]
+    ]
+    passed = set(shape.keywords)
+    fits = [v for v in values if v.complete and set(v.uses) <= passed]
+    if fits and len(fits) == len(values) and len({v.template for v in values}) == 1:
+        template, safe = fits[0].template, True  # every host call passes it, in these terms
+    elif len({v.template for v in fits if param in v.call.filled}) == 1:
+        # Calls disagree, but a factory fills the value in for callers that leave it out.
+        template, safe = next(v.template for v in fits if param in v.call.filled), False
+    else:
+        shown = "; ".join(
+            f"{v.source} ({v.call.function}() at {v.call.file}:{v.call.line})" for v in values[:3]
+        )
+        return (
+            Fix(
+                FixSafety.MANUAL,
+                f"pass the new required parameter {param}: the host's own calls pass {shown}",
+            ),
+            cites,
+        )
+    shown = template.replace("{arg:", "<").replace("}", ">")
+    site = next(v.call for v in fits if v.template == template and (safe or param in v.call.filled))
+    why = "" if safe else " for callers that leave it out; other host calls pass their own value"
+    return (
+        Fix(
+            FixSafety.SAFE if safe else FixSafety.UNSAFE,
+            f"pass {param}={shown}, as the host's own {site.function}() does "
+            f"({site.file}:{site.line}){why}",
+            codemod="add-keyword",
+            params=(("keyword", param), ("value", template)),
+        ),
+        cites,
+    )

@@ -11,6 +11,7 @@ that call it are parsed) and kept in the host snapshot.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +21,8 @@ from functools import partial
 from driftcheck.host.api import HostAPI
 
 FORMAT = 3
+#: The format of the ``kwcalls`` facts (every call, its arguments' sources).
+CALLS_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,16 @@ class KeywordCall:
     line: int
     function: str
     keywords: tuple[str, ...]
+    #: Each keyword's value, in the order of ``keywords``: its source, a local name assigned
+    #: once in the function replaced by what it was assigned (``x = a.b * 2``; ``f(k=x)``).
+    values: tuple[str, ...] = ()
+    #: The positional arguments' sources, the same way (``*args`` leaves the call open).
+    positional: tuple[str, ...] = ()
+    #: ``*args`` or a ``**d`` whose keys are not all known: the call may pass more.
+    open: bool = False
+    #: The keywords set on the spread dict before the call (``kwargs["k"] = v``; ``f(**kwargs)``):
+    #: a factory's fill-in for callers that leave them out.
+    filled: tuple[str, ...] = ()
 
 
 def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
@@ -265,8 +278,22 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
     the keywords it passes: how the host itself calls a callable, release by release. Kept in
     the snapshot; files are searched as text first, then only the functions around a match are
     parsed."""
-    rows = api.fact(f"kwcalls:{FORMAT}:{name}", lambda: [asdict(c) for c in _mine_calls(api, name)])
-    return [KeywordCall(r["file"], r["line"], r["function"], tuple(r["keywords"])) for r in rows]
+    rows = api.fact(
+        f"kwcalls:{CALLS_FORMAT}:{name}", lambda: [asdict(c) for c in _mine_calls(api, name)]
+    )
+    return [
+        KeywordCall(
+            r["file"],
+            r["line"],
+            r["function"],
+            tuple(r["keywords"]),
+            tuple(r["values"]),
+            tuple(r["positional"]),
+            r["open"],
+            tuple(r["filled"]),
+        )
+        for r in rows
+    ]
 
 
 def functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[ast.AST]:
@@ -296,14 +323,98 @@ def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
         ):
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for node in _own_nodes(func):
-                if not isinstance(node, ast.Call) or not node.keywords:
+            nodes = _own_nodes(func)
+            bound_once = _assigned_once(func, nodes)
+            for node in nodes:
+                if not isinstance(node, ast.Call):
                     continue
                 callee = node.func
                 called = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
-                if called == name:
-                    words = tuple(k.arg for k in node.keywords if k.arg)
-                    out.append(KeywordCall(rel, node.lineno, func.name, words))
+                if called != name:
+                    continue
+                once = {k: v for k, v in bound_once.items() if v.lineno < node.lineno}
+                words = [k.arg for k in node.keywords if k.arg]
+                values = [_source(k.value, once) for k in node.keywords if k.arg]
+                spread = [k.value for k in node.keywords if not k.arg]
+                open_ = any(isinstance(a, ast.Starred) for a in node.args)
+                filled = []
+                for d in spread:  # ``d["k"] = v`` before ``name(**d)``: ``k=v`` (and more)
+                    open_ = True
+                    for key, value in _filled_keys(d, nodes, node.lineno) or []:
+                        if key not in words:
+                            words.append(key)
+                            values.append(_source(value, once))
+                            filled.append(key)
+                positional = tuple(_source(a, once) for a in node.args)
+                out.append(
+                    KeywordCall(
+                        rel,
+                        node.lineno,
+                        func.name,
+                        tuple(words),
+                        tuple(values),
+                        positional,
+                        open_,
+                        tuple(filled),
+                    )
+                )
+    return out
+
+
+def _assigned_once(func: ast.AST, nodes: list[ast.AST]) -> dict[str, ast.expr]:
+    """The function's local names bound exactly once, by a plain ``name = value``."""
+    args = getattr(func, "args", None)
+    params = {a.arg for a in ast.walk(args) if isinstance(a, ast.arg)} if args else set()
+    counts: dict[str, int] = {}
+    values: dict[str, ast.expr] = {}
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            values[node.targets[0].id] = node.value
+    return {k: v for k, v in values.items() if counts.get(k) == 1 and k not in params}
+
+
+def _source(expr: ast.expr, once: dict[str, ast.expr]) -> str:
+    """An argument's source, its locals bound once replaced by their values (two levels)."""
+
+    class Inline(ast.NodeTransformer):
+        def __init__(self, depth: int) -> None:
+            self.depth = depth
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            value = once.get(node.id)
+            if value is None or self.depth <= 0 or not isinstance(node.ctx, ast.Load):
+                return node
+            return Inline(self.depth - 1).visit(copy.deepcopy(value))
+
+    return ast.unparse(Inline(2).visit(copy.deepcopy(expr)))
+
+
+def _filled_keys(
+    spread: ast.expr, nodes: list[ast.AST], line: int
+) -> list[tuple[str, ast.expr]] | None:
+    """The keys a factory sets on the dict it spreads (``kwargs["k"] = v`` before
+    ``f(**kwargs)``); None when the dict is not a local name (its keys are unknown)."""
+    if not isinstance(spread, ast.Name):
+        return None
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.Assign) or node.lineno >= line or len(node.targets) != 1:
+            continue
+        t = node.targets[0]
+        if (
+            isinstance(t, ast.Subscript)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == spread.id
+            and isinstance(t.slice, ast.Constant)
+            and isinstance(t.slice.value, str)
+        ):
+            out.append((t.slice.value, node.value))
     return out
 
 

@@ -135,3 +135,17 @@ def test_every_name_in_numpys_expired_table_is_reported_with_numpys_words():
     for name, note in table.items():
         messages = by_symbol.get(f"numpy.{name}", [])
         assert any(note in m for m in messages), (name, note, messages[:1])
+
+
+def test_the_host_dropping_a_keyword_in_its_own_call_is_the_fixs_evidence():
+    """Django 5.0 removed make_aware(is_dst=); its own TruncBase.convert_value passed
+    ``is_dst=self.is_dst`` on 3.2.25, the client's pin (datetime.py:250), and passes nothing in
+    its place on 5.0.4 (datetime.py:351). The drop is cited on both releases; it stays unsafe
+    because is_dst had a default and the client passes another value (what pytz zones read)."""
+    result = _scan({"client": "djclient", "against": "Django==5.0.4"})
+    [f] = [f for f in result.findings if f.file == "djclient/views.py" and f.line == 57]
+    assert f.fix is not None and f.fix.codemod == "remove-keyword"
+    assert f.fix.safety == "unsafe"
+    cited = {(e.version, e.file, e.line) for e in f.evidence if e.note}
+    path = "django/db/models/functions/datetime.py"
+    assert {("3.2.25", path, 250), ("5.0.4", path, 351)} <= cited

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from driftcheck.fixes.patches import plan
 from driftcheck.pipeline import scan
 from driftcheck.rules import load_rules
 
@@ -148,3 +149,34 @@ def test_timeline_dates_each_drift():
     data = result.to_dict()
     assert [r["version"] for r in data["releases"]][:2] == ["0.11.0", "0.11.1"]
     assert data["releases"][0]["fingerprints"] == []
+
+
+def test_mined_only_fixes_are_the_hosts_own_call_site_edits():
+    """With no drift rule, call-signature's fixes are vLLM's own edits of its calls (0.11.0 ->
+    0.16.0): get_kv_cache_configs() stopped passing kv_cache_specs (kv_cache_utils.py:1278 ->
+    :1545), a required argument, so the drop is safe; the engine core passes Scheduler's new
+    block_size from the vllm_config it also passes (core.py:139), rewritten in the client's
+    argument; SchedulerConfig's is_encoder_decoder is False only where default_factory fills
+    it (the engine passes the model's value), so that fix is unsafe."""
+    result = scan("speculators==0.3.0", against="vllm==0.16.0", rules=BUILTIN.mined_only())
+    by = {(f.line, f.rule): f for f in result.findings if f.file == GEN}
+    specs = by[(139, "call-signature")]
+    assert specs.fix.safety == "safe" and specs.fix.codemod == "remove-keyword"
+    cited = {(e.version, e.file, e.line) for e in specs.evidence if e.note}
+    utils = "vllm/v1/core/kv_cache_utils.py"
+    assert {(result.baseline, utils, 1278), ("0.16.0", utils, 1545)} <= cited
+    block = by[(148, "call-signature")]
+    assert block.fix.safety == "safe" and block.fix.codemod == "add-keyword"
+    assert dict(block.fix.params)["value"] == (
+        "{arg:vllm_config}.cache_config.block_size"
+        " * {arg:vllm_config}.parallel_config.decode_context_parallel_size"
+        " * {arg:vllm_config}.parallel_config.prefill_context_parallel_size"
+    )
+    encoder = by[(194, "call-signature")]
+    assert encoder.fix.safety == "unsafe"
+    assert dict(encoder.fix.params) == {"keyword": "is_encoder_decoder", "value": "False"}
+    fixes = plan(list(by.values()), result.client_texts, unsafe=True)
+    [patched] = [f.new for f in fixes.pending]
+    assert "kv_cache_specs" not in patched.split("get_kv_cache_config_from_groups(")[1][:300]
+    assert "block_size=self.vllm_config.cache_config.block_size * self.vllm_config" in patched
+    assert "is_encoder_decoder=False" in patched
