@@ -89,10 +89,14 @@ def test_mined_only_reports_every_real_drift_with_the_host_as_evidence():
     assert unwrap.fix.codemod == "unwrap-result"
     notes = {(e.version, e.note) for e in unwrap.evidence}
     assert {("0.11.0", "unwraps [0]"), ("0.16.0", "uses it whole")} <= notes
-    prefix = by[(GEN, 166)]
-    # None -> True: a None may stand for a value worked out elsewhere, so the checks alone say
-    # info; the rule (with the assertion it leads to) makes it an error.
-    assert "enable_prefix_caching" in prefix.symbol and prefix.severity == "info"
+    # None -> True: 0.11.0's own CacheConfig/SchedulerConfig read the field only for truth
+    # (`if not self.enable_prefix_caching`), so None acted as False and True is a flip: a
+    # warning from the checks alone (M2); the rule (with the assertion it leads to) makes
+    # prefix caching an error.
+    for line, field in ((166, "enable_prefix_caching"), (194, "enable_chunked_prefill")):
+        flip = next(f for f in result.findings if (f.line, f.rule) == (line, "default-change"))
+        assert field in flip.symbol and flip.severity == "warning", flip
+        assert "None reads as False on 0.11.0" in flip.message
 
 
 def test_protocol_is_mined_without_any_rule():
