@@ -49,7 +49,7 @@ def _fixed(api: HostAPI, module: str) -> dict[str, bool]:
         return {}
     out: dict[str, bool] = {}
     bound: dict[str, int] = {}
-    for node in _run_nodes(tree):
+    for node in run_nodes(tree):
         for name in _binds(node):
             bound[name] = bound.get(name, 0) + 1
     served = any(
@@ -75,7 +75,7 @@ def _fixed(api: HostAPI, module: str) -> dict[str, bool]:
     return {n: v for n, v in out.items() if bound.get(n, 0) <= 1}
 
 
-def _run_nodes(tree: ast.Module) -> list[ast.AST]:
+def run_nodes(tree: ast.Module) -> list[ast.AST]:
     """Every node of the module, less the ``if TYPE_CHECKING:`` blocks (they never run)."""
     out: list[ast.AST] = []
     todo: list[ast.AST] = [tree]
