@@ -91,6 +91,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         if not isinstance(cls, Found) or ctx.target.defined_in_host_mro(cls, use.member):
             continue
         now, _ = _decided(ctx.target, use.holder, path, config)
+        if now is not None and _client_sets(ctx, now):
+            continue  # the client passes the field the switch reads: its own choice
         if now is not None and now.selected:
             then, had = _decided(ctx.baseline, use.holder, path, config)
             if had and (then is None or then.selected):
@@ -100,6 +102,23 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             continue
         return [_new_alternative(use, ctx, path, cls, condition, line, now)]
     return []
+
+
+def _client_sets(ctx: CheckContext, sel: Selection) -> bool:
+    """Whether the client constructs a class whose field default the switch read, passing
+    that field."""
+    for cls_path, name in sel.fields:
+        for u in ctx.uses:
+            if u.kind != "call" or u.shape is None or name not in u.shape.keywords:
+                continue
+            found = ctx.target.resolve(u.symbol)
+            if isinstance(found, Found) and found.kind == "class" and found.path == cls_path:
+                return True
+            if isinstance(found, Found) and found.kind == "class" and any(
+                k.path == cls_path for k in ctx.target.mro(found)[0]
+            ):
+                return True
+    return False
 
 
 def _owner_evidence(ctx: CheckContext, use: Use, line: int, note: str) -> Evidence | None:

@@ -75,12 +75,14 @@ class Selection:
         paths: The open terms each way to the arm assumed (``()``: the defaults take the arm
             outright); empty when no way with the defaults takes it.
         settings: Environment variables the evaluation read (a user may set them).
+        fields: ``(class path, field)`` of each class-level default read (a caller may pass it).
         evidence: ``(file, line, note)`` of each host fact that decided a term.
     """
 
     paths: tuple[tuple[str, ...], ...]
     settings: tuple[str, ...]
     evidence: tuple[tuple[str, int, str], ...]
+    fields: tuple[tuple[str, str], ...] = ()
 
     @property
     def selected(self) -> bool:
@@ -98,6 +100,7 @@ class _Reader:
     api: HostAPI
     config: dict[str, object]
     settings: list[str] = field(default_factory=list)
+    fields: list[tuple[str, str]] = field(default_factory=list)
     evidence: list[tuple[str, int, str]] = field(default_factory=list)
     steps: int = 0
     active: set[str] = field(default_factory=set)
@@ -203,16 +206,22 @@ class _Reader:
         return got[0][0] if len(got) == 1 and not got[0][1] else _MANY
 
     def boolop(self, node: ast.BoolOp, env: dict[str, object], module: str, depth: int) -> object:
+        """``a and b`` / ``a or b``: decided by a known operand, else open on the open operands
+        (the known ones that do not decide dropped)."""
         stop = isinstance(node.op, ast.Or)  # the truth that decides the whole
         value: object = None
+        left: list[str] = []
         for operand in node.values:
             value = self.one(operand, env, module, depth)
             truth = _truth(value)
             if truth is None:
-                return Open(ast.unparse(node))
-            if truth is stop:
+                left.append(_text(value) if value is not _MANY else ast.unparse(operand))
+            elif truth is stop:
                 return value
-        return value
+        if not left:
+            return value
+        joint = " or " if stop else " and "
+        return Open(joint.join(f"({t})" if " " in t and len(left) > 1 else t for t in left))
 
     def call(
         self, node: ast.Call, env: dict[str, object], module: str, depth: int
@@ -329,7 +338,29 @@ class _Reader:
             if any(not isinstance(v, Open) or more for v, more in ways):
                 self.evidence.append((klass.file, value.lineno, f"{name} = {ast.unparse(value)}"))
             return ways
-        return [(Open(text), ())]
+        return [(self.field_default(obj, name, text, depth), ())]
+
+    def field_default(self, obj: _Obj, name: str, text: str, depth: int) -> object:
+        """A field's class-level default (``name: T = value``, ``= field(default=value)``):
+        the value an instance has unless its constructor is given ``name``."""
+        for klass in self.api.mro(obj.cls)[0]:
+            cls_node = self.api.class_node(klass)
+            for stmt in cls_node.body if cls_node is not None else []:
+                target, value = _assigned(stmt)
+                if target != name or value is None:
+                    continue
+                if isinstance(value, ast.Call):
+                    given = {k.arg: k.value for k in value.keywords}
+                    if "default" not in given:
+                        return Open(text)
+                    value = given["default"]
+                got = self.one(value, {}, klass.obj.module.path, depth + 1)
+                if isinstance(got, Open) or got is _MANY or isinstance(got, _Obj | _Mod | _Func):
+                    return Open(text)
+                self.fields.append((klass.path, name))
+                self.evidence.append((klass.file, stmt.lineno, f"{name} = {ast.unparse(value)}"))
+                return got
+        return Open(text)
 
     def global_(self, module: str, name: str, depth: int) -> object:
         """A module-level name: a host module or function, a literal bound once, or an entry
@@ -634,4 +665,5 @@ def _selection(
         tuple(sorted(set(paths), key=len)),
         tuple(dict.fromkeys(reader.settings)),
         tuple(dict.fromkeys(reader.evidence)),
+        tuple(dict.fromkeys(reader.fields)),
     )
