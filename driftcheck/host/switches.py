@@ -342,7 +342,8 @@ class _Reader:
 
     def field_default(self, obj: _Obj, name: str, text: str, depth: int) -> object:
         """A field's class-level default (``name: T = value``, ``= field(default=value)``):
-        the value an instance has unless its constructor is given ``name``."""
+        the value an instance has unless its constructor is given ``name``. Only a plain
+        literal: a ``None`` default is a field someone fills in later."""
         for klass in self.api.mro(obj.cls)[0]:
             cls_node = self.api.class_node(klass)
             for stmt in cls_node.body if cls_node is not None else []:
@@ -355,8 +356,8 @@ class _Reader:
                         return Open(text)
                     value = given["default"]
                 got = self.one(value, {}, klass.obj.module.path, depth + 1)
-                if isinstance(got, Open) or got is _MANY or isinstance(got, _Obj | _Mod | _Func):
-                    return Open(text)
+                if not isinstance(got, bool | int | str):
+                    return Open(text)  # ``None`` stands for "filled in later", not a setting
                 self.fields.append((klass.path, name))
                 self.evidence.append((klass.file, stmt.lineno, f"{name} = {ast.unparse(value)}"))
                 return got
