@@ -114,8 +114,10 @@ def _client_sets(ctx: CheckContext, sel: Selection) -> bool:
             found = ctx.target.resolve(u.symbol)
             if isinstance(found, Found) and found.kind == "class" and found.path == cls_path:
                 return True
-            if isinstance(found, Found) and found.kind == "class" and any(
-                k.path == cls_path for k in ctx.target.mro(found)[0]
+            if (
+                isinstance(found, Found)
+                and found.kind == "class"
+                and any(k.path == cls_path for k in ctx.target.mro(found)[0])
             ):
                 return True
     return False
@@ -123,7 +125,9 @@ def _client_sets(ctx: CheckContext, sel: Selection) -> bool:
 
 def _owner_evidence(ctx: CheckContext, use: Use, line: int, note: str) -> Evidence | None:
     owner = ctx.target.resolve(use.holder.rpartition(".")[0]) if use.holder else None
-    return Evidence(ctx.target.version, owner.file, line, note) if isinstance(owner, Found) else None
+    return (
+        Evidence(ctx.target.version, owner.file, line, note) if isinstance(owner, Found) else None
+    )
 
 
 def _facts(ctx: CheckContext, api: HostAPI, sel: Selection | None) -> list[Evidence]:
@@ -164,9 +168,7 @@ def _by_default(
         else ""
     )
     unless = f" unless {' or '.join(now.settings)} is set" if now.settings else ""
-    assumed = (
-        f"; assumed, as the source cannot tell: {', '.join(open_terms)}" if open_terms else ""
-    )
+    assumed = f"; assumed, as the source cannot tell: {', '.join(open_terms)}" if open_terms else ""
     message = (
         f"{use.receiver_expr}.{use.member}: on {ctx.target.name} {ctx.target.version} the "
         f"defaults make {owner}.{attr} a {short} ({path}), which has no {use.member!r}, "
@@ -181,7 +183,9 @@ def _by_default(
         *_facts(ctx, ctx.target, now),
         Evidence(ctx.target.version, cls.file, cls.line, f"{short} without {use.member}"),
     ]
-    switch = f", or set {now.settings[0]} to select the other implementation" if now.settings else ""
+    switch = (
+        f", or set {now.settings[0]} to select the other implementation" if now.settings else ""
+    )
     return finding(
         use,
         IMPLEMENTATION_SWAP,

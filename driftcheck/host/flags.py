@@ -33,7 +33,7 @@ def flag_value(api: HostAPI, dotted: str) -> bool | None:
     fixed = api.fact(f"flags:{FORMAT}:{module}", lambda: _fixed(api, module))
     if name not in fixed:
         return None
-    if _stored_elsewhere(api, module, name):
+    if stored_elsewhere(api, module, name):
         return None
     return bool(fixed[name])
 
@@ -119,7 +119,7 @@ def _binds(node: ast.AST) -> list[str]:
     return []
 
 
-def _stored_elsewhere(api: HostAPI, module: str, name: str) -> bool:
+def stored_elsewhere(api: HostAPI, module: str, name: str) -> bool:
     """Some host file stores ``<something>.name = ...`` or ``setattr(..., "name", ...)``."""
 
     def mine() -> bool:

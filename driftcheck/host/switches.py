@@ -17,12 +17,13 @@ Nothing is imported or run; the evaluation is bounded (call depth, paths, steps)
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import griffe
 
 from driftcheck.host.api import HostAPI
-from driftcheck.host.flags import run_nodes
+from driftcheck.host.flags import run_nodes, stored_elsewhere
 from driftcheck.host.objects import Found
 
 #: How deep host calls are followed from the condition.
@@ -34,8 +35,16 @@ MAX_STEPS = 2000
 #: Calls of the standard library that read an environment variable with a default.
 _GETENV = {"os.getenv", "os.environ.get", "getenv", "environ.get"}
 #: Builtins evaluated on known values.
-_BUILTINS = {"bool": bool, "int": int, "str": str, "len": len, "frozenset": frozenset,
-             "set": frozenset, "tuple": tuple, "list": tuple}  # fmt: skip
+_BUILTINS: dict[str, Callable[..., object]] = {
+    "bool": bool,
+    "int": int,
+    "str": str,
+    "len": len,
+    "frozenset": frozenset,
+    "set": frozenset,
+    "tuple": tuple,
+    "list": tuple,
+}
 
 
 @dataclass(frozen=True)
@@ -185,7 +194,7 @@ class _Reader:
                 return [(Open(ast.unparse(node)), ())]
             return [(frozenset(items) if isinstance(node, ast.Set) else tuple(items), ())]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            out = []
+            out: list[_Way] = []
             for value, more in self.expr(node.operand, env, module, depth):
                 truth = _truth(value)
                 out.append((Open(_negated(_text(value))) if truth is None else not truth, more))
@@ -247,9 +256,7 @@ class _Reader:
             return self.invoke(func, args, ast.unparse(node), depth)
         return [(Open(ast.unparse(node)), ())]
 
-    def quantified(
-        self, node: ast.Call, env: dict[str, object], module: str, depth: int
-    ) -> object:
+    def quantified(self, node: ast.Call, env: dict[str, object], module: str, depth: int) -> object:
         """``any(test for x in items)`` / ``all(...)`` over items the source decides."""
         gen = node.args[0]
         if not (
@@ -273,7 +280,10 @@ class _Reader:
     ) -> list[tuple[object, tuple[str, ...]]]:
         """A host function's returns for known positional arguments."""
         node = self.api.def_node(func.found)
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or func.found.path in self.active:
+        if (
+            not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            or func.found.path in self.active
+        ):
             return [(Open(text), ())]
         params = [a.arg for a in node.args.posonlyargs + node.args.args]
         given = ([func.bound] if func.bound is not None else []) + args
@@ -329,6 +339,8 @@ class _Reader:
                     return [(Open(text), ())]
                 continue
             method, value = found[0]
+            if value is None:
+                return [(Open(text), ())]
             env = _parameters(self.api, method, klass, obj)
             self.active.add(key)
             try:
@@ -381,6 +393,8 @@ class _Reader:
         if name in table.defs and isinstance(found, Found) and found.kind == "function":
             return _Func(found)
         file = found.file if isinstance(found, Found) else module.replace(".", "/") + ".py"
+        if stored_elsewhere(self.api, module, name):
+            return Open(name)  # some host code assigns it: not the module's value alone
         bound = table.literals.get(name)
         if bound is not None:
             value = self.one(bound, {}, module, depth + 1)
@@ -510,19 +524,24 @@ def _assigned(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
 
 def _self_assignments(
     cls: ast.ClassDef, name: str
-) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]]:
-    """``self.name = value`` in the class's methods, with the method."""
-    out = []
+) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr | None]]:
+    """``self.name = value`` in the class's methods, with the method (None: ``self.name += ...``,
+    a value not known)."""
+    out: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr | None]] = []
     for item in cls.body:
         if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or not item.args.args:
             continue
         me = item.args.args[0].arg
         for node in ast.walk(item):
-            targets: list[ast.expr] = []
+            value: ast.expr | None
             if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-                targets = [node.target]
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            elif isinstance(node, ast.AugAssign):
+                targets, value = [node.target], None
+            else:
+                continue
             for target in targets:
                 if (
                     isinstance(target, ast.Attribute)
@@ -530,8 +549,7 @@ def _self_assignments(
                     and isinstance(target.value, ast.Name)
                     and target.value.id == me
                 ):
-                    value = node.value if not isinstance(node, ast.AugAssign) else None
-                    out.append((item, value if value is not None else ast.Constant(None)))
+                    out.append((item, value))
     return out
 
 
