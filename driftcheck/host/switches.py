@@ -136,11 +136,12 @@ class _Reader:
                 if isinstance(stmt, ast.Raise):
                     ended = True  # this way returns nothing
                     break
-                if isinstance(stmt, ast.If) and not _leaves(stmt):
-                    _forget(stmt, names)  # either arm only binds or changes names: no fork
-                    continue
                 if isinstance(stmt, ast.If):
-                    for value, more in self.expr(stmt.test, names, module, depth):
+                    ways = self.expr(stmt.test, names, module, depth)
+                    if not _leaves(stmt) and any(_truth(v) is None for v, _ in ways):
+                        _forget(stmt, names)  # either arm only binds or changes names: no fork
+                        continue
+                    for value, more in ways:
                         truth = _truth(value)
                         if truth is not False:
                             yes = () if truth is True else (_text(value),)
@@ -159,6 +160,10 @@ class _Reader:
                         continue
                     for one, more in got:
                         todo.append((rest, {**names, target: one}, assumed + more))
+                    ended = True
+                    break
+                if _leaves(stmt):  # a loop or a ``try`` that may return: its value is not known
+                    out.append((Open(ast.unparse(stmt).split("\n", 1)[0]), assumed))
                     ended = True
                     break
                 _forget(stmt, names)  # a call, a loop: what it binds or changes is not known

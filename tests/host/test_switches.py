@@ -111,3 +111,37 @@ def test_a_property_with_a_served_architecture_and_an_open_term(api: HostAPI):
 
 def test_a_parameter_without_a_type_is_open(api: HostAPI):
     assert _select(api, "other.flag") is None
+
+
+LOOPS = '''
+import os
+
+FAST = frozenset({"FastLM"})
+
+
+def listed(architectures):
+    for a in architectures:
+        if a in FAST:
+            return True
+    return False
+
+
+class Runner:
+    def __init__(self, model_config):
+        self.fast = listed(model_config.architectures)
+        if self.fast:
+            pass
+'''
+
+
+def test_a_loop_that_returns_is_open_not_its_fall_through(tmp_path: Path):
+    """``for ...: return True`` then ``return False``: the loop's return is not skipped."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "runner.py").write_text(LOOPS)
+    api = HostAPI(tree=DirectoryTree(tmp_path), name="pkg", version="1.0")
+    owner = api.resolve("pkg.runner.Runner")
+    assert isinstance(owner, Found)
+    line = LOOPS.splitlines().index("    def __init__(self, model_config):") + 2
+    got = selection(api, owner, line, "self.fast", {"architectures": ("FastLM",)})
+    assert got is not None and got.selected  # open, never "not selected"
