@@ -113,7 +113,7 @@ def test_a_parameter_without_a_type_is_open(api: HostAPI):
     assert _select(api, "other.flag") is None
 
 
-LOOPS = '''
+LOOPS = """
 import os
 
 FAST = frozenset({"FastLM"})
@@ -131,7 +131,7 @@ class Runner:
         self.fast = listed(model_config.architectures)
         if self.fast:
             pass
-'''
+"""
 
 
 def test_a_loop_that_returns_is_open_not_its_fall_through(tmp_path: Path):
