@@ -40,6 +40,9 @@ class CheckContext:
     fresh: set[int] = field(default_factory=set)
     #: The classes the host builds for the served model (``scan --model``), if it serves one.
     served: ServedModel | None = None
+    #: The client's files as lines (relative path -> lines), for facts no use carries (an
+    #: environment variable the client sets).
+    client_lines: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def base(self) -> HostAPI:

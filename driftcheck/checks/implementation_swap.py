@@ -15,6 +15,8 @@ variable's default, a module literal set the served model's architecture is test
 
 from __future__ import annotations
 
+import re
+
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
@@ -105,8 +107,17 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
 
 
 def _client_sets(ctx: CheckContext, sel: Selection) -> bool:
-    """Whether the client constructs a class whose field default the switch read, passing
-    that field."""
+    """Whether the client chooses the switch itself: it sets an environment variable the switch
+    reads (``os.environ["X"] = ...``, ``setenv``, ``putenv``, or ``"X":`` as a key of an
+    environment it hands on), or constructs a class whose field default the switch read,
+    passing that field."""
+    if sel.settings:
+        named = "|".join(re.escape(s) for s in sel.settings)
+        sets = re.compile(
+            rf"""(environ|setenv|putenv)\W.*["']({named})["']|["']({named})["']\s*:"""
+        )
+        if any(sets.search(line) for lines in ctx.client_lines.values() for line in lines):
+            return True
     for cls_path, name in sel.fields:
         for u in ctx.uses:
             if u.kind != "call" or u.shape is None or name not in u.shape.keywords:
