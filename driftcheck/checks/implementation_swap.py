@@ -10,7 +10,8 @@ variable's default, a module literal set the served model's architecture is test
   the source leaves terms of the condition open (the finding names them);
 * only a setting selects it (or the source decides nothing) and the class is new since the
   baseline: information;
-* the defaults decide the same on both releases, or never select it on either: nothing.
+* the defaults decide the same on both releases, or never select it on either, or the client
+  sets the switch itself (an environment variable it writes, a field it passes): nothing.
 """
 
 from __future__ import annotations
