@@ -57,7 +57,7 @@ def _fixed(api: HostAPI, module: str) -> dict[str, bool]:
         for s in tree.body
     )
     for stmt in tree.body:
-        target, value = _assignment(stmt)
+        target, value = assignment(stmt)
         if target is not None and value is not None and _literal(value):
             out[target] = bool(value.value)  # type: ignore[attr-defined]  # a Constant
         if served and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -93,7 +93,8 @@ def _type_checking(test: ast.expr) -> bool:
     return dotted(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
-def _assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
+def assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    """``(name, value)`` of ``name = value`` / ``name: T = value`` (None where not one name)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
         return (target.id if isinstance(target, ast.Name) else None), stmt.value

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import griffe
 
 from driftcheck.host.api import HostAPI
-from driftcheck.host.flags import run_nodes, stored_elsewhere
+from driftcheck.host.flags import assignment, run_nodes, stored_elsewhere
 from driftcheck.host.objects import Found
 
 #: How deep host calls are followed from the condition.
@@ -151,7 +151,7 @@ class _Reader:
                             todo.append((stmt.orelse + rest, dict(names), assumed + more + no))
                     ended = True
                     break
-                target, value = _assigned(stmt)
+                target, value = assignment(stmt)
                 if target is not None and value is not None:
                     got = self.expr(value, names, module, depth)
                     if len(got) == 1:
@@ -364,7 +364,7 @@ class _Reader:
         for klass in self.api.mro(obj.cls)[0]:
             cls_node = self.api.class_node(klass)
             for stmt in cls_node.body if cls_node is not None else []:
-                target, value = _assigned(stmt)
+                target, value = assignment(stmt)
                 if target != name or value is None:
                     continue
                 if isinstance(value, ast.Call):
@@ -501,7 +501,7 @@ def _read_table(tree: ast.Module, module: str, mod: griffe.Module | None) -> _Ta
                 imports[alias.asname or alias.name] = f"{base}.{alias.name}"
         elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             defs.add(stmt.name)
-        target, value = _assigned(stmt)
+        target, value = assignment(stmt)
         if target is not None and value is not None and stores.get(target) == 1:
             literals[target] = value
         if getattr_served and isinstance(stmt, ast.Assign | ast.AnnAssign):
@@ -516,15 +516,6 @@ def _read_table(tree: ast.Module, module: str, mod: griffe.Module | None) -> _Ta
                     ):
                         served[key.value] = entry.body
     return _Table(imports, defs, literals, served)
-
-
-def _assigned(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        target = stmt.targets[0]
-        return (target.id if isinstance(target, ast.Name) else None), stmt.value
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-        return stmt.target.id, stmt.value
-    return None, None
 
 
 def _self_assignments(
