@@ -7,7 +7,8 @@ its source on each release (:mod:`driftcheck.host.switches`: a property, an envi
 variable's default, a module literal set the served model's architecture is tested against):
 
 * the target's defaults select the class and the baseline's did not: an error, a warning when
-  the source leaves terms of the condition open (the finding names them);
+  the source leaves terms of the condition open (the finding names them; a class new since the
+  baseline that only open terms select stays information);
 * only a setting selects it (or the source decides nothing) and the class is new since the
   baseline: information;
 * the defaults decide the same on both releases, or never select it on either, or the client
@@ -100,7 +101,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             then, had = _decided(ctx.baseline, use.holder, path, config)
             if had and (then is None or then.selected):
                 continue  # the baseline's defaults took it too, or cannot be told apart
-            return [_by_default(use, ctx, path, cls, line, now, then)]
+            if had or not now.shortest:
+                return [_by_default(use, ctx, path, cls, line, now, then)]
+            # A new class that only open terms select: no default was seen to change.
         if path in before:
             continue
         return [_new_alternative(use, ctx, path, cls, condition, line, now)]
