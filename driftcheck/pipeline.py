@@ -90,6 +90,7 @@ def _run_checks(
         rules=rules,
         fresh=fresh,
         served=served,
+        client_lines=lines,
     )
     unbased = replace(ctx, baseline=None)  # shares ``reported``: each drift is reported once
     findings: list[Finding] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
@@ -40,6 +40,9 @@ class CheckContext:
     fresh: set[int] = field(default_factory=set)
     #: The classes the host builds for the served model (``scan --model``), if it serves one.
     served: ServedModel | None = None
+    #: The client's files as lines (relative path -> lines), for facts no use carries (an
+    #: environment variable the client sets).
+    client_lines: Mapping[str, list[str]] = field(default_factory=dict)
 
     @property
     def base(self) -> HostAPI:

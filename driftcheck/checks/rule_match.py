@@ -268,8 +268,11 @@ def _unique(items: list[Evidence]) -> list[Evidence]:
 
 
 def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
-    """Add rule findings; a mined finding at the same place and kind merges into the rule's."""
+    """Add rule findings; a mined finding at the same place and kind merges into the rule's. A
+    rule whose ``mined`` condition names a check (a rule reduced to its words and severity)
+    keeps its finding only where a finding of that check merged into it."""
     ruled = rule_findings(ctx)
+    merged: dict[int, list[Finding]] = {}
     index = {(f.file, f.fix_at[0], f.kind): i for i, f in enumerate(ruled)}
     kept: list[Finding] = []
     params = {r.id: _as_list(r.conditions.get("default_changed")) for r in ctx.rules}
@@ -282,6 +285,7 @@ def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
             kept.append(f)
         else:
             r = ruled[i]
+            merged.setdefault(i, []).append(f)
             ruled[i] = replace(r, evidence=tuple(_unique([*r.evidence, *f.evidence])))
             if r.fix is None and f.fix is not None:  # a rule reduced to its words: the fix is mined
                 ruled[i] = replace(ruled[i], fix=f.fix)
@@ -294,4 +298,12 @@ def apply_rules(findings: list[Finding], ctx: CheckContext) -> list[Finding]:
                     end_column=f.end_column,
                     anchor=f.anchor,
                 )
-    return kept + ruled
+    mined = {r.id: r.conditions.get("mined") for r in ctx.rules}
+    out = []
+    for i, r in enumerate(ruled):
+        needed = mined.get(r.rule)
+        if needed and all(f.rule != needed for f in merged.get(i, [])):
+            kept.extend(merged.get(i, []))  # the rule does not apply: what merged stays itself
+        else:
+            out.append(r)
+    return kept + out

@@ -33,7 +33,7 @@ def flag_value(api: HostAPI, dotted: str) -> bool | None:
     fixed = api.fact(f"flags:{FORMAT}:{module}", lambda: _fixed(api, module))
     if name not in fixed:
         return None
-    if _stored_elsewhere(api, module, name):
+    if stored_elsewhere(api, module, name):
         return None
     return bool(fixed[name])
 
@@ -49,7 +49,7 @@ def _fixed(api: HostAPI, module: str) -> dict[str, bool]:
         return {}
     out: dict[str, bool] = {}
     bound: dict[str, int] = {}
-    for node in _run_nodes(tree):
+    for node in run_nodes(tree):
         for name in _binds(node):
             bound[name] = bound.get(name, 0) + 1
     served = any(
@@ -57,7 +57,7 @@ def _fixed(api: HostAPI, module: str) -> dict[str, bool]:
         for s in tree.body
     )
     for stmt in tree.body:
-        target, value = _assignment(stmt)
+        target, value = assignment(stmt)
         if target is not None and value is not None and _literal(value):
             out[target] = bool(value.value)  # type: ignore[attr-defined]  # a Constant
         if served and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -75,7 +75,7 @@ def _fixed(api: HostAPI, module: str) -> dict[str, bool]:
     return {n: v for n, v in out.items() if bound.get(n, 0) <= 1}
 
 
-def _run_nodes(tree: ast.Module) -> list[ast.AST]:
+def run_nodes(tree: ast.Module) -> list[ast.AST]:
     """Every node of the module, less the ``if TYPE_CHECKING:`` blocks (they never run)."""
     out: list[ast.AST] = []
     todo: list[ast.AST] = [tree]
@@ -93,7 +93,8 @@ def _type_checking(test: ast.expr) -> bool:
     return dotted(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
-def _assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
+def assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    """``(name, value)`` of ``name = value`` / ``name: T = value`` (None where not one name)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
         return (target.id if isinstance(target, ast.Name) else None), stmt.value
@@ -119,7 +120,7 @@ def _binds(node: ast.AST) -> list[str]:
     return []
 
 
-def _stored_elsewhere(api: HostAPI, module: str, name: str) -> bool:
+def stored_elsewhere(api: HostAPI, module: str, name: str) -> bool:
     """Some host file stores ``<something>.name = ...`` or ``setattr(..., "name", ...)``."""
 
     def mine() -> bool:

@@ -36,6 +36,7 @@ CONDITIONS = (
     "requires_call",
     "default_changed",
     "served_in",
+    "mined",
 )
 USE_KINDS = ("call", "attribute", "import", "any")
 

@@ -198,6 +198,83 @@ def test_disabling_a_rule_keeps_the_general_finding_at_its_place():
     assert [f["rule"] for f in found if (f["file"], f["line"]) == (file, line)] == ["call-protocol"]
 
 
+_SWITCH_HOST = """
+import os
+
+
+class BlockCache:
+    num_blocks = 16
+
+
+class PagedCache:
+    page_size = 4
+
+
+class Runner:
+    def __init__(self):
+        if os.getenv("MHOST_PAGED", "{default}") != "1":
+            self.cache = BlockCache()
+        else:
+            self.cache = PagedCache()
+"""
+_MINED_RULE = """
+id = "paged-cache-blocks"
+host = "mhost"
+versions = ">=2.0"
+kind = "behaviour-change"
+severity = "error"
+message = "{receiver}.num_blocks: the paged cache has none; count pages instead"
+references = ["tests/rules/test_rules.py"]
+
+[conditions]
+mined = "implementation-swap"
+
+[match]
+symbol = "mhost.runner.BlockCache.num_blocks"
+use = "attribute"
+"""
+
+
+def test_a_mined_rule_reports_only_where_its_check_does(tmp_path: Path):
+    """A rule reduced to its words and severity (``mined = "implementation-swap"``) keeps its
+    finding where the check finds the switch's default flipped, and drops it where the check
+    is quiet (the default is the same on both releases)."""
+
+    def host(version: str, default: str) -> Path:
+        root = tmp_path / f"{default}-{version}"
+        if root.exists():
+            return root
+        (root / "mhost").mkdir(parents=True)
+        (root / "mhost" / "__init__.py").write_text("")
+        (root / "mhost" / "runner.py").write_text(_SWITCH_HOST.replace("{default}", default))
+        dist = root / f"mhost-{version}.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: mhost\nVersion: {version}\n")
+        (dist / "top_level.txt").write_text("mhost\n")
+        return root
+
+    client = tmp_path / "client" / "mclient"
+    client.mkdir(parents=True)
+    (client / "__init__.py").write_text("")
+    (client / "mod.py").write_text(
+        "from mhost.runner import Runner\n\n\ndef blocks(runner: Runner):\n"
+        "    return runner.cache.num_blocks\n"
+    )
+    (tmp_path / "rules" / "mhost").mkdir(parents=True)
+    (tmp_path / "rules" / "mhost" / "paged-cache-blocks.toml").write_text(_MINED_RULE)
+    rules = load_rules(tmp_path / "rules", builtin=False)
+
+    def found(base: str, target: str) -> list[tuple[str, str]]:
+        result = scan(
+            str(client), str(host("2.0", target)), baseline=str(host("1.0", base)),
+            host="mhost", rules=rules,
+        )  # fmt: skip
+        return [(f.rule, f.severity) for f in result.findings]
+
+    assert found("0", "1") == [("paged-cache-blocks", "error")]  # merged into the rule's
+    assert found("1", "1") == []  # the check is quiet: so is the rule
+
+
 def _write_case(root: Path, code: str) -> Path:
     pkg = root / "case"
     pkg.mkdir(parents=True, exist_ok=True)
