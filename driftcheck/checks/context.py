@@ -63,6 +63,25 @@ class CheckContext:
             self.__dict__["_by_file"] = index
         return cast(list[Use], index.get(file, []))
 
+    def replaced_by_client(self, use: Use) -> bool:
+        """Whether what a call binds to is the client's own by the time it runs: its file stores
+        over it at module level, ungated (``Cls.__init__ = mine`` for ``Cls(...)``, ``Cls.m =
+        mine`` for ``obj.m(...)`` on a ``Cls``), and the call runs after that store (inside a
+        function of the module, or on a later module-level line)."""
+        if use.kind != "call":
+            return False
+        over = use.symbol if use.receiver else f"{use.symbol}.__init__"
+        module = use.file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        return any(
+            u.store
+            and u.symbol == over
+            and u.gate is None
+            and u.scope
+            and module.endswith(u.scope)  # the store runs at import
+            and (use.scope != u.scope or u.order < use.order)
+            for u in self.uses_in(use.file)
+        )
+
     def lookup(self, api: HostAPI, use: Use) -> Lookup:
         """What ``use`` reaches in ``api``: Found, None (certainly absent) or UNKNOWN."""
         if use.receiver and use.member:
