@@ -8,6 +8,11 @@ An attribute a host function sets on the object the client passes it (``helper(o
 does ``obj.x = …`` or ``setattr(obj, "x", …)``) is there for the client's ``obj.x`` in the file
 that calls the helper; where the baseline's helper set it and the target's no longer does, that
 is the drift reported.
+
+What Python itself gives every instance is never missing: ``object``'s own attributes
+(``__class__``, ``__doc__``), and ``__dict__`` / ``__weakref__`` unless every class of the
+receiver's MRO declares ``__slots__`` without them (pydantic 2's ``BaseModel`` lists ``__dict__``
+in its ``__slots__``; 1.x set it in ``__init__``).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report ``recv.member`` where ``member`` existed on the receiver's class at baseline only."""
     if not (use.receiver and use.member) or use.kind not in ("attribute", "call"):
         return []
-    if ctx.lookup(ctx.target, use) is not None:
+    if ctx.lookup(ctx.target, use) is not None or python_gives(ctx.target, use):
         return []
     if helper_sets(ctx, ctx.target, use):
         return []  # ``helper(obj)`` sets ``obj.x`` on the target
@@ -96,6 +101,38 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             ),
         )
     ]
+
+
+#: The attributes ``object`` gives every instance and class (``dir(object)``, Python 3.9-3.13).
+OBJECT_ATTRIBUTES = frozenset(
+    "__class__ __delattr__ __dir__ __doc__ __eq__ __format__ __ge__ __getattribute__ "
+    "__getstate__ __gt__ __hash__ __init__ __init_subclass__ __le__ __lt__ __ne__ __new__ "
+    "__reduce__ __reduce_ex__ __repr__ __setattr__ __sizeof__ __str__ __subclasshook__".split()
+)
+#: What an instance has unless ``__slots__`` leaves it out, all the way up its MRO.
+_SLOT_ATTRIBUTES = ("__dict__", "__weakref__")
+
+
+def python_gives(api: HostAPI, use: Use) -> bool:
+    """Whether Python gives ``use.member`` to every instance of the receiver's class, whatever
+    the host defines: ``object``'s attributes, and ``__dict__``/``__weakref__`` where some
+    class of the MRO has no ``__slots__`` or names the attribute in it."""
+    if use.member in OBJECT_ATTRIBUTES:
+        return True
+    if use.member not in _SLOT_ATTRIBUTES or not use.receiver:
+        return False
+    cls = api.resolve(use.receiver)
+    if not isinstance(cls, Found):
+        return False
+    chain, complete = api.mro(cls)
+    for klass in chain:
+        slots = klass.obj.members.get("__slots__") if isinstance(klass.obj, griffe.Class) else None
+        if slots is None:
+            return True  # a class without ``__slots__`` gives its instances both
+        value = str(getattr(slots, "value", "") or "")
+        if f"'{use.member}'" in value or f'"{use.member}"' in value:
+            return True
+    return not complete  # a base outside the host, unread, may give it
 
 
 def helper_sets(ctx: CheckContext, api: HostAPI | None, use: Use) -> list[tuple[str, str, int]]:

@@ -37,8 +37,8 @@ CHECK = Check(__name__, (CALL_SIGNATURE,))
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report new binding problems of a call (unexpected keyword, missing required, too many)."""
-    if use.kind != "call" or use.shape is None:
-        return []
+    if use.kind != "call" or use.shape is None or ctx.replaced_by_client(use):
+        return []  # a call the client's own replacement takes is bound to its signature
     target = ctx.lookup(ctx.target, use)
     if not isinstance(target, Found):
         return []

@@ -66,6 +66,33 @@ class CheckContext:
             self.__dict__["_by_file"] = index
         return cast(list[Use], index.get(file, []))
 
+    def replaced_by_client(self, use: Use) -> bool:
+        """Whether what a call binds to is the client's own by the time it runs: its file stores
+        over it at module level, ungated (``Cls.__init__ = mine`` for ``Cls(...)``, ``Cls.m =
+        mine`` for ``obj.m(...)`` on a ``Cls``), and the call runs after that store (inside a
+        function of the module, or on a later module-level line)."""
+        if use.kind != "call":
+            return False
+        stores = self._module_stores(use.file)
+        if not stores:
+            return False
+        over = use.symbol if use.receiver else f"{use.symbol}.__init__"
+        return any(use.scope != scope or order < use.order for scope, order in stores.get(over, ()))
+
+    def _module_stores(self, file: str) -> dict[str, list[tuple[str, int]]]:
+        """The ungated module-level stores to host names of one file, by name: (scope, order)
+        (indexed once per file, as :meth:`uses_in`)."""
+        index = self.__dict__.setdefault("_stores_by_file", {})
+        if file not in index:
+            module = file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            found: dict[str, list[tuple[str, int]]] = {}
+            for u in self.uses_in(file):
+                # a store whose scope is the module itself runs at import
+                if u.store and u.gate is None and u.scope and module.endswith(u.scope):
+                    found.setdefault(u.symbol, []).append((u.scope, u.order))
+            index[file] = found
+        return cast(dict[str, list[tuple[str, int]]], index[file])
+
     def lookup(self, api: HostAPI, use: Use) -> Lookup:
         """What ``use`` reaches in ``api``: Found, None (certainly absent) or UNKNOWN."""
         if use.receiver and use.member:

@@ -60,6 +60,8 @@ def rebound(
     them (empty without a baseline, or when the call spreads ``*args``)."""
     if use.kind != "call" or use.shape is None or use.shape.star or ctx.baseline is None:
         return [], None, None, None
+    if ctx.replaced_by_client(use):
+        return [], None, None, None  # the client's own function takes the call
     target = ctx.lookup(ctx.target, use)
     base = ctx.lookup(ctx.baseline, use)
     if not (isinstance(target, Found) and isinstance(base, Found)):
