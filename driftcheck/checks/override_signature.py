@@ -15,6 +15,7 @@ the host added leaves it too few slots (TypeError on the target)."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from driftcheck.checks.context import CheckContext, finding
@@ -119,6 +120,11 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     )
     how = f" ({use.via})" if use.via else ""
     details = "; ".join(sorted(text for _, text in problems))
+    if use.member == "__init__" and not use.via and (own := _built_by_client_only(use, ctx)):
+        # Nothing hands the class to the host: only the client's own calls construct it, with
+        # its own arguments (its super().__init__ call is checked as a call).
+        severity = Severity.INFO
+        details += f"; but only the client's own code builds {own}, so the host never calls it"
     return [
         finding(
             use,
@@ -133,6 +139,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                 codemod="accept-kwargs",
             )
             if severity == Severity.WARNING
+            else None
+            if severity == Severity.INFO
             else Fix(FixSafety.MANUAL, "accept the host's new arguments"),
         )
     ]
@@ -254,3 +262,137 @@ def _post_init(use: Use, ctx: CheckContext) -> list[Finding]:
 
 def _slots(params: list[tuple[str, str, bool]]) -> int:
     return sum(1 for _, k, _ in params[1:] if k in ("positional_only", "positional_or_keyword"))
+
+
+_CLASS = re.compile(r"^(\s*)class\s+(\w+)\b")
+
+
+def _owner(lines: list[str], line: int) -> str:
+    """The name of the client class whose body holds the ``def`` on ``line`` (1-based)."""
+    if not 0 < line <= len(lines):
+        return ""
+    text = lines[line - 1]
+    indent = len(text) - len(text.lstrip())
+    for i in range(line - 2, -1, -1):
+        m = _CLASS.match(lines[i])
+        if m and len(m.group(1)) < indent:
+            return m.group(2)
+        if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) < indent:
+            return ""  # a def or block that is not a class holds it
+    return ""
+
+
+def _built_by_client_only(use: Use, ctx: CheckContext) -> str:
+    """The overriding class's name when the client never hands it (or a subclass of it) to
+    anything: every mention in the client's files is a call that builds it, a class statement
+    that derives from it (whose own mentions are read the same way), an import, an
+    ``isinstance``/``issubclass`` test or an attribute read off it, and at least one call builds
+    it. A mention as a value (passed, stored, returned, registered, decorated) or inside a
+    string other than a docstring (a dotted path a config names) hands it on: ``""``."""
+    cls = _owner(ctx.client_lines.get(use.file, []), use.line)
+    if not cls or _registers_subclasses(ctx.target, use.receiver or ""):
+        return ""
+    todo, seen, built = [cls], {cls}, 0
+    while todo:
+        name = todo.pop()
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        for rel, lines in ctx.client_lines.items():
+            tree = _client_tree(ctx, rel, lines, word)
+            if tree is None:
+                continue
+            for how, node in _mentions(tree, name, word):
+                if how == "call":
+                    built += 1
+                elif how == "base" and isinstance(node, ast.ClassDef):
+                    if node.name not in seen:
+                        seen.add(node.name)
+                        todo.append(node.name)
+                elif how != "neutral":
+                    return ""
+    return cls if built else ""
+
+
+def _client_tree(
+    ctx: CheckContext, rel: str, lines: list[str], word: re.Pattern[str]
+) -> ast.Module | None:
+    """A client file's syntax tree when it mentions the word (parsed once per scan)."""
+    if not any(word.search(line) for line in lines):
+        return None
+    trees: dict[str, ast.Module | None] = ctx.__dict__.setdefault("_client_trees", {})
+    if rel not in trees:
+        try:
+            trees[rel] = ast.parse("\n".join(lines))
+        except (SyntaxError, ValueError, RecursionError):
+            trees[rel] = None
+    return trees[rel]
+
+
+def _mentions(tree: ast.Module, name: str, word: re.Pattern[str]) -> list[tuple[str, ast.AST]]:
+    """Each mention of ``name`` in a module, as (how, node): ``call`` (it builds one), ``base``
+    (node: the class statement deriving from it), ``neutral`` or ``value`` (handed on)."""
+    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    out: list[tuple[str, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            if node.decorator_list or node.keywords:
+                out.append(("value", node))  # handed to a decorator or a metaclass
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            up = parents.get(node)
+            if word.search(node.value) and not isinstance(up, ast.Expr):  # not a docstring
+                out.append(("value", node))
+            continue
+        if isinstance(node, ast.alias) and name in (node.name.rsplit(".", 1)[-1], node.asname):
+            if node.asname and node.asname != name:
+                out.append(("value", node))  # renamed on import: not followed
+            continue
+        hit = (isinstance(node, ast.Name) and node.id == name) or (
+            isinstance(node, ast.Attribute) and node.attr == name
+        )
+        if not hit:
+            continue
+        up = parents.get(node)
+        if isinstance(up, ast.Call) and up.func is node:
+            out.append(("call", node))
+        elif isinstance(up, ast.ClassDef) and node in up.bases:
+            out.append(("base", up))
+        elif isinstance(up, ast.Attribute) and up.value is node:
+            out.append(("neutral", node))  # Cls.attr, Cls.__init__(self, ...)
+        elif _type_test(node, up, parents):
+            out.append(("neutral", node))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.append(("neutral", node))  # obj.Name = ...: another object's attribute
+        else:
+            out.append(("value", node))
+    return out
+
+
+def _type_test(node: ast.AST, up: ast.AST | None, parents: dict[ast.AST, ast.AST]) -> bool:
+    """``isinstance(x, Cls)`` / ``issubclass(c, (A, Cls))``."""
+    if isinstance(up, ast.Tuple):
+        up = parents.get(up)
+    return (
+        isinstance(up, ast.Call)
+        and isinstance(up.func, ast.Name)
+        and up.func.id in ("isinstance", "issubclass")
+        and node is not up.func
+    )
+
+
+def _registers_subclasses(api: HostAPI, cls_path: str) -> bool:
+    """Whether the host class (or a class it derives from) sees each subclass as it is made:
+    ``__init_subclass__`` or a metaclass of the host's own, which may register it."""
+    cls = api.resolve(cls_path)
+    if not isinstance(cls, Found) or cls.kind != "class":
+        return True  # unknown: assume it may
+    if isinstance(api.class_member(cls, "__init_subclass__"), Found):
+        return True
+    chain, _ = api.mro(cls)
+    for klass in chain:
+        node = api.class_node(klass)
+        if node is not None and any(
+            k.arg == "metaclass" and not ast.unparse(k.value).endswith("ABCMeta")
+            for k in node.keywords
+        ):
+            return True
+    return False
