@@ -146,7 +146,14 @@ def _all_raise(body: list[ast.stmt]) -> tuple[str, int] | None:
 def walker_of(api: HostAPI, cls: Found) -> set[str]:
     """The functions a host class's metaclass ``__new__`` runs on a subclass's namespace: its
     own name and the names it calls (one step), for each class of its MRO with a
-    ``metaclass=``."""
+    ``metaclass=``. Memoised per release and class."""
+    memo = api.__dict__.setdefault("_class_walkers", {})
+    if cls.path not in memo:
+        memo[cls.path] = _walker_of(api, cls)
+    return memo[cls.path]
+
+
+def _walker_of(api: HostAPI, cls: Found) -> set[str]:
     names: set[str] = set()
     classes = [cls.obj]
     try:
