@@ -211,7 +211,9 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     def _unannotated(self, node: ast.ClassDef, owner: str, annotated: set[str]) -> None:
         """Each public class attribute assigned a value without an annotation (``name =
         Field(...)``, ``size = 3``): a host's class machinery may infer a field from it, or
-        reject it. Descriptors and names of functions are left out (a host skips those)."""
+        reject it. Descriptors and names of functions are left out (a host skips those). And
+        each field annotated ``Optional[X]`` without a value: whether it is required is the
+        host's choice (pydantic 1 defaults it to None, pydantic 2 requires it; a rule says)."""
         for stmt in node.body:
             if not isinstance(stmt, ast.Assign) or not _plain_value(stmt.value):
                 continue
@@ -225,6 +227,22 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         receiver_expr=node.name,
                         result="unannotated",
                     )
+        for stmt in node.body:
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and stmt.value is None
+                and isinstance(stmt.target, ast.Name)
+                and not stmt.target.id.startswith("_")
+                and _optional(stmt.annotation)
+            ):
+                self._add(
+                    "declaration",
+                    stmt.target,
+                    f"{owner}.{stmt.target.id}",
+                    member=stmt.target.id,
+                    receiver_expr=node.name,
+                    result="optional-without-default",
+                )
 
     def _host_defines(self, cls_path: str, member: str) -> bool:
         from driftcheck.host.api import Found
@@ -466,4 +484,29 @@ def _plain_value(value: ast.expr) -> bool:
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
         name = value.func.id if isinstance(value.func, ast.Name) else value.func.attr
         return name not in _DESCRIPTORS
+    return False
+
+
+def _optional(annotation: ast.expr) -> bool:
+    """``Optional[X]``, ``Union[X, None]`` or ``X | None``, written out (a ``ClassVar`` is not a
+    field)."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return any(
+            isinstance(side, ast.Constant) and side.value is None
+            for side in (annotation.left, annotation.right)
+        ) or _optional(annotation.left)
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    head = annotation.value
+    name = (
+        head.id
+        if isinstance(head, ast.Name)
+        else head.attr
+        if isinstance(head, ast.Attribute)
+        else ""
+    )
+    if name == "Optional":
+        return True
+    if name == "Union" and isinstance(annotation.slice, ast.Tuple):
+        return any(isinstance(e, ast.Constant) and e.value is None for e in annotation.slice.elts)
     return False
