@@ -228,7 +228,11 @@ def _unannotated(use: Use, ctx: CheckContext) -> list[Finding]:
     if ctx.baseline is None:
         return []
     owner = use.symbol.rsplit(".", 1)[0]
-    now = [u for u in _walked(ctx.target, owner) if u.treatment == "rejects"]
+    now = [
+        u
+        for u in _walked(ctx.target, owner)
+        if u.treatment == "rejects" and use.member not in u.skips
+    ]
     if not now:
         return []
     was = _walked(ctx.baseline, owner)

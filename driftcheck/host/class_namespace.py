@@ -13,7 +13,7 @@ Which client classes are walked is the host's too: :func:`walker_of` follows a h
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from driftcheck.host.api import HostAPI
 from driftcheck.host.class_hooks import Treatment, _first_verdict, _text
@@ -32,6 +32,8 @@ class Unannotated:
         message: The host's message (the last branch's, the general case).
         at: The line of that raise.
         conditional: Only some branches raise.
+        skips: Names the walk passes over before the test (``if var_name == "model_config":
+            continue``): never rejected.
     """
 
     function: str
@@ -41,6 +43,7 @@ class Unannotated:
     message: str = ""
     at: int = 0
     conditional: bool = False
+    skips: tuple[str, ...] = ()
 
 
 def unannotated(api: HostAPI) -> list[Unannotated]:
@@ -60,11 +63,11 @@ def unannotated(api: HostAPI) -> list[Unannotated]:
                     for u in _walks(fn, rel):
                         rows.append(
                             [u.function, u.file, u.line, u.treatment, u.message, u.at,
-                             u.conditional]
+                             u.conditional, list(u.skips)]
                         )  # fmt: skip
         return rows
 
-    return [Unannotated(*r) for r in api.fact("class_unannotated", compute)]
+    return [Unannotated(*r[:7], tuple(r[7])) for r in api.fact("class_unannotated", compute)]
 
 
 def _walks(fn: ast.FunctionDef | ast.AsyncFunctionDef, rel: str) -> list[Unannotated]:
@@ -99,8 +102,33 @@ def _walks(fn: ast.FunctionDef | ast.AsyncFunctionDef, rel: str) -> list[Unannot
         # annotations or not is_classvar(...)``) is a narrower one.
         tests.sort(key=lambda n: (not isinstance(n.test, ast.Compare), n.lineno))
         if tests:
-            out.append(_treatment(fn.name, rel, tests[0]))
+            found = _treatment(fn.name, rel, tests[0])
+            out.append(replace(found, skips=tuple(sorted(_skipped(loop, key.id)))))
     return out
+
+
+def _skipped(loop: ast.For, key: str) -> set[str]:
+    """Names an ``if`` of the walk compares the key with and passes over (``continue``)."""
+    names: set[str] = set()
+    for node in ast.walk(loop):
+        if not (isinstance(node, ast.If) and node.body and isinstance(node.body[0], ast.Continue)):
+            continue
+        test = node.test
+        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)):
+            continue
+        if test.left.id != key or len(test.ops) != 1:
+            continue
+        right = test.comparators[0]
+        if isinstance(test.ops[0], ast.Eq):
+            values = [right]
+        elif isinstance(test.ops[0], ast.In) and isinstance(right, ast.Tuple | ast.List | ast.Set):
+            values = list(right.elts)
+        else:
+            continue
+        names.update(
+            v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+        )
+    return names
 
 
 def _tests_unannotated(test: ast.expr, key: str, annotations: set[str]) -> bool:

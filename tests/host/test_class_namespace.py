@@ -67,3 +67,18 @@ def test_near_miss_a_walk_without_the_annotations_is_none():
                 if name not in KNOWN:
                     raise TypeError("unknown")
     """)
+
+
+def test_names_the_walk_passes_over_are_kept():
+    got = walks("""
+        def inspect(namespace):
+            raw = namespace.get("__annotations__", {})
+            for name, value in list(namespace.items()):
+                if name == "model_config":
+                    continue
+                elif name in ("Config", "Meta"):
+                    continue
+                elif name not in raw:
+                    raise TypeError("needs an annotation")
+    """)
+    assert [w.skips for w in got] == [("Config", "Meta", "model_config")]
