@@ -67,7 +67,10 @@ def unannotated(api: HostAPI) -> list[Unannotated]:
                         )  # fmt: skip
         return rows
 
-    return [Unannotated(*r[:7], tuple(r[7])) for r in api.fact("class_unannotated", compute)]
+    return [
+        Unannotated(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), tuple(r[7]))
+        for r in api.fact("class_unannotated", compute)
+    ]
 
 
 def _walks(fn: ast.FunctionDef | ast.AsyncFunctionDef, rel: str) -> list[Unannotated]:

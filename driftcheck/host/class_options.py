@@ -246,7 +246,7 @@ def _tables(tree: ast.Module, rel: str, inner: list[str]) -> list[OptionTable]:
                 if after is not None:
                     treatment, message, at = "rejects", after[0], after[1]
                     break
-            elif tested and (v := _first_verdict(fn.body)) is not None:
+            elif tested and (v := _flag_verdict(fn, name)) is not None:
                 role, treatment, message, at = "flags", v[0], _message(fn, v), v[2]
                 break
         if role is None or (role == "flags" and treatment == "reads"):
@@ -278,6 +278,54 @@ def _uses(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> tuple[ast.Fo
         elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
             tested = True
     return loop, tested and loop is None
+
+
+def _member_test(node: ast.AST, name: str) -> bool:
+    """Whether an expression picks the table's members: ``k in T``, ``T & x`` (``T.keys() &
+    x``), ``T[k]``, ``T.get(k)``; a subset test (``set(x).issubset(T)``) is about the others."""
+
+    def table(e: ast.AST) -> bool:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and not e.args:
+            e = e.func.value  # T.keys()
+        return isinstance(e, ast.Name) and e.id == name
+
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitAnd):
+            if table(n.left) or table(n.right):
+                return True
+        elif isinstance(n, ast.Compare) and isinstance(n.ops[0], ast.In):
+            if table(n.comparators[0]):
+                return True
+        elif isinstance(n, ast.Subscript) and table(n.value):
+            return True
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "get"
+            and table(n.func.value)
+        ):
+            return True
+    return False
+
+
+def _flag_verdict(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str
+) -> tuple[OptionTreatment, str, int, bool] | None:
+    """The warning or raise a function runs for the table's members: in the ``if`` that picks
+    them, or in an ``if`` on a name bound to the members picked (``removed = T & keys``)."""
+    bound: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and _member_test(node.value, name):
+            bound |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.If):
+            continue
+        picks = _member_test(node.test, name) or any(
+            isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node.test)
+        )
+        if picks and (v := _first_verdict(node.body)) is not None:
+            return v
+    return None
 
 
 def _raise_after(
@@ -321,18 +369,19 @@ def _literals(node: ast.AST) -> list[str]:
 
 
 def _notes(tree: ast.Module, rel: str, inner: list[str], accepted: set[str]) -> list[OptionNote]:
-    """Accepted options the module tests as an attribute (``if self.index_together:``) and warns
+    """Accepted options the module tests for being set (``if self.index_together:``) and warns
     about or rejects in that ``if``."""
     out: list[OptionNote] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.If):
             continue
-        attrs = {
-            n.attr
-            for n in ast.walk(node.test)
-            if isinstance(n, ast.Attribute) and n.attr in accepted
-        }
-        if len(attrs) != 1 or (v := _first_verdict(node.body)) is None:
+        # The option itself tested for being set; ``self.apps.models_ready`` is about its value.
+        test = node.test
+        if not (isinstance(test, ast.Attribute) and test.attr in accepted):
             continue
-        out.append(OptionNote(attrs.pop(), rel, tuple(inner), v[0], v[1], v[2]))
+        if (v := _first_verdict(node.body)) is None:
+            continue
+        if v[0] == "rejects" and v[3]:
+            continue  # a raise under a further condition is about the value, not the option
+        out.append(OptionNote(test.attr, rel, tuple(inner), v[0], v[1], v[2]))
     return out

@@ -94,3 +94,31 @@ def test_an_accepted_option_tested_as_an_attribute_with_a_warning_is_noted():
     assert [(n.option, n.treatment, n.message) for n in got] == [
         ("index_together", "warns", "'index_together' is deprecated.")
     ]
+
+
+def test_near_miss_a_raise_for_the_names_outside_a_tested_table_does_not_flag_its_names():
+    assert not tables("""
+        MEDIA_TYPES = ("css", "js")
+        ALL = {"values", "field", "config"}
+
+        def get(self, name):
+            if name in MEDIA_TYPES:
+                return name
+            raise KeyError("Unknown media type")
+
+        def check(args):
+            if not set(args).issubset(ALL):
+                raise TypeError("Invalid signature")
+    """)
+
+
+def test_near_miss_a_test_of_an_options_value_is_no_note_about_the_option():
+    tree = ast.parse(
+        textwrap.dedent("""
+        class Options:
+            def get_field(self):
+                if not self.apps.models_ready:
+                    raise LookupError("the app cache isn't ready yet")
+    """)
+    )
+    assert _notes(tree, "opts.py", ["Meta"], {"apps"}) == []
