@@ -35,6 +35,10 @@ Role = Literal["accepts", "flags"]
 OptionTreatment = Literal["reads", "warns", "rejects"]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: A module-level constant that may hold a collection of strings (the text filter before parsing).
+_COLLECTION = re.compile(
+    r"""^[A-Za-z_]\w*\s*(?::[^=\n]+)?=\s*(?:frozenset|set|tuple|list)?\(?[\(\[\{]\s*['"]""", re.M
+)
 _INNER = re.compile(r"""(?:\.(?:get|pop)\(\s*|getattr\([^,()]+,\s*)['"]([A-Z][A-Za-z0-9]*)['"]""")
 
 
@@ -88,28 +92,27 @@ def option_tables(api: HostAPI) -> tuple[list[OptionTable], list[OptionNote]]:
         texts = api.source_texts()
         inner: dict[str, set[str]] = {}
         for rel, text in texts.items():
-            names = set(_INNER.findall(text))
-            if not names:
-                continue
-            tree = _parse(text)
-            if tree is None:
-                continue
-            for name in names & _inner_lookups(tree):
-                for linked in (rel, *_imported_files(tree, rel, texts)):
-                    inner.setdefault(linked, set()).add(name)
+            found = set(_INNER.findall(text))
+            if found:
+                for linked in (rel, *_imported_files(text, rel, texts)):
+                    inner.setdefault(linked, set()).update(found)
         rows: list[list] = []
         for rel in sorted(inner):
-            tree = _parse(texts[rel])
+            text = texts[rel]
+            if not _COLLECTION.search(text):
+                continue  # no module constant of names: no table to read
+            tree = _parse(text)
             if tree is None:
                 continue
             where = sorted(inner[rel])
             tables = _tables(tree, rel, where)
             rows += [["table", *_table_row(t)] for t in tables]
             accepted = {n for t in tables if t.role == "accepts" for n in t.names}
-            rows += [
-                ["note", n.option, n.file, list(n.inner), n.treatment, n.message, n.at]
-                for n in _notes(tree, rel, where, accepted)
-            ]
+            if accepted:
+                rows += [
+                    ["note", n.option, n.file, list(n.inner), n.treatment, n.message, n.at]
+                    for n in _notes(tree, rel, where, accepted)
+                ]
         return rows
 
     tables: list[OptionTable] = []
@@ -149,44 +152,33 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def _inner_lookups(tree: ast.Module) -> set[str]:
-    """Capitalised names the module looks up by string (``attrs.pop("Meta", None)``)."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not node.args:
+_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)", re.M)
+
+
+def _imported_files(text: str, rel: str, texts: object) -> list[str]:
+    """The host files a module imports from (absolute or relative imports of the host), read
+    from its text: the first pass over a host's files parses none of them."""
+    package = rel.split("/")[:-1]
+    modules: list[list[str]] = []
+    for m in _FROM.finditer(text):
+        dots, module, names = len(m.group(1)), m.group(2), m.group(3)
+        if dots and dots - 1 > len(package):
             continue
-        fn = node.func
-        key: ast.expr | None = None
-        if isinstance(fn, ast.Name) and fn.id in ("getattr", "hasattr") and len(node.args) > 1:
-            key = node.args[1]
-        elif isinstance(fn, ast.Attribute) and fn.attr in ("get", "pop"):
-            key = node.args[0]
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            found.add(key.value)
-    return found
-
-
-def _imported_files(tree: ast.Module, rel: str, texts: object) -> list[str]:
-    """The host files a module imports from (absolute or relative imports of the host)."""
-    package = rel.rsplit("/", 1)[0].split("/") if "/" in rel else []
-    if rel.endswith("/__init__.py"):
-        package = rel.split("/")[:-1]
+        base = package[: len(package) - dots + 1] if dots else []
+        mod = [*base, *(module.split(".") if module else [])]
+        modules.append(mod)
+        for part in names.strip("()").split(","):
+            name = part.split("#")[0].split(" as ")[0].strip(" \t\n\\")
+            if name.isidentifier():
+                modules.append([*mod, name])
+    for m in _IMPORT.finditer(text):
+        modules += [p.strip().split(".") for p in m.group(1).split(",")]
     out: list[str] = []
-    for node in ast.walk(tree):
-        modules: list[list[str]] = []
-        if isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            if node.level and node.level - 1 > len(package):
-                continue
-            mod = [*base, *(node.module.split(".") if node.module else [])]
-            modules.append(mod)
-            modules += [[*mod, a.name] for a in node.names]
-        elif isinstance(node, ast.Import):
-            modules += [a.name.split(".") for a in node.names]
-        for parts in modules:
-            for cand in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
-                if cand != rel and cand in texts:  # type: ignore[operator]  # a Mapping of texts
-                    out.append(cand)
+    for parts in modules:
+        for cand in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
+            if cand != rel and cand in texts and cand not in out:  # type: ignore[operator]  # a Mapping of texts
+                out.append(cand)
     return out
 
 
@@ -217,8 +209,25 @@ def _identifiers(node: ast.expr) -> tuple[list[str], list[tuple[str, str]]] | No
     return elts, renames
 
 
-def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+def _loads_by_function(
+    tree: ast.Module, names: set[str]
+) -> dict[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]:
+    """For each function, which of ``names`` it reads (its nested functions' reads included),
+    in one pass over the module."""
+    out: dict[ast.FunctionDef | ast.AsyncFunctionDef, set[str]] = {}
+
+    def visit(node: ast.AST, stack: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            stack = (*stack, node)
+            out.setdefault(node, set())
+        elif isinstance(node, ast.Name) and node.id in names:
+            for fn in stack:
+                out[fn].add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, stack)
+
+    visit(tree, ())
+    return out
 
 
 def _tables(tree: ast.Module, rel: str, inner: list[str]) -> list[OptionTable]:
@@ -234,11 +243,14 @@ def _tables(tree: ast.Module, rel: str, inner: list[str]) -> list[OptionTable]:
         if isinstance(target, ast.Name) and (held := _identifiers(value)) is not None:
             constants[target.id] = (stmt.lineno, *held)
     out: list[OptionTable] = []
+    if not constants:
+        return out
+    loads = _loads_by_function(tree, set(constants))
     for name, (line, names, renames) in constants.items():
         role: Role | None = None
         treatment: OptionTreatment = "reads"
         message, at = "", 0
-        for fn in _functions(tree):
+        for fn in (f for f, used in loads.items() if name in used):
             iterated, tested = _uses(fn, name)
             if iterated is not None:
                 role = "accepts"

@@ -122,3 +122,26 @@ def test_near_miss_a_test_of_an_options_value_is_no_note_about_the_option():
     """)
     )
     assert _notes(tree, "opts.py", ["Meta"], {"apps"}) == []
+
+
+def test_the_files_a_module_imports_are_read_from_its_text():
+    from driftcheck.host.class_options import _imported_files
+
+    texts = {
+        "pkg/db/base.py": "",
+        "pkg/db/options.py": "",
+        "pkg/utils.py": "",
+        "pkg/db/fields/__init__.py": "",
+        "pkg/other.py": "",
+    }
+    text = textwrap.dedent("""
+        import os
+        from pkg.db.options import Options
+        from .. import utils as u
+        from . import (
+            fields,  # the package
+        )
+        # from pkg import other  (a comment, not an import)
+    """)
+    got = _imported_files(text, "pkg/db/base.py", texts)
+    assert got == ["pkg/db/options.py", "pkg/utils.py", "pkg/db/fields/__init__.py"]
