@@ -136,9 +136,10 @@ def _option(use: Use, ctx: CheckContext) -> list[Finding]:
         if t.role != "flags" or option not in t.names:
             continue
         if any(
-            b.name == t.name and option in b.names and b.message == t.message for b in was_tables
+            b.role == "flags" and option in b.names and b.treatment == t.treatment
+            for b in was_tables
         ):
-            continue  # the baseline already did this to it
+            continue  # the baseline already did this to it (its words may differ)
         verb = "raises on it" if t.treatment == "rejects" else "warns about it"
         instead = dict(t.renames).get(option)
         said = f" (its replacement: {inner}.{instead})" if instead else ""
@@ -178,7 +179,7 @@ def _option(use: Use, ctx: CheckContext) -> list[Finding]:
     for n in now_notes:
         if n.option != option or inner not in n.inner:
             continue
-        if any(w.option == option and w.message == n.message for w in was_notes):
+        if any(w.option == option and w.treatment == n.treatment for w in was_notes):
             continue
         verb = "raises on it" if n.treatment == "rejects" else "warns about it"
         return [
@@ -236,8 +237,8 @@ def _unannotated(use: Use, ctx: CheckContext) -> list[Finding]:
     if not now:
         return []
     was = _walked(ctx.baseline, owner)
-    if any(w.treatment == "rejects" and w.message in {u.message for u in now} for w in was):
-        return []
+    if any(w.treatment == "rejects" and not w.conditional for w in was):
+        return []  # the baseline already raised on it (its words may differ)
     first = min(now, key=lambda u: (u.conditional, u.file, u.line))
     name = use.member or ""
     said = _short(first.message).replace("{var_name}", name).replace("{var_name!r}", repr(name))
