@@ -19,6 +19,9 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding
 from driftcheck.host.api import HostAPI
 from driftcheck.host.class_hooks import Treat, class_hooks
+from driftcheck.host.class_namespace import Unannotated, unannotated, walker_of
+from driftcheck.host.class_options import OptionTable, option_tables
+from driftcheck.host.objects import Found
 from driftcheck.kinds import Kind, Severity, Witness
 
 CLASS_DECLARATION = CheckId(
@@ -32,6 +35,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report a declared hook name whose meaning the target changed."""
     if use.kind != "declaration" or not use.member:
         return []
+    if use.result == "unannotated":
+        return _unannotated(use, ctx)
+    if "." in use.member:
+        return _option(use, ctx)
     name = use.member
     declared = {
         u.member
@@ -109,3 +116,168 @@ def _base_evidence(ctx: CheckContext, was: list[Treat] | None) -> tuple[Evidence
         return ()
     first = min(was, key=lambda t: (t.file, t.line))
     return (_evidence(ctx.baseline, first),)
+
+
+def _option(use: Use, ctx: CheckContext) -> list[Finding]:
+    """An inner class's option (``Meta.index_together``) the target rejects, warns about, or
+    no longer reads, where the baseline read it (:mod:`driftcheck.host.class_options`)."""
+    inner, option = use.member.split(".", 1)  # type: ignore[union-attr]  # tested by check()
+    if ctx.baseline is None:
+        return []
+    now_tables, now_notes = option_tables(ctx.target)
+    was_tables, was_notes = option_tables(ctx.baseline)
+    now_tables = [t for t in now_tables if inner in t.inner]
+    was_tables = [t for t in was_tables if inner in t.inner]
+    if not now_tables and not was_tables:
+        return []  # neither release reads this inner class
+    where = f"{use.receiver_expr}.{inner}.{option}"
+    host = f"{ctx.target.name} {ctx.target.version}"
+    for t in now_tables:
+        if t.role != "flags" or option not in t.names:
+            continue
+        if any(
+            b.role == "flags" and option in b.names and b.treatment == t.treatment
+            for b in was_tables
+        ):
+            continue  # the baseline already did this to it (its words may differ)
+        verb = "raises on it" if t.treatment == "rejects" else "warns about it"
+        instead = dict(t.renames).get(option)
+        said = f" (its replacement: {inner}.{instead})" if instead else ""
+        text = _short(t.message).rstrip(":")
+        return [
+            _option_finding(
+                use,
+                ctx,
+                t.treatment,
+                f"{where}: {host} {verb}: {text}{said}",
+                _table_evidence(ctx.baseline, was_tables, option),
+                Evidence(ctx.target.version, t.file, t.at or t.line, note=t.treatment),
+            )  # fmt: skip
+        ]
+    for b in was_tables:
+        if b.role != "accepts" or option not in b.names:
+            continue
+        same = [t for t in now_tables if t.name == b.name and t.role == "accepts"]
+        if not same or any(option in t.names for t in same):
+            continue
+        t = same[0]
+        base_ev = Evidence(ctx.base.version, b.file, b.line, note="reads")
+        if t.treatment == "rejects":
+            said = _short(t.message).replace("%s", option).replace("{...}", option)
+            message = (
+                f"{where}: {host} no longer accepts the option (it left {t.name}, which "
+                f"{ctx.base.version} read it from) and raises: {said}"
+            )
+            ev = Evidence(ctx.target.version, t.file, t.at, note="rejects")
+            return [_option_finding(use, ctx, "rejects", message, (base_ev,), ev)]
+        message = (
+            f"{where}: {host} no longer reads the option ({t.name} lacks it; its baseline "
+            f"{ctx.base.version} read it): the declaration no longer has any effect"
+        )
+        ev = Evidence(ctx.target.version, t.file, t.line, note="reads")
+        return [_option_finding(use, ctx, "warns", message, (base_ev,), ev)]
+    for n in now_notes:
+        if n.option != option or inner not in n.inner:
+            continue
+        if any(w.option == option and w.treatment == n.treatment for w in was_notes):
+            continue
+        verb = "raises on it" if n.treatment == "rejects" else "warns about it"
+        return [
+            _option_finding(
+                use,
+                ctx,
+                n.treatment,
+                f"{where}: {host} {verb}: {_short(n.message)}",
+                _table_evidence(ctx.baseline, was_tables, option),
+                Evidence(ctx.target.version, n.file, n.at, note=n.treatment),
+            )  # fmt: skip
+        ]
+    return []
+
+
+def _option_finding(
+    use: Use,
+    ctx: CheckContext,
+    treatment: str,
+    message: str,
+    base: tuple[Evidence, ...],
+    target: Evidence,
+) -> Finding:
+    severity = Severity.ERROR if treatment == "rejects" else Severity.WARNING
+    return finding(
+        use,
+        CLASS_DECLARATION,
+        severity=severity,
+        symbol=use.symbol,
+        message=message,
+        evidence=(*base, target),
+    )
+
+
+def _table_evidence(api: HostAPI, tables: list[OptionTable], option: str) -> tuple[Evidence, ...]:
+    """Where the baseline accepted the option, if a table of it holds it."""
+    for t in tables:
+        if t.role == "accepts" and option in t.names:
+            return (Evidence(api.version, t.file, t.line, note="reads"),)
+    return ()
+
+
+def _unannotated(use: Use, ctx: CheckContext) -> list[Finding]:
+    """A class attribute without an annotation that the target's class machinery rejects,
+    where the baseline's took it (inferred a field from it) or never looked
+    (:mod:`driftcheck.host.class_namespace`)."""
+    if ctx.baseline is None:
+        return []
+    owner = use.symbol.rsplit(".", 1)[0]
+    now = [
+        u
+        for u in _walked(ctx.target, owner)
+        if u.treatment == "rejects" and use.member not in u.skips
+    ]
+    if not now:
+        return []
+    was = _walked(ctx.baseline, owner)
+    if any(w.treatment == "rejects" and not w.conditional for w in was):
+        return []  # the baseline already raised on it (its words may differ)
+    first = min(now, key=lambda u: (u.conditional, u.file, u.line))
+    name = use.member or ""
+    said = _short(first.message).replace("{var_name}", name).replace("{var_name!r}", repr(name))
+    verb = "may raise on it" if first.conditional else "raises on it"
+    # The baseline walked the name and went on (raising at most under a further condition of
+    # its own, pydantic 1's "the type ... differs"), or never walked it.
+    base = [w for w in was if w.treatment == "reads" or w.conditional]
+    before = (
+        f"{ctx.base.version}'s class machinery took it, {base[0].file}:{base[0].line}"
+        if base
+        else f"{ctx.base.version} never tested it"
+    )
+    return [
+        finding(
+            use,
+            CLASS_DECLARATION,
+            severity=Severity.WARNING if first.conditional else Severity.ERROR,
+            symbol=use.symbol,
+            message=(
+                f"{use.receiver_expr}.{name} has no annotation: {ctx.target.name} "
+                f"{ctx.target.version} {verb} ({before}): {said}"
+            ),
+            evidence=(
+                *(Evidence(ctx.base.version, b.file, b.line, note="reads") for b in base[:1]),
+                Evidence(ctx.target.version, first.file, first.at, note="rejects"),
+            ),
+        )
+    ]
+
+
+def _walked(api: HostAPI, owner: str) -> list[Unannotated]:
+    """The namespace walks a host class's metaclass runs on a subclass."""
+    cls = api.resolve(owner)
+    if not isinstance(cls, Found) or cls.kind != "class":
+        return []
+    names = walker_of(api, cls)
+    return [
+        u
+        for u in unannotated(api)
+        if (u.function in names and u.function != "__new__")
+        or (u.function == "__new__" and f"{u.file}::__new__" in names)
+    ]

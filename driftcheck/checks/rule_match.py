@@ -31,6 +31,17 @@ def _matches_symbol(rule: Rule, use: Use, ctx: CheckContext) -> Found | Served |
     if want != "any" and use.kind != want:
         return None
     apis = [a for a in (ctx.target, ctx.baseline) if a is not None]
+    if use.kind == "declaration":
+        # A field a client class declares: the rule names the host class that builds it.
+        if want != "declaration":
+            return None
+        owner = use.symbol.rsplit(".", 1)[0]
+        for api in apis:
+            cls = api.resolve(owner)
+            canonical = _canonical(api, symbol)
+            if isinstance(cls, Found) and any(c.path == canonical for c in api.mro(cls)[0]):
+                return cls
+        return None
     if use.receiver and use.member:
         owner, _, member = symbol.rpartition(".")
         if member != use.member:
@@ -73,6 +84,15 @@ def _conditions_hold(rule: Rule, use: Use, ctx: CheckContext) -> tuple[bool, lis
         # The keyword passed as one of these literals, as written (``copy=False``).
         if shape is None or shape.literal(kw) not in _as_list(literals):
             return False, []
+    declared = cond.get("declared")
+    if declared:
+        if use.kind != "declaration" or use.result != declared:
+            return False, []
+        # The host class that builds the declaring class, on each release.
+        for api in (ctx.baseline, ctx.target):
+            cls = api.resolve(use.symbol.rsplit(".", 1)[0]) if api else None
+            if api is not None and isinstance(cls, Found) and cls.obj.lineno:
+                evidence.append(Evidence(api.version, cls.file, cls.obj.lineno, "builds the class"))
     if cond.get("result_used") and use.result in (None, "discarded"):
         return False, []
     if cond.get("result_indexed") and not use.result_indexed:

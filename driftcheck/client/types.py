@@ -116,15 +116,31 @@ class TypeInferrer:
                 implied = self.implied_bases(name, ordered=ordered) if mixed else []
                 todo.extend(info.bases + (info.extra_bases + implied if mixed else []))
 
-    def host_bases(self, client_class: str, *, overriding: bool = False) -> list[str]:
+    def host_bases(
+        self, client_class: str, *, overriding: bool = False, mixed: bool = True
+    ) -> list[str]:
         """Host classes a client class derives from, directly or through client classes (and
         for a mix-in, the host classes of every class it is mixed into: :meth:`implied_bases`;
-        ``overriding``: only those whose members the mix-in's own come before)."""
+        ``overriding``: only those whose members the mix-in's own come before; ``mixed=False``:
+        its own bases only, those whose class machinery builds it)."""
         return [
             name
-            for name, info in self._bases(client_class, mixed=True, ordered=overriding)
+            for name, info in self._bases(client_class, mixed=mixed, ordered=overriding)
             if info is None and self.host.owns(name)
         ]
+
+    def annotated_in_bases(self, client_class: str) -> set[str]:
+        """Names the client class annotates in its body, and those a client base of it
+        annotates as a ``ClassVar`` (a class attribute, never a field)."""
+        return {
+            stmt.target.id
+            for name, info in self._bases(client_class, mixed=False)
+            if info is not None
+            for stmt in info.node.body
+            if isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and (name == client_class or "ClassVar" in ast.unparse(stmt.annotation))
+        }
 
     def implied_bases(self, client_class: str, *, ordered: bool = False) -> list[str]:
         """For a client mix-in with no host base of its own: the host classes that every

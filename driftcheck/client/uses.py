@@ -154,10 +154,16 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
 
     def _declarations(self, node: ast.ClassDef, host_bases: list[str]) -> None:
         """The hook names a class body declares (``__get_validators__``, ``__root__``): a host
-        may look them up by string on any class it is given (``checks/class_declarations``)."""
+        may look them up by string on any class it is given (``checks/class_declarations``);
+        and, in a class of a host base, its inner classes' options (``Meta.index_together``)."""
         from driftcheck.host.class_hooks import is_host_hook
 
         owner = host_bases[0] if host_bases else sorted(self.roots)[0]
+        info = self.class_stack[-1]
+        own = self.types.host_bases(info.qualname, mixed=False)
+        if own:
+            self._options(node, own[0])
+            self._unannotated(node, own[0], self.types.annotated_in_bases(info.qualname))
         for stmt in node.body:
             names: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.Name]] = []
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -178,6 +184,64 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                     width=len(name) if at else 0,
                     member=name,
                     receiver_expr=node.name,
+                )
+
+    def _options(self, node: ast.ClassDef, owner: str) -> None:
+        """Each option an inner class of a host class sets (``class Meta: ordering = ...``),
+        a ``declaration`` use whose member is ``Inner.option``: the host reads it by name."""
+        for inner in node.body:
+            if not isinstance(inner, ast.ClassDef):
+                continue
+            for stmt in inner.body:
+                targets: list[ast.expr] = []
+                if isinstance(stmt, ast.Assign):
+                    targets = stmt.targets
+                elif isinstance(stmt, ast.AnnAssign):
+                    targets = [stmt.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and not t.id.startswith("_"):
+                        self._add(
+                            "declaration",
+                            t,
+                            f"{owner}.{inner.name}.{t.id}",
+                            member=f"{inner.name}.{t.id}",
+                            receiver_expr=node.name,
+                        )
+
+    def _unannotated(self, node: ast.ClassDef, owner: str, annotated: set[str]) -> None:
+        """Each public class attribute assigned a value without an annotation (``name =
+        Field(...)``, ``size = 3``): a host's class machinery may infer a field from it, or
+        reject it. Descriptors and names of functions are left out (a host skips those). And
+        each field annotated ``Optional[X]`` without a value: whether it is required is the
+        host's choice (pydantic 1 defaults it to None, pydantic 2 requires it; a rule says)."""
+        for stmt in node.body:
+            if not isinstance(stmt, ast.Assign) or not _plain_value(stmt.value):
+                continue
+            for t in stmt.targets:
+                if isinstance(t, ast.Name) and not t.id.startswith("_") and t.id not in annotated:
+                    self._add(
+                        "declaration",
+                        t,
+                        f"{owner}.{t.id}",
+                        member=t.id,
+                        receiver_expr=node.name,
+                        result="unannotated",
+                    )
+        for stmt in node.body:
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and stmt.value is None
+                and isinstance(stmt.target, ast.Name)
+                and not stmt.target.id.startswith("_")
+                and _optional(stmt.annotation)
+            ):
+                self._add(
+                    "declaration",
+                    stmt.target,
+                    f"{owner}.{stmt.target.id}",
+                    member=stmt.target.id,
+                    receiver_expr=node.name,
+                    result="optional-without-default",
                 )
 
     def _host_defines(self, cls_path: str, member: str) -> bool:
@@ -401,3 +465,48 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             text = value.value
             if dotted(text) or (first and text.isidentifier()):
                 self._add("string-ref", value, callee, member=text)
+
+
+#: Python's descriptor factories: a class attribute made by one is a method, not data.
+_DESCRIPTORS = frozenset(
+    "property classmethod staticmethod cached_property partial partialmethod "
+    "singledispatchmethod".split()
+)
+
+
+def _plain_value(value: ast.expr) -> bool:
+    """A literal, a container of them, or a call of a name that is no descriptor factory: data
+    a class machinery sees (a bare name may be a function or a type, which hosts tell apart)."""
+    if isinstance(value, ast.Constant | ast.List | ast.Tuple | ast.Dict | ast.Set | ast.JoinedStr):
+        return True
+    if isinstance(value, ast.UnaryOp):
+        return isinstance(value.operand, ast.Constant)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
+        name = value.func.id if isinstance(value.func, ast.Name) else value.func.attr
+        return name not in _DESCRIPTORS
+    return False
+
+
+def _optional(annotation: ast.expr) -> bool:
+    """``Optional[X]``, ``Union[X, None]`` or ``X | None``, written out (a ``ClassVar`` is not a
+    field)."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return any(
+            isinstance(side, ast.Constant) and side.value is None
+            for side in (annotation.left, annotation.right)
+        ) or _optional(annotation.left)
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    head = annotation.value
+    name = (
+        head.id
+        if isinstance(head, ast.Name)
+        else head.attr
+        if isinstance(head, ast.Attribute)
+        else ""
+    )
+    if name == "Optional":
+        return True
+    if name == "Union" and isinstance(annotation.slice, ast.Tuple):
+        return any(isinstance(e, ast.Constant) and e.value is None for e in annotation.slice.elts)
+    return False

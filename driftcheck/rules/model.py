@@ -3,7 +3,8 @@
 A *drift rule* matches client uses of a host symbol (subclasses included) on target versions in
 its range, under conditions (``keyword_present``, ``keyword_absent``, ``keyword_value``,
 ``result_used``,
-``not_followed_by``, ``default_changed``), and reports a finding with a message, references,
+``not_followed_by``, ``default_changed``, ``declared``: a declaration in a class the symbol
+builds, ``optional-without-default`` or ``unannotated``), and reports a finding with a message, references,
 severity and a fix. A *binding rule* (``kind = "binding"``) tells receiver inference what plain
 code does not show: a keyword whose dotted-path value names a client class the host mixes into one
 of its classes, attributes whose runtime type the host's annotations do not give, and methods that
@@ -37,8 +38,9 @@ CONDITIONS = (
     "default_changed",
     "served_in",
     "mined",
+    "declared",
 )
-USE_KINDS = ("call", "attribute", "import", "any")
+USE_KINDS = ("call", "attribute", "import", "declaration", "any")
 
 
 class RuleError(UsageError):
