@@ -122,7 +122,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
                     Evidence(ctx.baseline.version, sig_b.file, sig_b.line, f"{p.name}={q.default}"),
                     Evidence(ctx.target.version, sig_t.file, sig_t.line, f"{p.name}={p.default}"),
                 ),
-                fix=_fix(p.name, q, p),
+                fix=_fix(p.name, q, p, was if old == "None" and was != old else None),
                 witness={"check": "default", "field": p.name},
             )
         )
@@ -134,8 +134,18 @@ def _positional_names(sig: Signature, n: int) -> list[str]:
     return slots[:n]
 
 
-def _fix(param: str, old: Param, new: Param) -> Fix:
+def _fix(param: str, old: Param, new: Param, meant: str | None = None) -> Fix:
+    """Pass the baseline's default; where it was None, the value its release read None as
+    (``meant``), when that is known."""
     text = old.default or ""
+    if text == "None" and meant is not None:
+        return Fix(
+            FixSafety.UNSAFE,
+            f"pass {param}={meant} (what the baseline's None meant: its own code reads it as "
+            f"{meant}) to keep the old behaviour",
+            codemod="add-keyword",
+            params=(("keyword", param), ("value", meant)),
+        )
     literal = _literal(text) is not None
     if not literal:
         return Fix(
