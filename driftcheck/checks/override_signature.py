@@ -120,11 +120,18 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     )
     how = f" ({use.via})" if use.via else ""
     details = "; ".join(sorted(text for _, text in problems))
-    if use.member == "__init__" and not use.via and (own := _built_by_client_only(use, ctx)):
+    own = _built_by_client_only(use, ctx) if not use.via else ""
+    if own and use.member == "__init__":
         # Nothing hands the class to the host: only the client's own calls construct it, with
         # its own arguments (its super().__init__ call is checked as a call).
         severity = Severity.INFO
         details += f"; but only the client's own code builds {own}, so the host never calls it"
+    elif own and (holders := _held_by_client_only(ctx, own, use.member or "")):
+        severity = Severity.INFO
+        details += (
+            f"; but only the client's own code builds {own} and holds it ({holders}), "
+            f"whose own methods call it, so the host never calls it"
+        )
     return [
         finding(
             use,
@@ -396,3 +403,116 @@ def _registers_subclasses(api: HostAPI, cls_path: str) -> bool:
         ):
             return True
     return False
+
+
+def _held_by_client_only(ctx: CheckContext, cls: str, member: str) -> str:
+    """Where the client keeps the instances of a class only it builds, when the host cannot
+    reach their ``member`` through them: every construction is stored on ``self.<attr>``
+    (alone or in a list, ``nn.ModuleList([...])``) in a method of a client class, and every
+    method of that class's host bases that reads ``self.<attr>`` is one the client class
+    defines itself (so the client's code, not the host's, calls the instances). The holders as
+    ``Class.attr``; ``""`` when a construction goes elsewhere or a host method reads it."""
+    holders: set[tuple[str, str, str]] = set()  # (file, class, attr)
+    word = re.compile(rf"\b{re.escape(cls)}\b")
+    for rel, lines in ctx.client_lines.items():
+        tree = _client_tree(ctx, rel, lines, word)
+        if tree is None:
+            continue
+        parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        for how, node in _mentions(tree, cls, word):
+            if how != "call":
+                continue
+            held = _stored_on_self(node, parents)
+            if held is None:
+                return ""
+            holders.add((rel, *held))
+    if not holders:
+        return ""
+    for rel, owner, attr in holders:
+        holder = _class_def(ctx, rel, owner)
+        if holder is None:
+            return ""
+        own = {s.name for s in holder.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for base in _host_bases_of(ctx, rel, holder):
+            if _host_reads_self(ctx.target, base, attr) - own:
+                return ""
+    return ", ".join(sorted(f"{owner}.{attr}" for _, owner, attr in holders))
+
+
+def _stored_on_self(call: ast.AST, parents: dict[ast.AST, ast.AST]) -> tuple[str, str] | None:
+    """(class, attr) where a construction's value goes to ``self.attr`` in a method of a client
+    class, directly or inside a list, tuple, comprehension or a call wrapping them. ``call`` is
+    the called name (a mention); its parent is the call."""
+    node = parents.get(call, call)
+    while True:
+        up = parents.get(node)
+        if isinstance(up, ast.Assign | ast.AnnAssign):
+            targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+            if len(targets) != 1 or up.value is not node:
+                return None
+            target = targets[0]
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                return None
+            func = parents.get(up)
+            while func is not None and not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                func = parents.get(func)
+            owner = parents.get(func) if func is not None else None
+            return (owner.name, target.attr) if isinstance(owner, ast.ClassDef) else None
+        if isinstance(
+            up, ast.List | ast.Tuple | ast.ListComp | ast.GeneratorExp | ast.comprehension
+        ):
+            node = up
+            continue
+        if isinstance(up, ast.Call) and node in up.args:
+            node = up  # nn.ModuleList([...]): a container of them
+            continue
+        return None
+
+
+def _class_def(ctx: CheckContext, rel: str, name: str) -> ast.ClassDef | None:
+    trees: dict[str, ast.Module | None] = ctx.__dict__.get("_client_trees", {})
+    tree = trees.get(rel)
+    if tree is None:
+        return None
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name]
+    return found[0] if len(found) == 1 else None
+
+
+def _host_bases_of(ctx: CheckContext, rel: str, node: ast.ClassDef) -> list[str]:
+    """The host classes a client class statement derives from (its ``subclass`` uses)."""
+    return [
+        u.symbol
+        for u in ctx.uses_in(rel)
+        if u.kind == "subclass"
+        and node.lineno <= u.line <= (node.end_lineno or node.lineno)
+        and any(u.line == b.lineno for b in node.bases)
+    ]
+
+
+def _host_reads_self(api: HostAPI, cls_path: str, attr: str) -> set[str]:
+    """The methods of a host class and its host bases that read ``self.<attr>``."""
+    cls = api.resolve(cls_path)
+    if not isinstance(cls, Found) or cls.kind != "class":
+        return {"?"}  # unknown: assume a host method reads it
+    chain, _ = api.mro(cls)
+    out: set[str] = set()
+    for klass in chain:
+        node = api.class_node(klass)
+        if node is None:
+            continue
+        for stmt in node.body:
+            if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if any(
+                isinstance(n, ast.Attribute)
+                and n.attr == attr
+                and isinstance(n.value, ast.Name)
+                and n.value.id == "self"
+                for n in ast.walk(stmt)
+            ):
+                out.add(stmt.name)
+    return out
