@@ -234,9 +234,16 @@ class HostAPI(Signatures, ModuleNames):
         if isinstance(obj, griffe.Module):
             memo = self.__dict__.setdefault("_module_members", {})
             key = (owner.path, name, namespace_only)
-            if key not in memo:
-                memo[key] = self._module_member(owner, name, _seen, namespace_only)
-            return memo[key]
+            if key in memo:
+                return memo[key]
+            got = self._module_member(owner, name, _seen, namespace_only)
+            if _seen and not isinstance(got, Found | Served):
+                # Looked up inside another resolution: a cycle cut short there (numpy 2's
+                # ndarray, re-exported by a module whose stub names numpy.ndarray) may have
+                # made it absent; only a lookup of its own decides that.
+                return got
+            memo[key] = got
+            return got
         if isinstance(obj, griffe.Class):
             return self.class_member(owner, name, _seen)
         if isinstance(obj, griffe.Attribute):
