@@ -214,6 +214,15 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         message = f"{gone} does not exist in {host}{versions}"
     if before and before != said:
         message += quoted(ctx.base.version, before)
+    scattered = _names_homes(use, ctx, gone) if home is None and not (said or before) else []
+    if scattered:
+        message += "; the names imported from it are defined elsewhere on the target: " + ", ".join(
+            f"{name} in {new.found.path.rsplit('.', 1)[0]}" for name, new in scattered
+        )
+        evidence.extend(
+            Evidence(ctx.target.version, new.found.file, new.found.line, "new location")
+            for _, new in scattered
+        )
     if isinstance(home, Lookalike):
         message += (
             f"; {home.found.path} shares the name but is not its new home (it is {home.reason})"
@@ -228,10 +237,49 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             evidence=tuple(evidence),
             fix=Fix(
                 FixSafety.MANUAL,
-                said or before or f"{gone} was removed; find its replacement in the host's changes",
+                said
+                or before
+                or (
+                    "; ".join(
+                        f"import {name} from {new.found.path.rsplit('.', 1)[0]}"
+                        for name, new in scattered
+                    )
+                    + " (same kind and signature; the host does not say so)"
+                    if scattered
+                    else f"{gone} was removed; find its replacement in the host's changes"
+                ),
             ),
         )
     ]
+
+
+def _names_homes(use: Use, ctx: CheckContext, gone: str) -> list[tuple[str, NewHome]]:
+    """Where the target defines each name one ``from gone import a, b`` statement binds, when
+    module ``gone`` went whole and no single module took its place (vLLM 0.33.0 spread
+    ``entrypoints.utils`` over ``serve.utils.api_utils`` and ``common.startup``): a definition
+    of the same kind and a compatible signature, per name; empty unless every name has one."""
+    if use.kind != "import" or ctx.baseline is None:
+        return []
+    was = ctx.baseline.resolve(gone)
+    if not isinstance(was, Found) or was.kind != "module":
+        return []
+    statement = use.statement or use.line
+    names = sorted(
+        {
+            u.symbol[len(gone) + 1 :].split(".", 1)[0]
+            for u in ctx.uses_in(use.file)
+            if u.kind == "import"
+            and (u.statement or u.line) == statement
+            and u.symbol.startswith(gone + ".")
+        }
+    )
+    homes = []
+    for name in names:
+        home = find_new_home(ctx.target, f"{gone}.{name}", baseline=ctx.baseline)
+        if not isinstance(home, NewHome) or home.evidence != "definition":
+            return []  # one name without a home: the fix would be half a fix
+        homes.append((name, home))
+    return homes
 
 
 def _reexported(ctx: CheckContext, found: Lookup) -> str | None:
