@@ -77,6 +77,21 @@ def _problems(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple
     return out
 
 
+def _lacked_before(client: list[tuple[str, str, bool]], host: Signature) -> set[tuple[str, str]]:
+    """Host parameters the client function lacked on the baseline too, as the target's
+    ``keyword`` problems name them: a parameter the host made keyword-only (SQLAlchemy 2.0's
+    ``Session.get_bind(mapper, *, clause, bind)``) could be passed by keyword before as well, so
+    an override without it is no newer misfit."""
+    names = {n for n, k, _ in client[1:] if k in ("positional_or_keyword", "keyword_only")}
+    if any(k == "var_keyword" for _, k, _ in client):
+        return set()
+    return {
+        ("keyword", f"the host may pass keyword {p.name!r}")
+        for p in host.params
+        if p.kind in ("positional_or_keyword", "keyword_only") and p.name not in names
+    }
+
+
 def runtime_problems(client: list[tuple[str, str, bool]], host: list[list]) -> set[tuple[str, str]]:
     """:func:`_problems` for a host signature read at run time (a witness's
     ``[name, kind, has_default]`` list, ``self`` removed)."""
@@ -112,6 +127,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         if sig_b is None:
             return []
         problems -= _problems(use.params, sig_b)
+        problems -= _lacked_before(use.params, sig_b)
         evidence.insert(0, Evidence(ctx.baseline.version, sig_b.file, sig_b.line))
     if not problems:
         return []

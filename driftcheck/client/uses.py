@@ -352,19 +352,48 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     def visit_Assign(self, node: ast.Assign) -> None:
         self.track_assign(node)
 
+    def _explicit_self(self, node: ast.Call) -> bool:
+        """``Base.method(self, a, b)`` in a method of a class that names ``Base`` among its
+        bases: the old-style parent call, whose first argument is the host method's ``self``."""
+        func = self.func
+        if (
+            func is None
+            or func.class_name is None
+            or not isinstance(node.func, ast.Attribute)
+            or not node.args
+            or not isinstance(node.args[0], ast.Name)
+        ):
+            return False
+        cls = self.index.classes.get(func.class_name)
+        args = func.node.args
+        first = (*args.posonlyargs, *args.args)[:1]
+        plain = not any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+            for d in func.node.decorator_list
+        )
+        return (
+            cls is not None
+            and plain
+            and bool(first)
+            and node.args[0].id == first[0].arg
+            and any(n in cls.bases for n in self.module.qualified(node.func.value))
+        )
+
     def visit_Delete(self, node: ast.Delete) -> None:
         self.track_delete(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         self.track_method(node)
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+        if self._explicit_self(node):
+            positional = positional[1:]  # ``Base.method(self, ...)``: self fills the host's self
         named = [k for k in node.keywords if k.arg is not None]
         spread, complete = self.spread(node) if len(named) < len(node.keywords) else ((), False)
         end_line, end = self.source.end(node)
         shape = CallShape(
             positional=len(positional),
             keywords=tuple(k.arg for k in named if k.arg is not None),  # all named
-            star=len(positional) < len(node.args),
+            star=any(isinstance(a, ast.Starred) for a in node.args),
             double_star=len(named) < len(node.keywords),
             positional_spans=tuple(self.source.span(a) for a in positional),
             keyword_spans=tuple(self.source.span(k) for k in named),

@@ -137,7 +137,7 @@ class ModuleNames:
                 text = self.module_text(module.path) or ""
                 return _OPEN_NAMESPACE.search(text) is not None
 
-            cache[module.path] = bool(self.fact(f"open:{module.path}", read))
+            cache[module.path] = bool(self.fact(f"open:2:{module.path}", read))
         return cache[module.path]
 
     def _dynamic(self, owner: Found, name: str) -> Lookup:
@@ -272,6 +272,8 @@ class ModuleNames:
 _OPEN_NAMESPACE = re.compile(
     r"\b(?:globals|vars)\(\)\s*(?:\[|\.update\(|\.setdefault\()"
     r"|setattr\(\s*sys\.modules\[__name__\]|sys\.modules\[__name__\]\.__dict__\.update"
+    r"|^[ \t]+global[ \t]+\w",
+    re.MULTILINE,
 )
 
 

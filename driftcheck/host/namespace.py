@@ -247,7 +247,7 @@ class Written:
 
 def written(api: HostAPI, module: str) -> Written:
     """What ``module`` writes into its own globals (a fact kept in the snapshot)."""
-    row = api.fact(f"written:4:{module}", lambda: _written_row(api, module))
+    row = api.fact(f"written:5:{module}", lambda: _written_row(api, module))
     names, foreign, complete, maybe = row
     return Written(
         {str(k): int(v) for k, v in names},
@@ -267,6 +267,8 @@ def _written_row(api: HostAPI, module: str) -> list:
     maybe: dict[str, int] = {}
     foreign: list[tuple[str, int]] = []
     read = 0
+    for name, line, guarded in _global_writes(tree):
+        (maybe if guarded else names).setdefault(name, line)
     for stmt in module_statements(tree.body):
         if not isinstance(stmt, ast.For):
             key = _written_key(stmt)
@@ -301,6 +303,57 @@ def _written_row(api: HostAPI, module: str) -> list:
         read += len(writes)
     total = sum(1 for node in ast.walk(tree) if _writes_namespace(node))
     return [sorted(names.items()), foreign, read >= total, sorted(maybe.items())]
+
+
+def _global_writes(tree: ast.Module) -> list[tuple[str, int, bool]]:
+    """Names a module-level function declares ``global`` and assigns, where the module calls
+    that function at its top level (SQLAlchemy 1.4's ``def __go(lcls): global __all__; __all__ =
+    sorted(...)`` run as ``__go(locals())``): (name, line, whether the assignment sits under an
+    ``if``/``try``/loop of the function, so that it may not run)."""
+    defs = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
+    called = [
+        defs[s.value.func.id]
+        for s in tree.body
+        if isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Name)
+        and s.value.func.id in defs
+    ]
+    out: list[tuple[str, int, bool]] = []
+    for func in called:
+        declared = {n for g in ast.walk(func) if isinstance(g, ast.Global) for n in g.names}
+        if declared:
+            _assigned_globals(func.body, declared, False, out)
+    return out
+
+
+def _assigned_globals(
+    body: list[ast.stmt], declared: set[str], guarded: bool, out: list[tuple[str, int, bool]]
+) -> None:
+    """Assignments to ``declared`` names in a function body, into ``out`` (name, line, whether
+    an ``if``/``try``/loop/``with`` holds them), not entering nested scopes."""
+    for stmt in body:
+        targets = (
+            stmt.targets
+            if isinstance(stmt, ast.Assign)
+            else [stmt.target]
+            if isinstance(stmt, ast.AnnAssign | ast.AugAssign) and stmt.value is not None
+            else []
+        )
+        out.extend(
+            (t.id, stmt.lineno, guarded)
+            for t in targets
+            if isinstance(t, ast.Name) and t.id in declared
+        )
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue  # its own scope
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.AST):
+                nested = [
+                    n for h in inner for n in (h.body if isinstance(h, ast.ExceptHandler) else [h])
+                ]
+                _assigned_globals(nested, declared, True, out)
 
 
 def _writes_namespace(node: ast.AST) -> bool:
