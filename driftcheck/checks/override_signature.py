@@ -8,6 +8,10 @@ host may pass: not reported (Django 4.x's ``RelatedField.__init__`` over ``Field
 A parameter the host probes a callable for before passing it (``supports_kw(cls, "x")``,
 :mod:`driftcheck.host.sig_probes`) is not one the override must take.
 
+An ``__init__`` override of a class only the client builds is information (the host never
+calls it) unless a host base builds its instance's own class again (``type(self)(**params)``):
+an instance handed to the host reaches the override that way.
+
 A ``__post_init__`` override of a host dataclass's subclass is called by the dataclass's
 ``__init__`` with every ``InitVar`` by position (the host's, then the client dataclass's own): one
 the host added leaves it too few slots (TypeError on the target)."""
@@ -137,7 +141,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     how = f" ({use.via})" if use.via else ""
     details = "; ".join(sorted(text for _, text in problems))
     own = _built_by_client_only(use, ctx) if not use.via else ""
-    if own and use.member == "__init__":
+    if own and use.member == "__init__" and not _rebuilds_itself(ctx.target, use.receiver or ""):
         # Nothing hands the class to the host: only the client's own calls construct it, with
         # its own arguments (its super().__init__ call is checked as a call).
         severity = Severity.INFO
@@ -399,6 +403,41 @@ def _type_test(node: ast.AST, up: ast.AST | None, parents: dict[ast.AST, ast.AST
         and isinstance(up.func, ast.Name)
         and up.func.id in ("isinstance", "issubclass")
         and node is not up.func
+    )
+
+
+def _rebuilds_itself(api: HostAPI, cls_path: str) -> bool:
+    """Whether a method of the host class (or a host class it derives from) builds a new
+    object of the instance's own class, ``type(self)(...)`` or ``self.__class__(...)``
+    (urllib3's ``Retry.new``): an instance the client hands on reaches the override's
+    ``__init__`` through the host."""
+    cls = api.resolve(cls_path)
+    if not isinstance(cls, Found) or cls.kind != "class":
+        return True  # unknown: assume it may
+    chain, _ = api.mro(cls)
+    for klass in chain:
+        node = api.class_node(klass)
+        for method in node.body if node is not None else []:
+            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            first = method.args.args[0].arg if method.args.args else None
+            if first and any(_builds_own_class(n, first) for n in ast.walk(method)):
+                return True
+    return False
+
+
+def _builds_own_class(node: ast.AST, first: str) -> bool:
+    """``type(first)(...)`` or ``first.__class__(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type":
+        return [ast.unparse(a) for a in func.args] == [first]
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__class__"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == first
     )
 
 

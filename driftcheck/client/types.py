@@ -5,7 +5,9 @@ A first pass over the whole client (:class:`ClientIndex`) records every class, i
 :class:`TypeInferrer` answers "what is this expression?" from constructor calls, annotations
 (quoted ones and those of locals included), ``self`` attributes, module-level names of other
 client modules, host return annotations (stubs included) or the one class an unannotated host
-function's returns build, host attribute annotations and descriptors (an accessor namespace
+function's returns build (a ``return param.hook(...)`` in a ``try`` that catches AttributeError
+left aside when no class of the host's Python files or of the client defines ``hook``), host
+attribute annotations and descriptors (an accessor namespace
 that ``__get__`` builds from the class it was given). ``super().m`` is what the MRO reaches
 after the method's class (:meth:`TypeInferrer.super_owner`).
 """
@@ -480,7 +482,9 @@ class TypeInferrer:
         return TypeRef("host", ret.path) if ret else None
 
     def _built(self, found: Found) -> Found | None:
-        """The host class every ``return`` of an unannotated host function builds."""
+        """The host class every ``return`` of an unannotated host function builds (a duck-typed
+        hook no class defines, ``try: return im.getdraw(mode) except AttributeError:``, left out:
+        the handler's return is the one that runs)."""
         memo: dict[str, Found | None] = self.__dict__.setdefault("_built_memo", {})
         if found.path in memo:
             return memo[found.path]
@@ -493,9 +497,12 @@ class TypeInferrer:
         first = first_param(node)
         module = found.obj.module.path
         made: set[str] = set()
+        hooks = _hook_returns(node)
         for value in _returned(node):
             if isinstance(value, ast.Constant) and value.value is None:
                 continue
+            if id(value) in hooks and not self._anyone_defines(hooks[id(value)]):
+                continue  # ``try: return im.getdraw(mode) except AttributeError: ...``
             if isinstance(value, ast.Name) and value.id == first and "staticmethod" not in labels:
                 if "classmethod" in labels:
                     return None
@@ -518,6 +525,32 @@ class TypeInferrer:
         cls = self.host.resolve(made.pop())
         memo[found.path] = cls if isinstance(cls, Found) and cls.kind == "class" else None
         return memo[found.path]
+
+    def _anyone_defines(self, name: str) -> bool:
+        """Whether a class of the host's Python files or of the client defines member ``name``
+        (a method or a class attribute): the hook an object may offer a host function."""
+        memo: dict[str, bool] = self.__dict__.setdefault("_defines_memo", {})
+        if name in memo:
+            return memo[name]
+        found = any(
+            name in info.methods or _class_sets(info.node, name)
+            for info in self.index.classes.values()
+        )
+        texts = self.host.source_texts()
+        for rel in texts if not found else ():
+            text = texts[rel]
+            if name not in text:
+                continue
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                found = True  # unreadable: it may define it
+                break
+            if any(isinstance(n, ast.ClassDef) and _class_sets(n, name) for n in ast.walk(tree)):
+                found = True
+                break
+        memo[name] = found
+        return found
 
     def _client_return(self, func: FunctionInfo) -> TypeRef | None:
         ann = func.node.returns
@@ -692,6 +725,60 @@ def _returned(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
             out.append(cur.value if cur.value is not None else ast.Constant(None))
         todo.extend(ast.iter_child_nodes(cur))
     return out
+
+
+def _hook_returns(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[int, str]:
+    """The returns of ``param.hook(...)`` in a ``try`` whose handler catches AttributeError
+    (an object may offer the hook; one without it takes the handler's way), by the id of the
+    returned value: the hook's name."""
+    args = node.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    out: dict[int, str] = {}
+    for cur in _own_nodes(node):
+        if not isinstance(cur, ast.Try) or not any(
+            _catches_attribute_error(h) for h in cur.handlers
+        ):
+            continue
+        for stmt in cur.body:
+            value = stmt.value if isinstance(stmt, ast.Return) else None
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and isinstance(value.func.value, ast.Name)
+                and value.func.value.id in params
+            ):
+                out[id(value)] = value.func.attr
+    return out
+
+
+def _own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, nested definitions left out."""
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        cur = todo.pop()
+        if isinstance(cur, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        yield cur
+        todo.extend(ast.iter_child_nodes(cur))
+
+
+def _catches_attribute_error(handler: ast.ExceptHandler) -> bool:
+    """``except AttributeError`` (alone or in a tuple)."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(k, ast.Name) and k.id == "AttributeError" for k in kinds)
+
+
+def _class_sets(node: ast.ClassDef, name: str) -> bool:
+    """Whether a class body defines ``name`` (a method, or an assignment to it)."""
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+            return True
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        if isinstance(stmt, ast.AnnAssign):
+            targets = [stmt.target]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
 
 
 def _rooted_at(node: ast.expr, name: str | None) -> bool:
