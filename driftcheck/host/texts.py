@@ -3,13 +3,18 @@
 files and read each text from the release when they come to it, keeping none. A release's texts
 held as strings cost more than all else a cold scan keeps (vLLM 0.33: 68 MB, as much again for
 the baseline); reading a member of the archive again costs what decompressing a kept compressed
-copy did (0.4 s for all of vLLM 0.33), without the compression. ``kept=True`` holds the texts
-instead (for texts that do not come from a tree).
+copy did (0.4 s for all of vLLM 0.33), without the compression. The first texts read are kept up
+to :data:`KEEP` characters (a small host is read once, as before; a large one keeps a part),
+so the passes' cost grows only on hosts whose texts would have cost the most memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+
+#: Characters of a host's texts kept in memory (the first read: a pass goes in path order);
+#: past it each text is read from the release on each pass.
+KEEP = 8_000_000
 
 
 class SourceTexts(Mapping[str, str]):
@@ -22,11 +27,13 @@ class SourceTexts(Mapping[str, str]):
         *,
         read: Callable[[str], str] | None = None,
         files: list[str] | None = None,
+        keep: int = KEEP,
     ) -> None:
         self._read = read
         self._kept: dict[str, str] = dict(texts or ())
         self._files: dict[str, None] = dict.fromkeys(sorted(files or ()))
         self._unreadable: set[str] = set()
+        self._room = keep
 
     def __getitem__(self, rel: str) -> str:
         if rel in self._kept:
@@ -34,17 +41,23 @@ class SourceTexts(Mapping[str, str]):
         if rel not in self._files or rel in self._unreadable or self._read is None:
             raise KeyError(rel)
         try:
-            return self._read(rel)
+            text = self._read(rel)
         except Exception:  # noqa: BLE001 - an unreadable member narrows the passes only
             self._unreadable.add(rel)
             raise KeyError(rel) from None
+        if len(text) <= self._room:
+            self._room -= len(text)
+            self._kept[rel] = text
+        return text
 
     def __contains__(self, rel: object) -> bool:
         return rel in self._kept or (rel in self._files and rel not in self._unreadable)
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._kept
-        yield from (r for r in self._files if r not in self._kept and r not in self._unreadable)
+        if not self._files:
+            yield from self._kept
+            return
+        yield from (r for r in self._files if r in self._kept or r not in self._unreadable)
 
     def __len__(self) -> int:
         return len(set(self._kept) | (set(self._files) - self._unreadable))

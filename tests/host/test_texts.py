@@ -25,13 +25,21 @@ def test_texts_read_back_as_written(kept: bool):
     if kept:
         texts = SourceTexts(iter([("pkg/a.py", BODY), ("pkg/b.py", "")]))
     else:
-        texts = SourceTexts(read=_read, files=["pkg/b.py", "pkg/bad.py", "pkg/a.py"])
+        texts = SourceTexts(read=_read, files=["pkg/b.py", "pkg/bad.py", "pkg/a.py"], keep=10)
     assert texts["pkg/a.py"] == BODY
     assert texts.get("pkg/b.py") == ""
     assert texts.get("pkg/c.py") is None and "pkg/c.py" not in texts
     assert dict(texts.items()) == {"pkg/a.py": BODY, "pkg/b.py": ""}
     assert list(texts) == ["pkg/a.py", "pkg/b.py"] and len(texts) == 2
     assert list(texts.values()) == [BODY, ""]
-    # read on each access, none kept: two passes read each file twice
+    # read on each access past what is kept (10 characters here): two passes read it twice
     assert (texts.stored_bytes() >= len(BODY)) is kept
     assert (reads.count("pkg/a.py") >= 2) is not kept
+
+
+def test_texts_within_the_budget_are_read_once():
+    reads.clear()
+    texts = SourceTexts(read=_read, files=["pkg/a.py", "pkg/b.py"], keep=len(BODY))
+    for _ in range(3):
+        assert dict(texts.items()) == {"pkg/a.py": BODY, "pkg/b.py": ""}
+    assert reads.count("pkg/a.py") == 1 and texts.stored_bytes() == len(BODY)
