@@ -146,22 +146,15 @@ class HostAPI(Signatures, ModuleNames):
 
     def source_texts(self) -> SourceTexts:
         """Every Python file of the host's own packages as text (relative path -> text), read
-        from the release itself once per process and shared by the passes over all files
-        (raise-guards, definitions, the host's call sites, signature probes, the HTTP surface)
-        as one copy; the snapshot keeps only the modules a scan visited. An unreadable file is
-        left out."""
+        from the release itself (not its snapshot) by the passes over all files
+        (raise-guards, definitions, the host's call sites, signature probes, the HTTP surface),
+        each text read again on each pass and none kept (:mod:`driftcheck.host.texts`); the
+        snapshot keeps only the modules a scan visited. An unreadable file is left out."""
         cached = self.__dict__.get("_source_texts")
         if cached is None:
             tree = getattr(self.tree, "real", self.tree)
-            cached = SourceTexts()
-            for rel in self.tree.python_files():
-                if not self.owns(self.tree.module_name(rel)):
-                    continue
-                try:
-                    text = tree.read_text(rel)
-                except Exception:  # noqa: BLE001 - an unreadable member narrows the passes only
-                    continue
-                cached.add(rel, text)
+            own = [r for r in self.tree.python_files() if self.owns(self.tree.module_name(r))]
+            cached = SourceTexts(read=tree.read_text, files=own)
             self.__dict__["_source_texts"] = cached
         return cached
 

@@ -97,7 +97,7 @@ def class_hooks(api: HostAPI) -> dict[str, list[Treat]]:
                     constants.setdefault(m.group(1), set()).add(m.group(2))
         names = {k: next(iter(v)) for k, v in constants.items() if len(v) == 1}
         rows: list[list] = []
-        for rel, text in sorted(texts.items()):
+        for rel, text in texts.items():
             quoted = any(is_host_hook(m.group(1)) for m in _QUOTED.finditer(text))
             if not quoted and not any(k in text for k in names):
                 continue

@@ -50,7 +50,7 @@ def reads(api: HostAPI, name: str) -> list[Read]:
 def _mine(api: HostAPI, name: str) -> list[Read]:
     word = re.compile(rf"\b{re.escape(name)}\b")
     out: list[Read] = []
-    for rel, text in sorted(api.source_texts().items()):
+    for rel, text in api.source_texts().items():
         if not word.search(text):
             continue
         try:

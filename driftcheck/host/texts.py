@@ -1,53 +1,80 @@
-"""Every source file of a host release, read once: the passes over all of a host's files
-(raise-guards, call sites, signature probes, the HTTP surface) share one read of the release
-and one copy of its texts. With ``compressed`` (off by default) the texts are kept compressed
-and decompressed on each read: a quarter of the memory (vLLM 0.33: 14 MB for 50 MB), for a
-decompression per file per pass, which makes a cold scan a third slower.
+"""Every source file of a host release, read on demand: the passes over all of a host's files
+(raise-guards, call sites, signature probes, the HTTP surface) share one list of the release's
+files and read each text from the release when they come to it, keeping none. A release's texts
+held as strings cost more than all else a cold scan keeps (vLLM 0.33: 68 MB, as much again for
+the baseline); reading a member of the archive again costs what decompressing a kept compressed
+copy did (0.4 s for all of vLLM 0.33), without the compression. The first texts read are kept up
+to :data:`KEEP` characters (a small host is read once, as before; a large one keeps a part),
+so the passes' cost grows only on hosts whose texts would have cost the most memory.
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
-#: zlib's fastest level: Python source shrinks about four times, at a fraction of a second for
-#: a large host; each text is decompressed on use (a few milliseconds per pass over all).
-LEVEL = 1
+#: Characters of a host's texts kept in memory (the first read: a pass goes in path order);
+#: past it each text is read from the release on each pass.
+KEEP = 8_000_000
 
 
 class SourceTexts(Mapping[str, str]):
-    """Relative path -> text of a host's files (optionally stored compressed)."""
+    """Relative path -> text of a host's files, read through ``read`` on each access (or kept,
+    for texts given as pairs); iterated in path order."""
 
     def __init__(
-        self, texts: Iterator[tuple[str, str]] | None = None, *, compressed: bool = False
+        self,
+        texts: Iterator[tuple[str, str]] | None = None,
+        *,
+        read: Callable[[str], str] | None = None,
+        files: list[str] | None = None,
+        keep: int = KEEP,
     ) -> None:
-        self.compressed = compressed
-        self._data: dict[str, bytes | str] = {}
-        for rel, text in texts or ():
-            self.add(rel, text)
-
-    def add(self, rel: str, text: str) -> None:
-        """Keep one file's text."""
-        if self.compressed:
-            self._data[rel] = zlib.compress(text.encode("utf-8", "surrogatepass"), LEVEL)
-        else:
-            self._data[rel] = text
+        self._read = read
+        self._kept: dict[str, str] = dict(texts or ())
+        self._files: dict[str, None] = dict.fromkeys(sorted(files or ()))
+        self._unreadable: set[str] = set()
+        self._room = keep
 
     def __getitem__(self, rel: str) -> str:
-        data = self._data[rel]
-        if isinstance(data, str):
-            return data
-        return zlib.decompress(data).decode("utf-8", "surrogatepass")
+        if rel in self._kept:
+            return self._kept[rel]
+        if rel not in self._files or rel in self._unreadable or self._read is None:
+            raise KeyError(rel)
+        try:
+            text = self._read(rel)
+        except Exception:  # noqa: BLE001 - an unreadable member narrows the passes only
+            self._unreadable.add(rel)
+            raise KeyError(rel) from None
+        if len(text) <= self._room:
+            self._room -= len(text)
+            self._kept[rel] = text
+        return text
 
     def __contains__(self, rel: object) -> bool:
-        return rel in self._data
+        return rel in self._kept or (rel in self._files and rel not in self._unreadable)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        if not self._files:
+            yield from self._kept
+            return
+        yield from (r for r in self._files if r in self._kept or r not in self._unreadable)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(set(self._kept) | (set(self._files) - self._unreadable))
+
+    def items(self) -> Iterator[tuple[str, str]]:  # type: ignore[override]
+        """Each readable file with its text (an unreadable one is left out)."""
+        for rel in list(self):
+            try:
+                yield rel, self[rel]
+            except KeyError:
+                continue
+
+    def values(self) -> Iterator[str]:  # type: ignore[override]
+        """Each readable file's text."""
+        for _rel, text in self.items():
+            yield text
 
     def stored_bytes(self) -> int:
-        """What the texts take (characters when not compressed)."""
-        return sum(len(b) for b in self._data.values())
+        """What the kept texts take (characters)."""
+        return sum(len(t) for t in self._kept.values())

@@ -38,10 +38,14 @@ class HostCode:
     _trees: dict[str, ast.Module | None] = field(default_factory=dict)
     _imports: dict[str, Imports] = field(default_factory=dict)
     _defs: dict[str, dict[str, ast.AST]] = field(default_factory=dict)
+    #: Needles the readers will ask :meth:`modules_containing` for: the first pass over the
+    #: texts looks for them all (a large host's texts are read from its archive on each pass).
+    ahead: tuple[str, ...] = ()
+    _containing: dict[str, set[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # The release's own files, shared with the host's other passes over all files (read
-        # once, one copy): these reads feed a fact, they need not grow the snapshot.
+        # from the release, not kept): these reads feed a fact, they need not grow the snapshot.
         self.sources = self.api.source_texts()
         for rel in self.api.tree.python_files():
             name = self.api.tree.module_name(rel)
@@ -62,13 +66,18 @@ class HostCode:
         return self.sources.get(rel, "") if rel else ""
 
     def modules_containing(self, *needles: str) -> list[str]:
-        """Modules whose text contains any of ``needles`` (a cheap pre-filter)."""
-        out = []
-        for m in self.modules():
-            text = self.text(m)
-            if any(n in text for n in needles):
-                out.append(m)
-        return out
+        """Modules whose text contains any of ``needles`` (a cheap pre-filter), in name order;
+        each needle is looked for once (with those of :attr:`ahead` in the same pass)."""
+        missing = [n for n in dict.fromkeys((*needles, *self.ahead)) if n not in self._containing]
+        if missing:
+            found: dict[str, set[str]] = {n: set() for n in missing}
+            for m in self.modules():
+                text = self.text(m)
+                for n in missing:
+                    if n in text:
+                        found[n].add(m)
+            self._containing.update(found)
+        return [m for m in self.modules() if any(m in self._containing[n] for n in needles)]
 
     def parse(self, module: str) -> ast.Module | None:
         if module not in self._trees:

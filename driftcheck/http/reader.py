@@ -11,7 +11,7 @@ from driftcheck.http.flags import FlagReader
 from driftcheck.http.hostcode import HostCode, literal_str
 from driftcheck.http.models import ModelReader
 from driftcheck.http.responses import ResponseReader
-from driftcheck.http.routes import RawRoute, RouteReader
+from driftcheck.http.routes import NEEDLES, RawRoute, RouteReader
 from driftcheck.http.surface_model import CliFlag, HttpSurface, Route
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def read_surface(api: HostAPI) -> HttpSurface:
     """Routes, their body models and the server's flags of one host release."""
-    code = HostCode(api)
+    code = HostCode(api, ahead=(*NEEDLES, "add_argument"))  # the route and flag readers' needles
     reader = RouteReader(code)
     raw = reader.read()
     builder = reader.builders.get(reader.main_app or "")

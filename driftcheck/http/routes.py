@@ -34,7 +34,7 @@ from driftcheck.http.routes_syntax import (
 
 _MAX_DEPTH = 10
 #: Texts a module that makes or fills a router or app contains (a cheap pre-filter).
-_NEEDLES = ("APIRouter", "FastAPI", "Starlette", "include_router", "add_api_route", "add_route")
+NEEDLES = ("APIRouter", "FastAPI", "Starlette", "include_router", "add_api_route", "add_route")
 
 
 @dataclass
@@ -70,7 +70,7 @@ class RouteReader:
 
     # -- entry -------------------------------------------------------------------------------
     def read(self) -> list[RawRoute]:
-        modules = self.code.modules_containing(*_NEEDLES)
+        modules = self.code.modules_containing(*NEEDLES)
         builders: list[Def] = []
         for module in modules:
             tree = self.code.parse(module)
