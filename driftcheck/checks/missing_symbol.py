@@ -257,7 +257,8 @@ def _names_homes(use: Use, ctx: CheckContext, gone: str) -> list[tuple[str, NewH
     """Where the target defines each name one ``from gone import a, b`` statement binds, when
     module ``gone`` went whole and no single module took its place (vLLM 0.33.0 spread
     ``entrypoints.utils`` over ``serve.utils.api_utils`` and ``common.startup``): a definition
-    of the same kind and a compatible signature, per name; empty unless every name has one."""
+    of the same kind and a compatible signature, per name, in a place the baseline did not have;
+    empty unless every name has one."""
     if use.kind != "import" or ctx.baseline is None:
         return []
     was = ctx.baseline.resolve(gone)
@@ -278,6 +279,8 @@ def _names_homes(use: Use, ctx: CheckContext, gone: str) -> list[tuple[str, NewH
         home = find_new_home(ctx.target, f"{gone}.{name}", baseline=ctx.baseline)
         if not isinstance(home, NewHome) or home.evidence != "definition":
             return []  # one name without a home: the fix would be half a fix
+        if isinstance(ctx.baseline.resolve(home.found.path), Found):
+            return []  # defined there on the baseline too: a look-alike, not where it went
         homes.append((name, home))
     return homes
 
