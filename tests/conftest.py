@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -185,7 +186,11 @@ def build_wheel(
         info.external_attr = 0o644 << 16
         return info
 
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+    # Written beside and moved into place: a fake fetch that builds the same wheel again while
+    # another thread reads it (a timeline's fetches run in threads) never shows a half-written
+    # file, as a real cache never does.
+    part = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+    with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as zf:
         for rel, data in files.items():
             zf.writestr(member(rel), data)
         zf.writestr(
@@ -198,6 +203,7 @@ def build_wheel(
             zf.writestr(member(f"{dist_info}/RECORD"), "")
         for rel, data in (raw_members or {}).items():
             zf.writestr(zipfile.ZipInfo(rel), data)
+    os.replace(part, path)
     return path
 
 
