@@ -315,19 +315,24 @@ def _built_by_client_only(use: Use, ctx: CheckContext) -> str:
     that derives from it (whose own mentions are read the same way), an import, an
     ``isinstance``/``issubclass`` test or an attribute read off it, and at least one call builds
     it. A mention as a value (passed, stored, returned, registered, decorated) or inside a
-    string other than a docstring (a dotted path a config names) hands it on: ``""``."""
+    string other than a docstring (a dotted path a config names) hands it on: ``""``. Read once
+    per class and host base in a scan."""
     cls = _owner(ctx.client_lines.get(use.file, []), use.line)
-    if not cls or _registers_subclasses(ctx.target, use.receiver or ""):
+    if not cls:
         return ""
+    memo: dict[tuple[str, str], str] = ctx.__dict__.setdefault("_built_by_client", {})
+    key = (cls, use.receiver or "")
+    if key not in memo:
+        memo[key] = "" if _registers_subclasses(ctx.target, key[1]) else _only_built(ctx, cls)
+    return memo[key]
+
+
+def _only_built(ctx: CheckContext, cls: str) -> str:
     todo, seen, built = [cls], {cls}, 0
     while todo:
         name = todo.pop()
-        word = re.compile(rf"\b{re.escape(name)}\b")
-        for rel, lines in ctx.client_lines.items():
-            tree = _client_tree(ctx, rel, lines, word)
-            if tree is None:
-                continue
-            for how, node in _mentions(tree, name, word):
+        for rel, tree, word in _trees_mentioning(ctx, name):
+            for how, node in _mentions(tree, name, word, _parents(ctx, rel, tree)):
                 if how == "call":
                     built += 1
                 elif how == "base" and isinstance(node, ast.ClassDef):
@@ -339,25 +344,50 @@ def _built_by_client_only(use: Use, ctx: CheckContext) -> str:
     return cls if built else ""
 
 
-def _client_tree(
-    ctx: CheckContext, rel: str, lines: list[str], word: re.Pattern[str]
-) -> ast.Module | None:
-    """A client file's syntax tree when it mentions the word (parsed once per scan)."""
-    if not any(word.search(line) for line in lines):
-        return None
+def _text(ctx: CheckContext, rel: str) -> str:
+    whole = getattr(ctx.client_lines, "text", None)
+    return whole(rel) if whole is not None else "\n".join(ctx.client_lines[rel])
+
+
+def _trees_mentioning(
+    ctx: CheckContext, name: str
+) -> list[tuple[str, ast.Module, re.Pattern[str]]]:
+    """The client files whose text holds ``name`` as a word, with their syntax trees (each
+    file parsed once per scan; the text is searched as a whole first)."""
+    found: dict[str, list] = ctx.__dict__.setdefault("_mentioning", {})
+    if name in found:
+        return found[name]
+    word = re.compile(rf"\b{re.escape(name)}\b")
     trees: dict[str, ast.Module | None] = ctx.__dict__.setdefault("_client_trees", {})
-    if rel not in trees:
-        try:
-            trees[rel] = ast.parse("\n".join(lines))
-        except (SyntaxError, ValueError, RecursionError):
-            trees[rel] = None
-    return trees[rel]
+    out = found[name] = []
+    for rel in ctx.client_lines:
+        text = _text(ctx, rel)
+        if name not in text or not word.search(text):
+            continue
+        if rel not in trees:
+            try:
+                trees[rel] = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError):
+                trees[rel] = None
+        tree = trees[rel]
+        if tree is not None:
+            out.append((rel, tree, word))
+    return out
 
 
-def _mentions(tree: ast.Module, name: str, word: re.Pattern[str]) -> list[tuple[str, ast.AST]]:
+def _parents(ctx: CheckContext, rel: str, tree: ast.Module) -> dict[ast.AST, ast.AST]:
+    """Each node's parent in a client file's tree (built once per file)."""
+    maps: dict[str, dict[ast.AST, ast.AST]] = ctx.__dict__.setdefault("_client_parents", {})
+    if rel not in maps:
+        maps[rel] = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    return maps[rel]
+
+
+def _mentions(
+    tree: ast.Module, name: str, word: re.Pattern[str], parents: dict[ast.AST, ast.AST]
+) -> list[tuple[str, ast.AST]]:
     """Each mention of ``name`` in a module, as (how, node): ``call`` (it builds one), ``base``
     (node: the class statement deriving from it), ``neutral`` or ``value`` (handed on)."""
-    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
     out: list[tuple[str, ast.AST]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == name:
@@ -468,13 +498,9 @@ def _held_by_client_only(ctx: CheckContext, cls: str, member: str) -> str:
     defines itself (so the client's code, not the host's, calls the instances). The holders as
     ``Class.attr``; ``""`` when a construction goes elsewhere or a host method reads it."""
     holders: set[tuple[str, str, str]] = set()  # (file, class, attr)
-    word = re.compile(rf"\b{re.escape(cls)}\b")
-    for rel, lines in ctx.client_lines.items():
-        tree = _client_tree(ctx, rel, lines, word)
-        if tree is None:
-            continue
-        parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
-        for how, node in _mentions(tree, cls, word):
+    for rel, tree, word in _trees_mentioning(ctx, cls):
+        parents = _parents(ctx, rel, tree)
+        for how, node in _mentions(tree, cls, word, parents):
             if how != "call":
                 continue
             held = _stored_on_self(node, parents)

@@ -28,6 +28,10 @@ class FileLines(Mapping[str, list[str]]):
         self._last = (rel, lines)
         return lines
 
+    def text(self, rel: str) -> str:
+        """One file's whole text (no split)."""
+        return self._texts[rel]
+
     def __contains__(self, rel: object) -> bool:
         return rel in self._texts
 
