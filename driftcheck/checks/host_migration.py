@@ -23,6 +23,8 @@ Only methods whose signature changed are searched for, all of them in one pass.
 
 from __future__ import annotations
 
+from typing import cast
+
 from driftcheck.checks.context import CheckContext, finding, is_literal
 from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
@@ -109,6 +111,17 @@ def changed_members(ctx: CheckContext) -> list[str]:
     return ctx.__dict__["_changed_members"]
 
 
+def _searched_with(ctx: CheckContext) -> list[str]:
+    """The members whose host call sites one pass over the host's files gathers together:
+    the changed ones and every method whose result the client indexes (each is asked for its
+    own sites; searched one by one, a large host's files were read once per method)."""
+    cached = ctx.__dict__.get("_searched_with")
+    if cached is None:
+        indexed = {u.member for u in ctx.uses if u.kind == "call" and u.member and u.result_indexed}
+        cached = ctx.__dict__["_searched_with"] = sorted(indexed | set(changed_members(ctx)))
+    return cast(list[str], cached)
+
+
 def _signature_changed(use: Use, ctx: CheckContext) -> bool:
     if ctx.baseline is None:
         return False
@@ -180,7 +193,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
 
 def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     assert use.member is not None and ctx.baseline is not None
-    also = changed_members(ctx)
+    also = _searched_with(ctx)
     before = [s for s in call_sites(ctx.baseline, use.member, also) if s.result != "discarded"]
     if not any(s.unwrapped for s in before):
         return []
