@@ -64,10 +64,14 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
     if member in built:  # asked once per use: the sites are built once per member
         return list(built[member])
     key = f"callers:{FORMAT}:{member}"
-    kept = getattr(api.tree, "data", {}).get("facts", None)
-    known = set(kept or ()) | set(api.__dict__.get("_facts", ()))
-    if key not in known:  # one pass over the host's files for this member and the others asked
-        wanted = sorted({member, *also} - {m for m in also if f"callers:{FORMAT}:{m}" in known})
+    kept = getattr(api.tree, "data", {}).get("facts", None) or {}
+    cache = api.__dict__.get("_facts", {})
+
+    def known(k: str) -> bool:
+        return k in kept or k in cache
+
+    if not known(key):  # one pass over the host's files for this member and the others asked
+        wanted = sorted({member, *also} - {m for m in also if known(f"callers:{FORMAT}:{m}")})
         mined = _mine(api, wanted)
         for m in wanted:
             api.fact(f"callers:{FORMAT}:{m}", partial(_rows, mined.get(m, [])))
