@@ -19,7 +19,7 @@ from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.annotations import same_type
 from driftcheck.host.api import Found, Lookup
 from driftcheck.host.call_edits import host_dropped, host_values
-from driftcheck.host.callers import migrated_keyword
+from driftcheck.host.callers import migrated_keyword, prefetch_keyword_calls
 from driftcheck.host.signature import CallShape, Signature, bind
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
@@ -98,6 +98,7 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         and isinstance(base, Found)
         and not any(new for _, new, _ in renames.values())
     ):
+        _prefetch_host_calls(ctx)
         edited = _host_edit(problems, ctx, (base.path, target.path), (sig_b, sig_t), shape)
         if edited is not None:
             fix, host_evidence = edited
@@ -215,6 +216,38 @@ def _fix_for(
     if missing:
         return Fix(FixSafety.MANUAL, f"pass the new required parameter(s): {', '.join(missing)}")
     return Fix(FixSafety.MANUAL, "adapt the call to the new signature")
+
+
+def _prefetch_host_calls(ctx: CheckContext) -> None:
+    """Before the first host edit a scan reads: the callables of every call of the client that
+    stops binding, so that the host's calls of all of them are mined in one pass over each
+    release's files instead of one pass per callable (the lookups are the ones the check makes
+    anyway, and are memoised)."""
+    if ctx.__dict__.get("_host_calls_prefetched") or ctx.baseline is None:
+        return
+    ctx.__dict__["_host_calls_prefetched"] = True
+    names: tuple[set[str], set[str]] = (set(), set())
+    for use in ctx.uses:
+        if use.kind != "call" or use.shape is None or ctx.replaced_by_client(use):
+            continue
+        target = ctx.lookup(ctx.target, use)
+        sig_t = ctx.target.signature(target) if isinstance(target, Found) else None
+        if sig_t is None:
+            continue
+        base = ctx.lookup(ctx.baseline, use)
+        sig_b = ctx.baseline.signature(base) if isinstance(base, Found) else None
+        if sig_b is None:
+            continue
+        before = set(bind(sig_b, use.shape.on(side(ctx.baseline))))
+        if any(
+            p.code in ("unexpected-keyword", "missing-required") and p not in before
+            for p in bind(sig_t, use.shape.on(side(ctx.target)))
+        ):
+            assert isinstance(base, Found) and isinstance(target, Found)
+            names[0].add(base.path.rsplit(".", 1)[-1])
+            names[1].add(target.path.rsplit(".", 1)[-1])
+    prefetch_keyword_calls(ctx.baseline, names[0])
+    prefetch_keyword_calls(ctx.target, names[1])
 
 
 def _host_edit(

@@ -46,7 +46,7 @@ def _record_alternatives(
     """Implementation switches: ``self.x = A(...)`` under one condition, ``B(...)`` under
     another (directly, or through a ``self._make_x()`` factory whose returns differ). Kept in
     ``cls.extra["driftcheck"]["alternatives"][x]`` as (class path, condition, line)."""
-    for stmt, condition in _statements(func.body, ""):
+    for stmt, parts in _conditioned(func.body, ()):
         if not isinstance(stmt, ast.Assign | ast.AnnAssign):
             continue
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
@@ -58,6 +58,7 @@ def _record_alternatives(
             and isinstance(value, ast.Call)
         ):
             continue
+        condition = _condition_text("", parts)
         found: list[tuple[str, str, int]] = []
         callee = value.func
         factory = (
@@ -82,22 +83,64 @@ def _record_alternatives(
 
 def _statements(nodes: list[ast.stmt], condition: str):  # noqa: ANN202 - a generator of pairs
     """Every statement with the ``if`` condition it runs under (nested bodies included)."""
+    for node, parts in _conditioned(nodes, ()):
+        yield node, _condition_text(condition, parts)
+
+
+def _condition_text(condition: str, parts: tuple[tuple[ast.expr, bool], ...]) -> str:
+    """``condition`` extended by each test (``not (test)`` where its branch is the else)."""
+    for test, negated in parts:
+        text = ast.unparse(test)
+        text = f"not ({text})" if negated else text
+        condition = f"{condition} and {text}" if condition else text
+    return condition
+
+
+def _conditioned(nodes: list[ast.stmt], parts: tuple[tuple[ast.expr, bool], ...]):  # noqa: ANN202 - a generator of pairs
+    """:func:`_statements` with each condition kept as its tests, written out only for the
+    statements that are read (most methods' ``if`` tests are never needed as text)."""
     for node in nodes:
         if isinstance(node, ast.If):
-            test = ast.unparse(node.test)
-            yield from _statements(node.body, f"{condition} and {test}" if condition else test)
-            neg = f"not ({test})"
-            yield from _statements(node.orelse, f"{condition} and {neg}" if condition else neg)
+            yield from _conditioned(node.body, (*parts, (node.test, False)))
+            yield from _conditioned(node.orelse, (*parts, (node.test, True)))
             continue
-        yield node, condition
+        yield node, parts
         for name in ("body", "orelse", "finalbody"):
             inner = getattr(node, name, None)
             if isinstance(inner, list) and not isinstance(
                 node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
             ):
-                yield from _statements([n for n in inner if isinstance(n, ast.stmt)], condition)
+                yield from _conditioned([n for n in inner if isinstance(n, ast.stmt)], parts)
         for handler in getattr(node, "handlers", []) or []:
-            yield from _statements(handler.body, condition)
+            yield from _conditioned(handler.body, parts)
+
+
+_NESTING = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _assignments(func: ast.AST) -> list[ast.Assign | ast.AnnAssign]:
+    """The assignments anywhere in ``func`` (nested functions included), in the order
+    ``ast.walk`` meets them."""
+    return [n for n in _nested_statements(func) if isinstance(n, ast.Assign | ast.AnnAssign)]
+
+
+def _nested_statements(func: ast.AST) -> list[ast.AST]:
+    """Every statement anywhere in ``func`` (nested functions included), in the order
+    ``ast.walk`` meets them. Only statements are visited (a statement is never inside an
+    expression): most of the cost of walking a method is its expressions."""
+    out: list[ast.AST] = []
+    level: list[ast.AST] = [func]
+    while level:
+        nxt: list[ast.AST] = []
+        for node in level:
+            if isinstance(node, ast.stmt):
+                out.append(node)
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, list):
+                    nxt.extend(v for v in value if isinstance(v, _NESTING))
+        level = nxt
+    return out
 
 
 _LOCAL_IMPORTS: dict[int, tuple[ast.AST, dict[str, list[str]]]] = {}
@@ -109,7 +152,7 @@ def _local_imports(func: ast.AST) -> dict[str, list[str]]:
     if cached is not None and cached[0] is func:
         return cached[1]
     found: dict[str, list[str]] = {}
-    for node in ast.walk(func):
+    for node in _nested_statements(func):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 found.setdefault(alias.asname or alias.name, []).append(
@@ -135,6 +178,9 @@ def add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
     """Add ``self.x`` attributes assigned in any method (griffe reads only ``__init__``)."""
 
     def walk_class(node: ast.ClassDef, cls: griffe.Class) -> None:
+        methods = {
+            m.name: m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
         for item in node.body:
             if isinstance(item, ast.ClassDef) and isinstance(
                 inner := cls.members.get(item.name), griffe.Class
@@ -143,13 +189,8 @@ def add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
             if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or not item.args.args:
                 continue
             me = item.args.args[0].arg
-            methods = {
-                m.name: m
-                for m in node.body
-                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
-            }
             _record_alternatives(item, me, cls, methods)
-            for sub in ast.walk(item):
+            for sub in _assignments(item):
                 target: ast.expr | None = None
                 ann: ast.expr | None = None
                 value: ast.expr | None = None

@@ -282,9 +282,9 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
     """Every call of ``name(...)`` (or ``.name(...)``) inside the host's own functions, with
     the keywords it passes: how the host itself calls a callable, release by release. Kept in
     the snapshot; files are searched as text first, then only the functions around a match are
-    parsed."""
+    parsed (:func:`prefetch_keyword_calls` mines several callables in one pass)."""
     rows = api.fact(
-        f"kwcalls:{CALLS_FORMAT}:{name}", lambda: [asdict(c) for c in _mine_calls(api, name)]
+        _calls_key(name), lambda: [asdict(c) for c in _mine_calls(api, [name]).get(name, [])]
     )
     return [
         KeywordCall(
@@ -299,6 +299,29 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
         )
         for r in rows
     ]
+
+
+def prefetch_keyword_calls(api: HostAPI, names: Iterable[str]) -> None:
+    """Mine the host's calls of every callable in ``names`` not yet known, in one pass over the
+    host's files (each kept as its own fact, the same as :func:`keyword_calls` would keep)."""
+    kept = getattr(api.tree, "data", {}).get("facts", None) or {}
+    cache = api.__dict__.get("_facts", {})
+    wanted = sorted(
+        {n for n in names if n and _calls_key(n) not in kept and _calls_key(n) not in cache}
+    )
+    if not wanted:
+        return
+    mined = _mine_calls(api, wanted)
+    for n in wanted:
+        api.fact(_calls_key(n), partial(_call_rows, mined.get(n, [])))
+
+
+def _calls_key(name: str) -> str:
+    return f"kwcalls:{CALLS_FORMAT}:{name}"
+
+
+def _call_rows(calls: list[KeywordCall]) -> list[dict]:
+    return [asdict(c) for c in calls]
 
 
 def functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[ast.AST]:
@@ -316,53 +339,63 @@ def functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[a
             yield func
 
 
-def _mine_calls(api: HostAPI, name: str) -> list[KeywordCall]:
-    needle = re.compile(r"(?<![\w])" + re.escape(name) + r"\(")
-    out: list[KeywordCall] = []
+def _mine_calls(api: HostAPI, names: list[str]) -> dict[str, list[KeywordCall]]:
+    """One pass over the host's files for the calls of every callable in ``names``."""
+    out: dict[str, list[KeywordCall]] = {n: [] for n in names}
+    needles = {n: re.compile(r"(?<![\w])" + re.escape(n) + r"\(") for n in names}
     for rel, text in api.source_texts().items():
-        if f"{name}(" not in text or not needle.search(text):
-            continue
-        lines = text.splitlines()
-        for func in functions_around(
-            lines, lambda line: f"{name}(" in line and needle.search(line) is not None
-        ):
-            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        lines: list[str] | None = None
+        for name, needle in needles.items():
+            if f"{name}(" not in text or not needle.search(text):
                 continue
-            nodes = _own_nodes(func)
-            bound_once = _assigned_once(func, nodes)
-            for node in nodes:
-                if not isinstance(node, ast.Call):
-                    continue
-                callee = node.func
-                called = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
-                if called != name:
-                    continue
-                once = {k: v for k, v in bound_once.items() if v.lineno < node.lineno}
-                words = [k.arg for k in node.keywords if k.arg]
-                values = [_source(k.value, once) for k in node.keywords if k.arg]
-                spread = [k.value for k in node.keywords if not k.arg]
-                open_ = any(isinstance(a, ast.Starred) for a in node.args)
-                filled = []
-                for d in spread:  # ``d["k"] = v`` before ``name(**d)``: ``k=v`` (and more)
-                    open_ = True
-                    for key, value in _filled_keys(d, nodes, node.lineno) or []:
-                        if key not in words:
-                            words.append(key)
-                            values.append(_source(value, once))
-                            filled.append(key)
-                positional = tuple(_source(a, once) for a in node.args)
-                out.append(
-                    KeywordCall(
-                        rel,
-                        node.lineno,
-                        func.name,
-                        tuple(words),
-                        tuple(values),
-                        positional,
-                        open_,
-                        tuple(filled),
-                    )
+            lines = text.splitlines() if lines is None else lines
+            out[name].extend(_calls_in(rel, lines, name, needle))
+    return out
+
+
+def _calls_in(rel: str, lines: list[str], name: str, needle: re.Pattern) -> list[KeywordCall]:
+    """The calls of ``name`` in one host file (only the functions around a match are parsed)."""
+    out: list[KeywordCall] = []
+    for func in functions_around(
+        lines, lambda line: f"{name}(" in line and needle.search(line) is not None
+    ):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        nodes = _own_nodes(func)
+        bound_once = _assigned_once(func, nodes)
+        for node in nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            callee = node.func
+            called = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
+            if called != name:
+                continue
+            once = {k: v for k, v in bound_once.items() if v.lineno < node.lineno}
+            words = [k.arg for k in node.keywords if k.arg]
+            values = [_source(k.value, once) for k in node.keywords if k.arg]
+            spread = [k.value for k in node.keywords if not k.arg]
+            open_ = any(isinstance(a, ast.Starred) for a in node.args)
+            filled = []
+            for d in spread:  # ``d["k"] = v`` before ``name(**d)``: ``k=v`` (and more)
+                open_ = True
+                for key, value in _filled_keys(d, nodes, node.lineno) or []:
+                    if key not in words:
+                        words.append(key)
+                        values.append(_source(value, once))
+                        filled.append(key)
+            positional = tuple(_source(a, once) for a in node.args)
+            out.append(
+                KeywordCall(
+                    rel,
+                    node.lineno,
+                    func.name,
+                    tuple(words),
+                    tuple(values),
+                    positional,
+                    open_,
+                    tuple(filled),
                 )
+            )
     return out
 
 
