@@ -4,6 +4,13 @@ At most ``jobs`` tasks are in flight, so when a worker dies (killed, out of memo
 break touches only those: each is then run again alone in a fresh pool, and the one that kills
 its own worker again is recorded as failed. The run never hangs on a dead worker
 (``ProcessPoolExecutor`` notices it) and never stops for one pair.
+
+Workers are recycled: a process keeps what it has loaded (host releases, per-process memos),
+and a large client leaves its peak behind, so once a finished pair reports a worker past
+:data:`RECYCLE_MIB`, no new pair is handed to that pool; the pairs in flight finish and a fresh
+pool of forked workers takes the rest (each reloads the releases it needs from their cached
+snapshots, never rebuilding one). ``max_tasks_per_child`` would do it per worker, but it refuses
+the fork start method and needs Python 3.11.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from concurrent.futures.process import BrokenProcessPool
 from driftcheck.matrix.tasks import PairOutcome, PairTask, failed_row, now_utc, run_pair
 
 Runner = Callable[[PairTask], PairOutcome]
+
+#: A worker whose peak resident memory passed this (MiB) ends its pool once its pair is done.
+RECYCLE_MIB = 1024.0
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -33,19 +43,24 @@ def _ignore_interrupts() -> None:
 
 
 def run_in_pool(
-    tasks: Iterable[PairTask], jobs: int, *, runner: Runner = run_pair
+    tasks: Iterable[PairTask],
+    jobs: int,
+    *,
+    runner: Runner = run_pair,
+    recycle_mib: float = RECYCLE_MIB,
 ) -> Iterator[PairOutcome]:
-    """Run ``tasks`` in ``jobs`` worker processes, yielding each outcome as it finishes."""
+    """Run ``tasks`` in ``jobs`` worker processes, yielding each outcome as it finishes; a new
+    pool takes over once a worker reports a peak past ``recycle_mib``."""
     queue = list(tasks)
     queue.reverse()  # pop() from the end keeps the given order
     suspects: list[PairTask] = []
     while queue:
-        broken = yield from _drain(queue, jobs, runner)
+        broken = yield from _drain(queue, jobs, runner, recycle_mib)
         suspects.extend(broken)
         # Each task that was in flight when a worker died, alone: only the killer fails.
         while suspects:
             task = suspects.pop(0)
-            again = yield from _drain([task], 1, runner)
+            again = yield from _drain([task], 1, runner, recycle_mib)
             for dead in again:
                 yield PairOutcome(
                     failed_row(
@@ -59,18 +74,20 @@ def run_in_pool(
 
 
 def _drain(
-    queue: list[PairTask], jobs: int, runner: Runner
+    queue: list[PairTask], jobs: int, runner: Runner, recycle_mib: float
 ) -> Generator[PairOutcome, None, list[PairTask]]:
-    """Run tasks from ``queue`` until it is empty or the pool breaks; returns the tasks that
-    were in flight when it broke (the queue keeps the ones not started)."""
+    """Run tasks from ``queue`` until it is empty, the pool breaks, or a worker has grown past
+    ``recycle_mib`` (then the tasks in flight finish first); returns the tasks that were in
+    flight when it broke (the queue keeps the ones not started)."""
     in_flight: dict[Future[PairOutcome], PairTask] = {}
     broken: list[PairTask] = []
+    grown = False
     pool = ProcessPoolExecutor(
         max_workers=max(1, jobs), mp_context=_context(), initializer=_ignore_interrupts
     )
     try:
         while queue or in_flight:
-            while queue and len(in_flight) < jobs and not broken:
+            while queue and len(in_flight) < jobs and not broken and not grown:
                 task = queue.pop()
                 in_flight[pool.submit(runner, task)] = task
             if not in_flight:
@@ -79,9 +96,13 @@ def _drain(
             for future in done:
                 task = in_flight.pop(future)
                 try:
-                    yield future.result()
+                    outcome = future.result()
                 except BrokenProcessPool:
                     broken.append(task)
+                    continue
+                peak = outcome.row.pair.get("peak_rss_mib")
+                grown = grown or (isinstance(peak, int | float) and peak > recycle_mib)
+                yield outcome
             if broken:
                 # Everything still in flight broke with the pool.
                 for future in list(in_flight):

@@ -178,3 +178,39 @@ def test_the_measure_sees_a_task_that_builds_its_snapshot(matrix: Matrix):
     (outcome,) = run_in_pool([task], 1)
     assert outcome.row.pair["status"] == "clean"
     assert outcome.built_snapshot and outcome.loaded_host
+
+
+def _reports_peak(task):
+    """A runner that reports its worker's pid and, as its peak, the MiB the task's key says."""
+    import os
+
+    from driftcheck.matrix.store import PairRow
+    from driftcheck.matrix.tasks import PairOutcome
+
+    return PairOutcome(PairRow({"pid": os.getpid(), "peak_rss_mib": float(task.key)}))
+
+
+def _peak_tasks(peaks: list[str]):
+    from driftcheck.matrix.tasks import PairTask
+
+    return [PairTask(f"c{i}", f"c{i}", "1", "x", "d", "h", "1.0", p) for i, p in enumerate(peaks)]
+
+
+def test_a_worker_under_the_limit_keeps_taking_pairs():
+    from driftcheck.matrix.pool import run_in_pool
+
+    outcomes = list(run_in_pool(_peak_tasks(["50"] * 4), 1, runner=_reports_peak, recycle_mib=100))
+    assert len({o.row.pair["pid"] for o in outcomes}) == 1
+
+
+def test_a_worker_past_the_limit_is_replaced_after_its_pair():
+    from driftcheck.matrix.pool import run_in_pool
+
+    outcomes = list(
+        run_in_pool(
+            _peak_tasks(["50", "200", "50", "50"]), 1, runner=_reports_peak, recycle_mib=100
+        )
+    )
+    pids = [o.row.pair["pid"] for o in outcomes]
+    assert len(outcomes) == 4
+    assert pids[0] == pids[1] and pids[1] != pids[2] and pids[2] == pids[3]
