@@ -631,10 +631,11 @@ def _host_builds(use: Use, ctx: CheckContext, api: HostAPI) -> list[dict] | None
                         todo.append(node.name)
                 elif how == "neutral":
                     up = parents.get(node)
+                    over = parents.get(up) if up is not None else None
                     if (
                         isinstance(up, ast.Attribute)
                         and up.attr == use.member
-                        and not (isinstance(parents.get(up), ast.Call) and parents[up].func is up)
+                        and not (isinstance(over, ast.Call) and over.func is up)
                     ):
                         return None  # Cls.__init__ taken as a value: it may go anywhere
                 elif how == "value":

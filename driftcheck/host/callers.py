@@ -494,7 +494,8 @@ def returned_class_calls(api: HostAPI, member: str) -> list[dict] | None:
     ``def``: the host's constructions of that class are then not all known. Kept in the
     snapshot."""
     got = api.fact(
-        f"classcalls:{CLASS_CALLS_FORMAT}:{member}", lambda: {"calls": _mine_class_calls(api, member)}
+        f"classcalls:{CLASS_CALLS_FORMAT}:{member}",
+        lambda: {"calls": _mine_class_calls(api, member)},
     )
     return got["calls"]
 
