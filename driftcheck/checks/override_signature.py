@@ -651,9 +651,14 @@ def _host_builds(use: Use, ctx: CheckContext, api: HostAPI) -> list[dict] | None
     if calls is None:
         return None
     for method in sorted(handed):
+        if any(
+            _mentions(tree, method, word, _parents(ctx, rel, tree))
+            for rel, tree, word in _trees_mentioning(ctx, method)
+        ):
+            return None  # the client calls it too: what it does with the class is its own
         got = returned_class_calls(api, method)
-        if got is None:
-            return None
+        if not got:
+            return None  # the host never calls it: the class reaches the host some other way
         calls.extend(got)
     return calls or None
 
