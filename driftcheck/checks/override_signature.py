@@ -645,11 +645,12 @@ def _host_builds(use: Use, ctx: CheckContext, api: HostAPI) -> list[dict] | None
                     if method is None:
                         return None
                     handed.add(method)
-    from driftcheck.host.callers import returned_class_calls
+    from driftcheck.host.callers import object_rebuilds, returned_class_calls
 
     calls = _rebuild_calls(api, use.receiver)
     if calls is None:
         return None
+    calls.extend(object_rebuilds(api))  # type(obj)(...) anywhere may rebuild a handed instance
     for method in sorted(handed):
         if any(
             _mentions(tree, method, word, _parents(ctx, rel, tree))

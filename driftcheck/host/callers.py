@@ -572,6 +572,9 @@ def _class_calls_in(rel: str, func: ast.AST, member: str) -> tuple[int, list[dic
         ):
             return None
         name = up.targets[0].id
+        inner = sum(1 for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name)
+        if inner != sum(1 for n in nodes if isinstance(n, ast.Name) and n.id == name):
+            return None  # read in a nested function or lambda too
         for use in nodes:
             if not (isinstance(use, ast.Name) and use.id == name and isinstance(use.ctx, ast.Load)):
                 continue
@@ -580,3 +583,43 @@ def _class_calls_in(rel: str, func: ast.AST, member: str) -> tuple[int, list[dic
                 return None
             out.append(call_shape(called, rel))
     return count, out
+
+
+#: The format of the ``rebuilds`` fact.
+REBUILDS_FORMAT = 1
+_REBUILD = re.compile(r"\btype\([^()]*\)\(|\.__class__\(")
+
+
+def object_rebuilds(api: HostAPI) -> list[dict]:
+    """Every host call that builds a new object of another object's class, ``type(obj)(...)``
+    or ``obj.__class__(...)``, where the object is not the method's own ``self`` or ``cls``,
+    as :func:`call_shape` rows: an instance a client hands the host may reach its class's
+    ``__init__`` that way. Kept in the snapshot."""
+    return api.fact(f"rebuilds:{REBUILDS_FORMAT}", lambda: _mine_rebuilds(api))
+
+
+def _mine_rebuilds(api: HostAPI) -> list[dict]:
+    out: list[dict] = []
+    for rel, text in api.source_texts().items():
+        if "type(" not in text and "__class__(" not in text or not _REBUILD.search(text):
+            continue
+        lines = text.splitlines()
+        for func in functions_around(lines, lambda line: _REBUILD.search(line) is not None):
+            args = getattr(func, "args", None)
+            first = args.args[0].arg if args is not None and args.args else None
+            for node in ast.walk(func):
+                if not isinstance(node, ast.Call):
+                    continue
+                f = node.func
+                if isinstance(f, ast.Call) and isinstance(f.func, ast.Name) and f.func.id == "type":
+                    of = f.args[0] if len(f.args) == 1 else None
+                elif isinstance(f, ast.Attribute) and f.attr == "__class__":
+                    of = f.value
+                else:
+                    continue
+                if of is None or (
+                    isinstance(of, ast.Name) and of.id == first and first in ("self", "cls")
+                ):
+                    continue  # type(a, b, c) makes a class; type(self)(...) is the class's own
+                out.append(call_shape(node, rel))
+    return out
