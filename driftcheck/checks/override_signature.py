@@ -12,6 +12,14 @@ An ``__init__`` override of a class only the client builds is information (the h
 calls it) unless a host base builds its instance's own class again (``type(self)(**params)``):
 an instance handed to the host reaches the override that way.
 
+An ``__init__`` override is checked against the host's own constructions of its class when
+they can all be read (:func:`_host_builds`): the class returned from the client's override of a
+host method whose results the host only calls (vLLM's ``impl_cls = backend.get_impl_cls();
+impl_cls(num_heads=..., ...)``), the host bases' rebuilds (``type(self)(**params)``, ``cls(...)``)
+and any ``type(obj)(...)`` in the host. A positional slot the parent added, or a keyword, is
+reported only when one of those calls can meet it; a class handed over any other way keeps the
+signature's reading.
+
 A ``__post_init__`` override of a host dataclass's subclass is called by the dataclass's
 ``__init__`` with every ``InitVar`` by position (the host's, then the client dataclass's own): one
 the host added leaves it too few slots (TypeError on the target)."""
