@@ -12,6 +12,14 @@ An ``__init__`` override of a class only the client builds is information (the h
 calls it) unless a host base builds its instance's own class again (``type(self)(**params)``):
 an instance handed to the host reaches the override that way.
 
+An ``__init__`` override is checked against the host's own constructions of its class when
+they can all be read (:func:`_host_builds`): the class returned from the client's override of a
+host method whose results the host only calls (vLLM's ``impl_cls = backend.get_impl_cls();
+impl_cls(num_heads=..., ...)``), the host bases' rebuilds (``type(self)(**params)``, ``cls(...)``)
+and any ``type(obj)(...)`` in the host. A positional slot the parent added, or a keyword, is
+reported only when one of those calls can meet it; a class handed over any other way keeps the
+signature's reading.
+
 A ``__post_init__`` override of a host dataclass's subclass is called by the dataclass's
 ``__init__`` with every ``InitVar`` by position (the host's, then the client dataclass's own): one
 the host added leaves it too few slots (TypeError on the target)."""
@@ -133,6 +141,12 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         problems -= _problems(use.params, sig_b)
         problems -= _lacked_before(use.params, sig_b)
         evidence.insert(0, Evidence(ctx.baseline.version, sig_b.file, sig_b.line))
+    if problems and use.member == "__init__" and not use.via:
+        # Only what the host's own constructions of the class can meet: a slot its parent
+        # added is no break when every host call passes by keyword.
+        calls = _host_builds(use, ctx, ctx.target)
+        if calls is not None:
+            problems = _hit_by(problems, use.params, calls)
     if not problems:
         return []
     severity = (
@@ -596,4 +610,153 @@ def _host_reads_self(api: HostAPI, cls_path: str, attr: str) -> set[str]:
                 for n in ast.walk(stmt)
             ):
                 out.add(stmt.name)
+    return out
+
+
+def _host_builds(use: Use, ctx: CheckContext, api: HostAPI) -> list[dict] | None:
+    """Every call by which the host's own code builds the overriding class (or a client class
+    derived from it), as :func:`driftcheck.host.callers.call_shape` rows, when they can all be
+    known: the client hands the class to the host only by returning it from its override of a
+    host method (``def get_impl_cls(): return MyImpl``), whose results the host only calls
+    (:func:`driftcheck.host.callers.returned_class_calls`), and a host base rebuilds an
+    instance's own class (``type(self)(**params)``, ``cls(...)`` in a classmethod). None when
+    the class goes anywhere else (passed, stored, registered, named in a string, its
+    ``__init__`` taken as a value) or no host call is found: then the host's calls are not
+    known."""
+    cls = _owner(ctx.client_lines.get(use.file, []), use.line)
+    if not cls or not use.receiver or _registers_subclasses(api, use.receiver):
+        return None
+    handed: set[str] = set()
+    todo, seen = [cls], {cls}
+    while todo:
+        name = todo.pop()
+        for rel, tree, word in _trees_mentioning(ctx, name):
+            parents = _parents(ctx, rel, tree)
+            for how, node in _mentions(tree, name, word, parents):
+                if how == "base" and isinstance(node, ast.ClassDef):
+                    if node.name not in seen:
+                        seen.add(node.name)
+                        todo.append(node.name)
+                elif how == "neutral":
+                    up = parents.get(node)
+                    over = parents.get(up) if up is not None else None
+                    if (
+                        isinstance(up, ast.Attribute)
+                        and up.attr == use.member
+                        and not (isinstance(over, ast.Call) and over.func is up)
+                    ):
+                        return None  # Cls.__init__ taken as a value: it may go anywhere
+                elif how == "value":
+                    if _in_annotation(node, parents):
+                        continue
+                    method = _returned_by_method(node, parents)
+                    if method is None:
+                        return None
+                    handed.add(method)
+    from driftcheck.host.callers import object_rebuilds, returned_class_calls
+
+    calls = _rebuild_calls(api, use.receiver)
+    if calls is None:
+        return None
+    calls.extend(object_rebuilds(api))  # type(obj)(...) anywhere may rebuild a handed instance
+    for method in sorted(handed):
+        if any(
+            _mentions(tree, method, word, _parents(ctx, rel, tree))
+            for rel, tree, word in _trees_mentioning(ctx, method)
+        ):
+            return None  # the client calls it too: what it does with the class is its own
+        got = returned_class_calls(api, method)
+        if not got:
+            return None  # the host never calls it: the class reaches the host some other way
+        calls.extend(got)
+    return calls or None
+
+
+def _in_annotation(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether a mention sits in a parameter's, a return's or a variable's annotation."""
+    child, up = node, parents.get(node)
+    while up is not None:
+        if isinstance(up, ast.arg) and up.annotation is child:
+            return True
+        if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef) and up.returns is child:
+            return True
+        if isinstance(up, ast.AnnAssign) and up.annotation is child:
+            return True
+        if isinstance(up, ast.stmt):
+            return False
+        child, up = up, parents.get(up)
+    return False
+
+
+def _returned_by_method(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
+    """The name of the client class's method that returns the class as it is
+    (``return MyImpl``)."""
+    up = parents.get(node)
+    if not isinstance(up, ast.Return) or not isinstance(node, ast.Name):
+        return None
+    func = parents.get(up)
+    while func is not None and not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+        if isinstance(func, ast.ClassDef | ast.Lambda):
+            return None
+        func = parents.get(func)
+    if func is None or not isinstance(parents.get(func), ast.ClassDef):
+        return None
+    return func.name
+
+
+def _rebuild_calls(api: HostAPI, cls_path: str) -> list[dict] | None:
+    """The host base's calls that build an instance's own class again: ``type(self)(...)``,
+    ``self.__class__(...)``, and ``cls(...)`` in a classmethod. None when the class is not
+    known."""
+    from driftcheck.host.callers import call_shape
+
+    cls = api.resolve(cls_path)
+    if not isinstance(cls, Found) or cls.kind != "class":
+        return None
+    chain, _ = api.mro(cls)
+    out: list[dict] = []
+    for klass in chain:
+        node = api.class_node(klass)
+        for method in node.body if node is not None else []:
+            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            first = method.args.args[0].arg if method.args.args else None
+            if not first:
+                continue
+            classmethod = any(ast.unparse(d) == "classmethod" for d in method.decorator_list)
+            for n in ast.walk(method):
+                if _builds_own_class(n, first) or (
+                    classmethod
+                    and isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name)
+                    and n.func.id == first
+                ):
+                    assert isinstance(n, ast.Call)
+                    out.append(call_shape(n))
+    return out
+
+
+def _hit_by(
+    problems: set[tuple[str, str]], client: list[tuple[str, str, bool]], calls: list[dict]
+) -> set[tuple[str, str]]:
+    """The problems some of the host's own calls (``calls``) can meet: more positional
+    arguments than the client function's slots, a keyword it lacks, extra keywords where it
+    has no ``**``; ``*args`` or ``**kw`` of unknown content may pass anything. A parameter
+    it requires stays a problem unless every call passes it."""
+    params = client[1:]
+    slots = [n for n, k, _ in params if k in ("positional_only", "positional_or_keyword")]
+    names = {n for n, k, _ in params if k in ("positional_or_keyword", "keyword_only")}
+    out: set[tuple[str, str]] = set()
+    for code, text in problems:
+        if code == "positional":
+            hit = any(c["star"] or c["positional"] > len(slots) for c in calls)
+        elif code == "keyword":
+            word = text.rsplit(" ", 1)[-1].strip("'\"")
+            hit = any(c["spread"] or word in c["keywords"] for c in calls)
+        elif code == "var-keyword":
+            hit = any(c["spread"] or set(c["keywords"]) - names for c in calls)
+        else:
+            hit = True
+        if hit:
+            out.add((code, text))
     return out

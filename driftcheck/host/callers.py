@@ -499,3 +499,160 @@ def _neighbours(
     before = next((w for w in reversed(words[:i]) if w in shared), None)
     after = next((w for w in words[i + 1 :] if w in shared), None)
     return before, after
+
+
+#: The format of the ``classcalls`` facts (the calls of a class a host method returns).
+CLASS_CALLS_FORMAT = 1
+
+
+def call_shape(call: ast.Call, file: str = "") -> dict:
+    """How a call passes its arguments: how many by position, whether ``*args`` or ``**kw``
+    leave it open, and the keywords it names."""
+    return {
+        "file": file,
+        "line": call.lineno,
+        "positional": sum(1 for a in call.args if not isinstance(a, ast.Starred)),
+        "star": any(isinstance(a, ast.Starred) for a in call.args),
+        "keywords": [k.arg for k in call.keywords if k.arg],
+        "spread": any(k.arg is None for k in call.keywords),
+    }
+
+
+def returned_class_calls(api: HostAPI, member: str) -> list[dict] | None:
+    """Every host call of the class that a ``.member()`` call returns
+    (``impl_cls = backend.get_impl_cls(); impl_cls(...)``, also through ``cast(T, ...)`` or
+    called at once), as :func:`call_shape` rows: how the host builds a class a client hands it
+    by returning it from its override of ``member``. None when a result goes anywhere else
+    (returned, passed, stored, read otherwise) or ``member`` is named other than as a call or a
+    ``def``: the host's constructions of that class are then not all known. Kept in the
+    snapshot."""
+    got = api.fact(
+        f"classcalls:{CLASS_CALLS_FORMAT}:{member}",
+        lambda: {"calls": _mine_class_calls(api, member)},
+    )
+    return got["calls"]
+
+
+def _mine_class_calls(api: HostAPI, member: str) -> list[dict] | None:
+    word = re.compile(r"(?<![\w])" + re.escape(member) + r"(?![\w])")
+    call = re.compile(r"\." + re.escape(member) + r"\(")
+    define = re.compile(r"^\s*(?:async\s+)?def\s+" + re.escape(member) + r"\(")
+    out: list[dict] = []
+    for rel, text in api.source_texts().items():
+        if member not in text or not word.search(text):
+            continue
+        lines = text.splitlines()
+        starts: set[int] = set()
+        expected = 0
+        for n, line in enumerate(lines):
+            if define.match(line):
+                continue
+            hits = len(call.findall(line))
+            if len(word.findall(line.split("#", 1)[0])) != hits:
+                return None  # named otherwise: passed, stored, looked up by name
+            if not hits:
+                continue
+            start = _enclosing_def(lines, n)
+            if start is None:
+                return None  # at module level
+            starts.add(start)
+            expected += hits
+        seen = 0
+        for start in sorted(starts):
+            func = _parse_function(lines, start)
+            if func is None:
+                return None
+            rows = _class_calls_in(rel, func, member)
+            if rows is None:
+                return None
+            seen += rows[0]
+            out.extend(rows[1])
+        if seen != expected:
+            return None  # a call this reading did not see (a lambda, a nested def)
+    return out
+
+
+def _class_calls_in(rel: str, func: ast.AST, member: str) -> tuple[int, list[dict]] | None:
+    """(how many ``.member(...)`` calls, the calls of their results) in one function; None when
+    a result is used otherwise."""
+    nodes = _own_nodes(func)
+    parents = {c: n for n in [func, *nodes] for c in ast.iter_child_nodes(n)}
+    count, out = 0, []
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == member
+        ):
+            continue
+        count += 1
+        value: ast.AST = node
+        up = parents.get(value)
+        if (
+            isinstance(up, ast.Call)
+            and ast.unparse(up.func).rsplit(".", 1)[-1] == "cast"
+            and len(up.args) == 2
+            and up.args[1] is value
+        ):
+            value, up = up, parents.get(up)
+        if isinstance(up, ast.Call) and up.func is value:
+            out.append(call_shape(up, rel))
+            continue
+        if not (
+            isinstance(up, ast.Assign)
+            and len(up.targets) == 1
+            and isinstance(up.targets[0], ast.Name)
+        ):
+            return None
+        name = up.targets[0].id
+        inner = sum(1 for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name)
+        if inner != sum(1 for n in nodes if isinstance(n, ast.Name) and n.id == name):
+            return None  # read in a nested function or lambda too
+        for use in nodes:
+            if not (isinstance(use, ast.Name) and use.id == name and isinstance(use.ctx, ast.Load)):
+                continue
+            called = parents.get(use)
+            if not (isinstance(called, ast.Call) and called.func is use):
+                return None
+            out.append(call_shape(called, rel))
+    return count, out
+
+
+#: The format of the ``rebuilds`` fact.
+REBUILDS_FORMAT = 1
+_REBUILD = re.compile(r"\btype\([^()]*\)\(|\.__class__\(")
+
+
+def object_rebuilds(api: HostAPI) -> list[dict]:
+    """Every host call that builds a new object of another object's class, ``type(obj)(...)``
+    or ``obj.__class__(...)``, where the object is not the method's own ``self`` or ``cls``,
+    as :func:`call_shape` rows: an instance a client hands the host may reach its class's
+    ``__init__`` that way. Kept in the snapshot."""
+    return api.fact(f"rebuilds:{REBUILDS_FORMAT}", lambda: _mine_rebuilds(api))
+
+
+def _mine_rebuilds(api: HostAPI) -> list[dict]:
+    out: list[dict] = []
+    for rel, text in api.source_texts().items():
+        if "type(" not in text and "__class__(" not in text or not _REBUILD.search(text):
+            continue
+        lines = text.splitlines()
+        for func in functions_around(lines, lambda line: _REBUILD.search(line) is not None):
+            args = getattr(func, "args", None)
+            first = args.args[0].arg if args is not None and args.args else None
+            for node in ast.walk(func):
+                if not isinstance(node, ast.Call):
+                    continue
+                f = node.func
+                if isinstance(f, ast.Call) and isinstance(f.func, ast.Name) and f.func.id == "type":
+                    of = f.args[0] if len(f.args) == 1 else None
+                elif isinstance(f, ast.Attribute) and f.attr == "__class__":
+                    of = f.value
+                else:
+                    continue
+                if of is None or (
+                    isinstance(of, ast.Name) and of.id == first and first in ("self", "cls")
+                ):
+                    continue  # type(a, b, c) makes a class; type(self)(...) is the class's own
+                out.append(call_shape(node, rel))
+    return out
