@@ -9,6 +9,11 @@ under a further condition of its own, such as "unless the class also defines the
 up that the target's source never mentions is a hook the target never calls again (a warning).
 A name the baseline never looked up is the client's own, or another library's: quiet. Python's
 own data-model names (``__slots__``, ``__call__``) are never a host's hook.
+
+An inner class of a class the host builds is read the same way: its options
+(:mod:`driftcheck.host.class_options`), and the class itself, which the target's class machinery
+may warn about or reject whatever it holds (:mod:`driftcheck.host.inner_classes`: pydantic 2's
+class-based ``Config``).
 """
 
 from __future__ import annotations

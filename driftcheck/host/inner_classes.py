@@ -69,7 +69,7 @@ def inner_class_treatments(api: HostAPI) -> list[InnerTreat]:
             tree = _parse(text)
             if tree is None:
                 continue
-            others = [(r, t) for r in _imported_files(text, rel, texts) if (t := _parse(texts[r]))]
+            others = [(r, m) for r in _imported_files(text, rel, texts) if (m := _parse(texts[r]))]
             for t in _module_treats(tree, rel, [(rel, tree), *others]):
                 rows.append(
                     [t.inner, t.function, t.file, t.line, t.treatment, t.message, t.at_file,
@@ -189,7 +189,13 @@ def _callees(
     """The host functions of that name in the module or the host modules it imports (the first
     module that has one), with the parameter the argument binds."""
     func = call.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    name = (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else ""
+    )
     for rel, tree in modules:
         found = []
         for node in ast.walk(tree):
@@ -282,7 +288,13 @@ def _truth(test: ast.expr, held: _Held) -> bool | None:
 
 
 def _is_class_of(node: ast.expr) -> bool | None:
-    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    name = (
+        node.id
+        if isinstance(node, ast.Name)
+        else node.attr
+        if isinstance(node, ast.Attribute)
+        else ""
+    )
     if name == "type":
         return True
     return False if name in _NOT_A_CLASS else None
