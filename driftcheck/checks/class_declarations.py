@@ -344,6 +344,8 @@ def _inner_walked(api: HostAPI, owner: str, inner: str) -> list[InnerTreat]:
     if not isinstance(cls, Found) or cls.kind != "class":
         return []
     names = walker_of(api, cls)
+    if not names:
+        return []  # no metaclass of the host's builds the class: nothing looks it up
     return [
         t
         for t in inner_class_treatments(api)

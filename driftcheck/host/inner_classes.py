@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from driftcheck.host.api import HostAPI
@@ -61,16 +62,29 @@ def inner_class_treatments(api: HostAPI) -> list[InnerTreat]:
 
     def compute() -> list[list]:
         texts = api.source_texts()
+        parsed: dict[str, ast.Module | None] = {}
+
+        def module(rel: str) -> ast.Module | None:
+            if rel not in parsed:
+                parsed[rel] = _parse(texts[rel])
+            return parsed[rel]
+
         rows: list[list] = []
         for rel in sorted(texts):
             text = texts[rel]
             if not INNER_LOOKUP.search(text):
                 continue
-            tree = _parse(text)
+            tree = module(rel)
             if tree is None:
                 continue
-            others = [(r, m) for r in _imported_files(text, rel, texts) if (m := _parse(texts[r]))]
-            for t in _module_treats(tree, rel, [(rel, tree), *others]):
+
+            def modules(rel: str = rel, text: str = text) -> Iterator[tuple[str, ast.Module]]:
+                """The module, then the host modules it imports (parsed only when asked)."""
+                for r in (rel, *_imported_files(text, rel, texts)):
+                    if (m := module(r)) is not None:
+                        yield r, m
+
+            for t in _module_treats(tree, rel, modules):
                 rows.append(
                     [t.inner, t.function, t.file, t.line, t.treatment, t.message, t.at_file,
                      t.at, t.conditional]
@@ -91,7 +105,7 @@ def _parse(text: str) -> ast.Module | None:
 
 
 def _module_treats(
-    tree: ast.Module, rel: str, modules: list[tuple[str, ast.Module]]
+    tree: ast.Module, rel: str, modules: Callable[[], Iterator[tuple[str, ast.Module]]]
 ) -> list[InnerTreat]:
     out: list[InnerTreat] = []
     for fn in ast.walk(tree):
@@ -101,8 +115,8 @@ def _module_treats(
             held = _holders(fn, lookup)
             found = _tests(fn.body, held, rel, _constants(tree))
             for call, index in _handed_to(fn, held):
-                for callee_rel, callee, param in _callees(call, index, modules):
-                    constants = _constants(dict(modules)[callee_rel])
+                for callee_rel, callee_tree, callee, param in _callees(call, index, modules()):
+                    constants = _constants(callee_tree)
                     found += _tests(callee.body, _names({param}), callee_rel, constants)
             base = InnerTreat(inner, fn.name, rel, lookup.lineno, "reads")
             out.append(base)
@@ -184,8 +198,8 @@ def _handed_to(
 
 
 def _callees(
-    call: ast.Call, index: int, modules: list[tuple[str, ast.Module]]
-) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, str]]:
+    call: ast.Call, index: int, modules: Iterator[tuple[str, ast.Module]]
+) -> list[tuple[str, ast.Module, ast.FunctionDef | ast.AsyncFunctionDef, str]]:
     """The host functions of that name in the module or the host modules it imports (the first
     module that has one), with the parameter the argument binds."""
     func = call.func
@@ -205,7 +219,7 @@ def _callees(
             bound = isinstance(func, ast.Attribute) and params[:1] in (["self"], ["cls"])
             at = index + 1 if bound else index
             if at < len(params):
-                found.append((rel, node, params[at]))
+                found.append((rel, tree, node, params[at]))
         if found:
             return found
     return []
