@@ -40,7 +40,9 @@ _COLLECTION = re.compile(
     r"""^[A-Za-z_]\w*\s*(?::[^=\n]+)?=\s*(?:frozenset|set|tuple|list)?\(?[\(\[\{]\s*['"]""", re.M
 )
 #: A lookup of an inner class by a capitalised name (``.get("Meta")``, ``getattr(x, "Config"``).
-INNER_LOOKUP = re.compile(r"""(?:\.(?:get|pop)\(\s*|getattr\([^,()]+,\s*)['"]([A-Z][A-Za-z0-9]*)['"]""")
+INNER_LOOKUP = re.compile(
+    r"""(?:\.(?:get|pop)\(\s*|getattr\([^,()]+,\s*)['"]([A-Z][A-Za-z0-9]*)['"]"""
+)
 
 
 @dataclass(frozen=True)
