@@ -21,6 +21,7 @@ from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.gates import Gate, all_of
 from driftcheck.host.api import HostAPI
+from driftcheck.host.class_hooks import class_hooks, is_host_hook
 from driftcheck.host.served_model import ServedModel
 from driftcheck.rules.ruleset import RuleSet
 
@@ -37,6 +38,7 @@ def collect_uses(
     from driftcheck.client.cache import load_uses, save_uses, uses_key
 
     promote_http_files(client)
+    _promote_hook_files(client, types_api)
     digest = rules.digest + (served.digest() if served is not None else "")
     key = uses_key(client.key_texts(), types_api, roots, digest)
     client.uses_key = key
@@ -156,6 +158,27 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
 
 
 _WORD = re.compile(r"\w+")
+#: A dunder a class body declares: a method (``def __get_validators__(``) or an attribute.
+_DUNDER_DECLARED = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def[ \t]+)?(__\w+__)[ \t]*[(:=]", re.M)
+
+
+def _promote_hook_files(client: Client, api: HostAPI) -> None:
+    """Move the client's files that do not name the host but declare a hook the host looks up
+    by string on any class it is given (fastapi's ``UploadFile.__get_validators__`` for
+    pydantic, in a module that never imports it) into the analysed ones."""
+    declared = {
+        rel: names
+        for rel, text in client.unread.items()
+        if (names := {n for n in _DUNDER_DECLARED.findall(text) if is_host_hook(n)})
+    }
+    if not declared:
+        return
+    hooks = class_hooks(api).keys()
+    for rel, names in declared.items():
+        if names & hooks:
+            text = client.unread.pop(rel)
+            client.texts[rel] = text
+            client.lines.add(rel, text)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,6 +9,11 @@ under a further condition of its own, such as "unless the class also defines the
 up that the target's source never mentions is a hook the target never calls again (a warning).
 A name the baseline never looked up is the client's own, or another library's: quiet. Python's
 own data-model names (``__slots__``, ``__call__``) are never a host's hook.
+
+An inner class of a class the host builds is read the same way: its options
+(:mod:`driftcheck.host.class_options`), and the class itself, which the target's class machinery
+may warn about or reject whatever it holds (:mod:`driftcheck.host.inner_classes`: pydantic 2's
+class-based ``Config``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from driftcheck.host.api import HostAPI
 from driftcheck.host.class_hooks import Treat, class_hooks
 from driftcheck.host.class_namespace import Unannotated, unannotated, walker_of
 from driftcheck.host.class_options import OptionTable, option_tables
+from driftcheck.host.inner_classes import InnerTreat, inner_class_treatments
 from driftcheck.host.objects import Found
 from driftcheck.kinds import Kind, Severity, Witness
 
@@ -37,6 +43,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     if use.result == "unannotated":
         return _unannotated(use, ctx)
+    if use.result == "inner-class":
+        return _inner_class(use, ctx)
     if "." in use.member:
         return _option(use, ctx)
     name = use.member
@@ -280,4 +288,70 @@ def _walked(api: HostAPI, owner: str) -> list[Unannotated]:
         for u in unannotated(api)
         if (u.function in names and u.function != "__new__")
         or (u.function == "__new__" and f"{u.file}::__new__" in names)
+    ]
+
+
+def _inner_class(use: Use, ctx: CheckContext) -> list[Finding]:
+    """An inner class (``class Config:``) of a class the target's class machinery builds, which
+    that machinery now warns about or rejects whatever it holds, where the baseline's read it
+    quietly (:mod:`driftcheck.host.inner_classes`). Only a treatment every such class gets is
+    reported (not pydantic 2's raise for a ``Config`` beside a ``model_config``); no fix is
+    offered: whether the options map onto the target's new form is the host's to say."""
+    if ctx.baseline is None or not use.member:
+        return []
+    owner = use.symbol.rsplit(".", 1)[0]
+    now = [
+        t
+        for t in _inner_walked(ctx.target, owner, use.member)
+        if t.treatment != "reads" and not t.conditional
+    ]
+    if not now:
+        return []
+    was = _inner_walked(ctx.baseline, owner, use.member)
+    now = [t for t in now if not any(w.treatment == t.treatment and not w.conditional for w in was)]
+    if not now:
+        return []  # the baseline already did this to it (its words may differ)
+    first = min(now, key=lambda t: (t.treatment != "rejects", t.at_file, t.at))
+    reads = [w for w in was if w.treatment == "reads"]
+    before = (
+        f"{ctx.base.version} read it quietly, {reads[0].file}:{reads[0].line}"
+        if reads
+        else f"{ctx.base.version} never looked it up"
+    )
+    verb = "raises on it" if first.treatment == "rejects" else "warns about it"
+    where = f"{use.receiver_expr}.{use.member}"
+    return [
+        finding(
+            use,
+            CLASS_DECLARATION,
+            severity=Severity.ERROR if first.treatment == "rejects" else Severity.WARNING,
+            symbol=use.symbol,
+            message=(
+                f"{where}: {ctx.target.name} {ctx.target.version} {verb}, whatever it holds "
+                f"({before}): {_short(first.message)}"
+            ),
+            evidence=(
+                *(Evidence(ctx.base.version, r.file, r.line, note="reads") for r in reads[:1]),
+                Evidence(ctx.target.version, first.at_file, first.at, note=first.treatment),
+            ),
+        )
+    ]
+
+
+def _inner_walked(api: HostAPI, owner: str, inner: str) -> list[InnerTreat]:
+    """The lookups of the inner class that the metaclass of the host class runs on a subclass."""
+    cls = api.resolve(owner)
+    if not isinstance(cls, Found) or cls.kind != "class":
+        return []
+    names = walker_of(api, cls)
+    if not names:
+        return []  # no metaclass of the host's builds the class: nothing looks it up
+    return [
+        t
+        for t in inner_class_treatments(api)
+        if t.inner == inner
+        and (
+            (t.function in names and t.function != "__new__")
+            or (t.function == "__new__" and f"{t.file}::__new__" in names)
+        )
     ]

@@ -15,6 +15,7 @@ from driftcheck.client.index import (
     assigns_class_attr,
     first_param,
 )
+from driftcheck.client.injected import injected_names
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
@@ -138,6 +139,10 @@ class MemberUses:
 
 
 def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
+    """Whether the client's class, a client base of it, or the client's own class machinery
+    (:mod:`driftcheck.client.injected`) gives it the member."""
+    if member in injected_names(index, info):
+        return True
     todo, seen = [info], set()
     while todo:
         cur = todo.pop()

@@ -23,6 +23,7 @@ _SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEF = re.compile(r"(?:async\s+)?def\s+")
 _FROM = re.compile(r"from\s+")
+_CLASS = re.compile(r"class\s+")
 
 
 def parse(code: str) -> ast.Module:
@@ -102,6 +103,10 @@ class Source:
     def def_name(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
         """Where a function's name is written."""
         return self.after(node, _DEF)
+
+    def class_name(self, node: ast.ClassDef) -> tuple[int, int]:
+        """Where a class statement's name is written."""
+        return self.after(node, _CLASS)
 
     def from_module(self, node: ast.ImportFrom) -> tuple[int, int]:
         """Where a ``from`` import's module name is written."""

@@ -187,11 +187,22 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                 )
 
     def _options(self, node: ast.ClassDef, owner: str) -> None:
-        """Each option an inner class of a host class sets (``class Meta: ordering = ...``),
-        a ``declaration`` use whose member is ``Inner.option``: the host reads it by name."""
+        """Each inner class of a host class (``class Config:``, result ``inner-class``: the host
+        may read or warn about the class itself) and each option it sets (``class Meta: ordering
+        = ...``), a ``declaration`` use whose member is ``Inner.option``: the host reads it by name."""
         for inner in node.body:
             if not isinstance(inner, ast.ClassDef):
                 continue
+            self._add(
+                "declaration",
+                inner,
+                f"{owner}.{inner.name}",
+                at=self.source.class_name(inner),
+                width=len(inner.name),
+                member=inner.name,
+                receiver_expr=node.name,
+                result="inner-class",
+            )
             for stmt in inner.body:
                 targets: list[ast.expr] = []
                 if isinstance(stmt, ast.Assign):

@@ -39,7 +39,10 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _COLLECTION = re.compile(
     r"""^[A-Za-z_]\w*\s*(?::[^=\n]+)?=\s*(?:frozenset|set|tuple|list)?\(?[\(\[\{]\s*['"]""", re.M
 )
-_INNER = re.compile(r"""(?:\.(?:get|pop)\(\s*|getattr\([^,()]+,\s*)['"]([A-Z][A-Za-z0-9]*)['"]""")
+#: A lookup of an inner class by a capitalised name (``.get("Meta")``, ``getattr(x, "Config"``).
+INNER_LOOKUP = re.compile(
+    r"""(?:\.(?:get|pop)\(\s*|getattr\([^,()]+,\s*)['"]([A-Z][A-Za-z0-9]*)['"]"""
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def option_tables(api: HostAPI) -> tuple[list[OptionTable], list[OptionNote]]:
         texts = api.source_texts()
         inner: dict[str, set[str]] = {}
         for rel, text in texts.items():
-            found = set(_INNER.findall(text))
+            found = set(INNER_LOOKUP.findall(text))
             if found:
                 for linked in (rel, *_imported_files(text, rel, texts)):
                     inner.setdefault(linked, set()).update(found)
