@@ -118,6 +118,23 @@ def class_hooks(api: HostAPI) -> dict[str, list[Treat]]:
     return out
 
 
+def quoted_anywhere(api: HostAPI, names: set[str]) -> set[str]:
+    """Which of ``names`` the release's source spells as a string literal anywhere: a hook it
+    looks up by string (:func:`class_hooks`) is always one, so a name found nowhere needs no
+    reading of the release's lookups. One pass that stops once every name is found, kept in
+    the snapshot per set of names."""
+
+    def compute() -> list[str]:
+        found: set[str] = set()
+        for text in api.source_texts().values():
+            found |= {n for n in names - found if f'"{n}"' in text or f"'{n}'" in text}
+            if found == names:
+                break
+        return sorted(found)
+
+    return set(api.fact("quoted:" + ",".join(sorted(names)), compute))
+
+
 def _name_of(node: ast.expr, constants: dict[str, str]) -> str | None:
     """The hook name a string argument holds (a literal or a module constant)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
