@@ -3,7 +3,9 @@ where one of them holds (a package that picks ``vendored/vllm_v0_5/`` for vLLM 0
 ``vendored/vllm_v0_6/`` for 0.6 runs each only there).
 
 A module's gate is the disjunction, over the places that import it, of the gate at that place
-and the importing module's own gate. A module no client module imports (an entry point, an
+and the importing module's own gate. An import under ``if TYPE_CHECKING:`` is no such place: it
+never runs, and the module it names for type checkers is loaded some other way (a package's
+PEP 562 ``__getattr__`` that imports its submodules on first access). A module no client module imports (an entry point, an
 API for the client's users), one imported anywhere without a gate (the files driftcheck does not
 parse, which never name the host, count as importing without one), or one on an import cycle,
 runs everywhere.
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from driftcheck.gates import Gate
+from driftcheck.gates import TYPE_ONLY, Gate
 
 #: (imported module, gate at the import, importing module)
 Site = tuple[str, Gate | None, str]
@@ -119,6 +121,8 @@ def module_gates(sites: Iterable[Site], modules: set[str]) -> dict[str, Gate]:
     into: dict[str, list[tuple[Gate | None, str]]] = {}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for target, gate, importer in sites:
+        if gate is not None and _type_only(gate):
+            continue  # for type checkers: says nothing of how the module is loaded at run time
         for name in _with_parents(target):
             if name not in modules or name == importer or importer.startswith(name + "."):
                 continue
@@ -151,6 +155,11 @@ def module_gates(sites: Iterable[Site], modules: set[str]) -> dict[str, Gate]:
             result = unique[0] if len(unique) == 1 else Gate("or", unique)
         gate_of[c] = result
     return {m: g for m, c in component.items() if (g := gate_of[c]) is not None}
+
+
+def _type_only(gate: Gate) -> bool:
+    """The gate holds only for type checkers (``TYPE_CHECKING``, alone or in a conjunction)."""
+    return gate == TYPE_ONLY or (gate.op == "and" and any(_type_only(p) for p in gate.parts))
 
 
 def _components(graph: dict[str, set[str]]) -> dict[str, int]:

@@ -186,3 +186,23 @@ def test_module_gates_follow_cycles_and_entries():
     assert gates["p.a"] == g and gates["p.b"] == g
     assert gates["p.c"] == Gate("and", (h, g))
     assert "p" not in gates and "p.d" not in gates and "p.e" not in gates
+
+
+def test_an_import_for_type_checkers_only_is_no_way_into_a_module():
+    """``if TYPE_CHECKING:`` imports never run: a module named there is loaded some other way
+    (ray's ``batch/stages/__init__.py`` imports its stage modules on first access, PEP 562, and
+    names them under ``TYPE_CHECKING`` for type checkers only)."""
+    from driftcheck.client.reach import module_gates
+    from driftcheck.gates import TYPE_ONLY, all_of
+
+    g = Gate("has", name="host.g")
+    mods = {"p", "p.a", "p.b", "p.c"}
+    sites = [
+        ("p.a", TYPE_ONLY, "p"),  # near miss: a is also imported under g, its gate stays g
+        ("p.a", g, "p.c"),
+        ("p.b", TYPE_ONLY, "p"),  # b only for type checkers: it runs everywhere
+        ("p.b.X", all_of([g, TYPE_ONLY]), "p.c"),  # nested under a version test too
+    ]
+    gates = module_gates(sites, mods)
+    assert gates["p.a"] == g
+    assert "p.b" not in gates
