@@ -85,7 +85,22 @@ class MemberUses:
         )
         if gate is not None:
             use.gate = all_of([g for g in (use.gate, gate) if g is not None])
+        if isinstance(attr.value, ast.Attribute):
+            use.stored_own = self._stored_own(attr.value.attr, path, member)
         return use
+
+    def _stored_own(self, holder: str, cls: str, member: str) -> str:
+        """``Class file:line`` where the client stores an instance of its own subclass of
+        ``cls`` that sets ``member`` into an attribute named ``holder`` ("" when it does not):
+        the object read from that attribute may be the client's, which has the member."""
+        for qualname, file, line in own_stores(self.index).get(holder, []):
+            info = self.index.classes.get(qualname)
+            if info is None or not client_defines(self.index, info, member):
+                continue
+            bases = (self.types.host.resolve(b) for b in self.types.host_bases(qualname))
+            if any(getattr(b, "path", None) == cls for b in bases):
+                return f"{qualname.rsplit('.', 1)[-1]} {file}:{line}"
+        return ""
 
     def _super_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: Any) -> Use | None:
         """``super().m(...)`` in an override: a use of the host class's ``m`` that the MRO
@@ -150,3 +165,112 @@ def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
             return True
         todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
     return False
+
+
+def own_stores(index: ClientIndex) -> dict[str, list[tuple[str, str, int]]]:
+    """Attribute name -> (client class, file, line) for each ``obj.name = value`` whose value is
+    an instance of a client class: ``Cls(...)``, ``Cls.factory(...)`` (a classmethod that
+    returns ``cls(...)``), or a local bound once to one. Read once per client."""
+    cached: dict[str, list[tuple[str, str, int]]] | None = getattr(index, "_own_stores", None)
+    if cached is not None:
+        return cached
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    functions: dict[int, list[FunctionInfo]] = {}
+    for info in index.function_of_node.values():
+        functions.setdefault(id(info.module), []).append(info)
+    for module in index.modules.values():
+        for block in _blocks(module.tree):
+            for i, node in enumerate(block):
+                if not isinstance(node, ast.Assign):
+                    continue
+                targets = [t for t in node.targets if isinstance(t, ast.Attribute)]
+                if not targets:
+                    continue
+                value = _latest(block[:i], node.value)
+                func = _enclosing(functions.get(id(module), []), node)
+                made = _instance_of(index, module, func, value)
+                if made is None:
+                    continue
+                for t in targets:
+                    out.setdefault(t.attr, []).append((made, module.file, node.lineno))
+    index.__dict__["_own_stores"] = out
+    return out
+
+
+def _blocks(tree: ast.AST) -> list[list[ast.stmt]]:
+    """Every statement list of a tree (bodies, ``else`` and ``finally`` arms, handlers)."""
+    out: list[list[ast.stmt]] = []
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                out.append(block)
+    return out
+
+
+def _latest(before: list[ast.stmt], value: ast.expr) -> ast.expr:
+    """``value``, or for a name the value the statements just before it in the same block bound
+    it to last (``x = Cls.make(...); obj.attr = x``)."""
+    if not isinstance(value, ast.Name):
+        return value
+    for stmt in reversed(before):
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == value.id for t in stmt.targets
+        ):
+            return stmt.value
+        if any(
+            isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(stmt)
+        ):
+            return value  # rebound in a way not read here
+    return value
+
+
+def _enclosing(functions: list[FunctionInfo], node: ast.AST) -> FunctionInfo | None:
+    """The client function (of ``node``'s module) whose body holds ``node``: the innermost."""
+    line = getattr(node, "lineno", 0)
+    best: FunctionInfo | None = None
+    for info in functions:
+        if not (info.node.lineno <= line <= (info.node.end_lineno or 0)):
+            continue
+        if best is None or info.node.lineno >= best.node.lineno:
+            best = info
+    return best
+
+
+def _instance_of(
+    index: ClientIndex,
+    module: ModuleInfo,
+    func: FunctionInfo | None,
+    value: ast.expr,
+    depth: int = 0,
+) -> str | None:
+    """The client class ``value`` builds an instance of (None: not known)."""
+    if isinstance(value, ast.Name) and func is not None and depth < 3:
+        values = func.locals.get(value.id, [])
+        return _instance_of(index, module, func, values[0], depth + 1) if len(values) == 1 else None
+    if not isinstance(value, ast.Call):
+        return None
+    for name in module.qualified(value.func):
+        if name in index.classes:
+            return name
+        owner, _, method = name.rpartition(".")
+        info = index.classes.get(owner)
+        factory = info.methods.get(method) if info is not None else None
+        if factory is not None and _returns_cls(factory.node):
+            return owner
+    return None
+
+
+def _returns_cls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A classmethod whose ``return`` builds ``cls(...)``."""
+    if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list):
+        return False
+    first = first_param(node)
+    return any(
+        isinstance(r, ast.Return)
+        and isinstance(r.value, ast.Call)
+        and isinstance(r.value.func, ast.Name)
+        and r.value.func.id == first
+        for r in ast.walk(node)
+    )
