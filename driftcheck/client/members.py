@@ -33,6 +33,7 @@ class MemberUses:
         module: ModuleInfo
         source: Source
         _add: Callable[..., Use]
+        parents: dict[ast.AST, ast.AST]
 
         @property
         def func(self) -> FunctionInfo | None: ...
@@ -86,14 +87,18 @@ class MemberUses:
         if gate is not None:
             use.gate = all_of([g for g in (use.gate, gate) if g is not None])
         if isinstance(attr.value, ast.Attribute):
-            use.stored_own = self._stored_own(attr.value.attr, path, member)
+            use.stored_own = self._stored_own(attr.value.attr, path, member, at)
         return use
 
-    def _stored_own(self, holder: str, cls: str, member: str) -> str:
+    def _stored_own(self, holder: str, cls: str, member: str, at: ast.AST) -> str:
         """``Class file:line`` where the client stores an instance of its own subclass of
-        ``cls`` that sets ``member`` into an attribute named ``holder`` ("" when it does not):
-        the object read from that attribute may be the client's, which has the member."""
-        for qualname, file, line in own_stores(self.index).get(holder, []):
+        ``cls`` that sets ``member`` into an attribute named ``holder`` ("" when it does not),
+        unconditionally or under a setting the read is under too (``if cfg.mine.enabled:``
+        at both): the object read from that attribute is then the client's, with the member."""
+        settings = _settings(at, self.parents)
+        for qualname, file, line, setting in own_stores(self.index).get(holder, []):
+            if setting and setting not in settings:
+                continue
             info = self.index.classes.get(qualname)
             if info is None or not client_defines(self.index, info, member):
                 continue
@@ -167,19 +172,53 @@ def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
     return False
 
 
-def own_stores(index: ClientIndex) -> dict[str, list[tuple[str, str, int]]]:
-    """Attribute name -> (client class, file, line) for each ``obj.name = value`` whose value is
-    an instance of a client class: ``Cls(...)``, ``Cls.factory(...)`` (a classmethod that
-    returns ``cls(...)``), or a local bound once to one. Read once per client."""
-    cached: dict[str, list[tuple[str, str, int]]] | None = getattr(index, "_own_stores", None)
+def _setting(test: ast.expr) -> str:
+    """The client setting an ``if`` tests, as its last two names (``self.cfg.mine.enabled`` and
+    ``cfg.mine.enabled``: ``mine.enabled``), or the test's text."""
+    parts: list[str] = []
+    node: ast.expr = test
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    if parts and (isinstance(test, ast.Attribute) or isinstance(test, ast.Name)):
+        return ".".join(reversed(parts[:2]))
+    return ast.unparse(test)
+
+
+def _settings(node: ast.AST, parents: dict) -> set[str]:
+    """The settings of the ``if`` statements whose body holds ``node``."""
+    out: set[str] = set()
+    child, parent = node, parents.get(node)
+    while parent is not None:
+        if isinstance(parent, ast.If) and child in parent.body:
+            out.add(_setting(parent.test))
+        child, parent = parent, parents.get(parent)
+    return out
+
+
+#: Attribute name -> (client class, file, line, the setting the store is under, "" for none).
+OwnStores = dict[str, list[tuple[str, str, int, str]]]
+
+
+def own_stores(index: ClientIndex) -> OwnStores:
+    """Attribute name -> where ``obj.name = value`` stores an instance of a client class:
+    ``Cls(...)``, ``Cls.factory(...)`` (a classmethod that returns ``cls(...)``), or a local
+    bound to one just before; with the setting of the innermost ``if`` it is under. Read once
+    per client."""
+    cached: OwnStores | None = getattr(index, "_own_stores", None)
     if cached is not None:
         return cached
-    out: dict[str, list[tuple[str, str, int]]] = {}
+    out: OwnStores = {}
     functions: dict[int, list[FunctionInfo]] = {}
     for info in index.function_of_node.values():
         functions.setdefault(id(info.module), []).append(info)
     for module in index.modules.values():
-        for block in _blocks(module.tree):
+        for owner, block in _blocks(module.tree):
+            setting = (
+                _setting(owner.test) if isinstance(owner, ast.If) and block is owner.body else ""
+            )
             for i, node in enumerate(block):
                 if not isinstance(node, ast.Assign):
                     continue
@@ -192,19 +231,20 @@ def own_stores(index: ClientIndex) -> dict[str, list[tuple[str, str, int]]]:
                 if made is None:
                     continue
                 for t in targets:
-                    out.setdefault(t.attr, []).append((made, module.file, node.lineno))
+                    out.setdefault(t.attr, []).append((made, module.file, node.lineno, setting))
     index.__dict__["_own_stores"] = out
     return out
 
 
-def _blocks(tree: ast.AST) -> list[list[ast.stmt]]:
-    """Every statement list of a tree (bodies, ``else`` and ``finally`` arms, handlers)."""
-    out: list[list[ast.stmt]] = []
+def _blocks(tree: ast.AST) -> list[tuple[ast.AST, list[ast.stmt]]]:
+    """Every statement list of a tree (bodies, ``else`` and ``finally`` arms, handlers), with
+    the node that holds it."""
+    out: list[tuple[ast.AST, list[ast.stmt]]] = []
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                out.append(block)
+                out.append((node, block))
     return out
 
 
