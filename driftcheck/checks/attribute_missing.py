@@ -9,6 +9,10 @@ does ``obj.x = …`` or ``setattr(obj, "x", …)``) is there for the client's ``
 that calls the helper; where the baseline's helper set it and the target's no longer does, that
 is the drift reported.
 
+A member the client's own subclass of the receiver's class sets, where the client stores one of
+those in an attribute of the receiver's name (``cfg.scheduler = MyScheduler(...)``, then
+``self.scheduler.x``), is at most info: the object read may be the client's own.
+
 What Python itself gives every instance is never missing: ``object``'s own attributes
 (``__class__``, ``__doc__``), and ``__dict__`` / ``__weakref__`` unless every class of the
 receiver's MRO declares ``__slots__`` without them (pydantic 2's ``BaseModel`` lists ``__dict__``
@@ -64,6 +68,14 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     if not ctx.once(use.file, f"{use.receiver}.{use.member}@{use.line}"):
         return []
+    own = ""
+    if use.stored_own:
+        own_class, where = use.stored_own.split(" ", 1)
+        own = (
+            f" (the client stores its own {own_class}, a subclass that sets {use.member}, "
+            f"in .{(use.receiver_expr or '').rpartition('.')[2]} at {where}: read from there, "
+            "the object may be the client's)"
+        )
     evidence = [ctx.evidence(ctx.baseline, base)] if ctx.baseline else []
     if stopped:
         evidence = [
@@ -90,8 +102,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             symbol=f"{use.receiver}.{use.member}",
             message=(
                 f"{use.receiver_expr or short}.{use.member}: {short} has no attribute "
-                f"{use.member!r} in {ctx.target.name} {ctx.target.version}{via}{told}"
+                f"{use.member!r} in {ctx.target.name} {ctx.target.version}{via}{told}{own}"
             ),
+            severity=Severity.INFO if own else None,
             evidence=tuple(e for e in evidence if e),
             fix=_fix(ctx, use, base, cls, short, before)
             if not stopped

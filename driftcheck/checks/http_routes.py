@@ -7,7 +7,9 @@ server flag is set (the baseline without it; without a baseline, at all); where 
 starts the server itself and passes none of the flags, the finding is at that command line and
 the fix adds the flag;
 without a launch command in the scanned code, it says the server must be started with it (a
-warning: the server is started elsewhere); a command with parts that are not literal
+warning: the server is started elsewhere), unless the file that makes the request starts the
+server in Python through a host function that builds the app with literal arguments under which
+the route needs no flag (``build_app(args, ("render",))``); a command with parts that are not literal
 (``[...] + list(extra_args or [])``) gets a warning that holds unless those parts pass the
 flag. A route the target registers under the baseline's
 condition and one more that is a local name is followed to the flags that local reads
@@ -25,7 +27,7 @@ from driftcheck.checks.http_common import evidence, find_route, moved_route, rou
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.use import Use
 from driftcheck.findings import Finding, Fix
-from driftcheck.http.condition_flags import flags_behind
+from driftcheck.http.condition_flags import built_without_flags, flags_behind
 from driftcheck.http.surface import CliFlag, HttpSurface, Route
 from driftcheck.kinds import FixSafety, Severity
 
@@ -196,6 +198,8 @@ def _flagged(
     if flag is not None:
         ev.append(evidence(ctx.target, flag.file, flag.line, f"{flag.name} defined"))
     if not launches:
+        if _started_here(use, ctx, now):
+            return []
         if not ctx.once(use.file, f"route-flag {where}"):
             return []
         message = (
@@ -250,6 +254,18 @@ def _flagged(
             )
         )
     return out
+
+
+def _started_here(use: HttpUse, ctx: CheckContext, now: Route) -> bool:
+    """Whether the file that makes the request starts the server itself in Python, through a
+    host function that builds the app with arguments under which the route is registered with
+    no flag set (:func:`~driftcheck.http.condition_flags.built_without_flags`)."""
+    starts = {
+        u.symbol
+        for u in ctx.uses
+        if u.file == use.file and u.kind == "call" and not u.receiver and u.symbol
+    }
+    return any(built_without_flags(ctx.target, now, s) is not None for s in sorted(starts))
 
 
 def _add_flag_fix(launch: HttpUse, flag: CliFlag | None, name: str, choices: int = 1) -> Fix:

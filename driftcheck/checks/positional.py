@@ -8,12 +8,16 @@ keyword-only one or none at all is an error; a silent rebinding between paramete
 alike is a warning that says so. A decorator that still takes keyword-only parameters by
 position with a warning (scikit-learn's ``_deprecate_positional_args``) counts as taking them.
 Renames that do not matter are not reported: a positional-only parameter renamed, a parameter
-renamed in place, a parameter appended with a default. The fix passes the affected arguments
+renamed in place, a parameter appended with a default, a positional ``None`` that both
+parameters of its slot (and the old one, where it stays) take as their default, a call whose
+signatures are both stubs of compiled code that the host's own code makes unchanged on both
+releases (the stubs' order does not say how the compiled code binds). The fix passes the affected arguments
 by keyword with the baseline's names, when the target still has every one of them.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import cast
 
@@ -22,6 +26,7 @@ from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.callers import keyword_calls
 from driftcheck.host.declared import positional_decorated
 from driftcheck.host.param_notes import validated
 from driftcheck.host.positions import Rebinding, rebindings
@@ -84,12 +89,17 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     if not moved or target is None or sig_b is None or sig_t is None:
         return []
     shape = cast(CallShape, use.shape).on(side(ctx.target))  # rebound only binds calls
+    moved = [r for r in moved if not _default_both_ways(r, shape, sig_t)]
+    if not moved:
+        return []
+    name = use.member or use.symbol.rsplit(".", 1)[-1]
+    if _stub_contradicted(ctx, name, shape, sig_b, sig_t):
+        return []
     explains = any(r.how in ("keyword-only", "var-positional") for r in moved)
     if not explains and any(p.code == "too-many-positional" for p in bind(sig_t, shape)):
         return []  # the call fails outright: ``call-signature`` says so, where it lands is moot
     body = runs(ctx.target, target)
     checked = set(validated(ctx.target, body)) if body is not None else set()
-    name = use.member or use.symbol.rsplit(".", 1)[-1]
     errors = [r for r in moved if _fails(r, checked)]
     parts = [_said(r, ctx, checked) for r in moved]
     severity = Severity.ERROR if errors else Severity.WARNING
@@ -114,6 +124,64 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             at=at,
         )
     ]
+
+
+def _default_both_ways(r: Rebinding, shape: CallShape, sig_t: Signature) -> bool:
+    """A positional ``None`` that is the default of the parameter it filled at baseline, of
+    the one it fills now, and of the old one where the target still has it: the call is the
+    call without it on both releases, so nothing changes."""
+    literals = shape.positional_literals
+    if r.how != "shift" or r.after is None or r.index >= len(literals):
+        return False
+    if literals[r.index] != "None":
+        return False
+    old_now = sig_t.param(r.before.name)
+    return (
+        r.before.default == "None"
+        and r.after.default == "None"
+        and (old_now is None or old_now.default == "None" or old_now.kind == "var_keyword")
+    )
+
+
+def _stub_contradicted(
+    ctx: CheckContext, name: str, shape: CallShape, sig_b: Signature, sig_t: Signature
+) -> bool:
+    """Both signatures come from stubs (``.pyi``: the code is compiled, its binding is not
+    read), and the host's own code makes the client's call, unchanged, on both releases: the
+    same literal positionals (``Timestamp(2015, 11, 12)``), of the client's kinds, no keywords.
+    The host would not keep a call whose arguments its new order rebinds: the stubs'
+    reordering does not describe how the compiled code binds them."""
+    if not (sig_b.file.endswith(".pyi") and sig_t.file.endswith(".pyi")) or shape.keywords:
+        return False
+    kinds = [_kind(v) for v in shape.positional_literals]
+    if len(kinds) != shape.positional or None in kinds:
+        return False
+    assert ctx.baseline is not None  # rebound only compares two releases
+    alike = [_alike_calls(api, name, kinds) for api in (ctx.baseline, ctx.target)]
+    return bool(alike[0] & alike[1])
+
+
+def _alike_calls(api: HostAPI, name: str, kinds: list[type | None]) -> set[tuple[str, ...]]:
+    """The positional sources of the host's own calls of ``name`` made of literals of
+    ``kinds`` alone."""
+    return {
+        c.positional
+        for c in keyword_calls(api, name)
+        if not c.keywords
+        and not c.open
+        and len(c.positional) == len(kinds)
+        and [_kind(p) for p in c.positional] == kinds
+    }
+
+
+def _kind(text: str | None) -> type | None:
+    """The type of a literal's source text (None: not a literal)."""
+    if text is None:
+        return None
+    try:
+        return type(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
 
 
 def _fails(r: Rebinding, checked: set[str]) -> bool:

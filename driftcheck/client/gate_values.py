@@ -35,6 +35,8 @@ _METADATA_VERSION = {
     "importlib_metadata.version",
 }
 DEPTH = 6  # how deep flags and predicates are followed
+#: Calls that read an environment variable (None when it is unset and no default is given).
+_GETENV = {"os.getenv", "os.environ.get"}
 
 
 @dataclass
@@ -167,12 +169,62 @@ class HostValues:
                 values = module.globals.get(expr.id, [])
         func = scope.func if module is scope.module else None
         inner = scope.deeper(module, func, scope.env if func is scope.func else {})
+        if len(values) > 1:  # an override the environment leaves unset by default
+            holder = func.node if func is not None else module.tree
+            values = [v for v in values if not self._override(v, holder, inner)]
         forms = {
             self.version_form(v, inner)
             for v in values
             if not isinstance(v, ast.Constant)  # "N/A", None: placeholders where it is absent
         }
         return forms.pop() if len(forms) == 1 else ""
+
+    def _override(self, value: ast.expr, holder: ast.AST, scope: Scope) -> bool:
+        """``if E is not None: v = E`` (or ``if E: v = E``, or ``v = E`` in the ``else`` of
+        ``if E is None`` / ``if not E``) with ``E`` an environment variable read without a
+        default: taken only where the user sets the variable, so by default ``v`` holds its
+        other values (``vllm_version_is``: ``VLLM_VERSION`` else ``vllm.__version__``)."""
+        text = ast.unparse(value)
+        for node in ast.walk(holder):
+            if not isinstance(node, ast.If):
+                continue
+            set_when = _set_test(node.test, text)
+            if set_when is None:
+                continue
+            arm = node.body if set_when else node.orelse
+            if any(isinstance(s, ast.Assign) and s.value is value for s in arm):
+                return self.unset_env(value, scope)
+        return False
+
+    def unset_env(self, expr: ast.expr, scope: Scope, depth: int = 0) -> bool:
+        """Whether ``expr`` reads an environment variable that is None unless the user sets it:
+        ``os.getenv("X")``, ``os.environ.get("X", None)``, or a client module's name bound to
+        one (assigned once, or an entry of the table the module's ``__getattr__`` serves)."""
+        if depth > DEPTH:
+            return False
+        if isinstance(expr, ast.Call):
+            names = scope.module.qualified(expr.func)
+            if not any(n in _GETENV for n in names) or not expr.args:
+                return False
+            if not isinstance(self._constant(expr.args[0], scope), str):
+                return False
+            default = [*expr.args[1:2], *(k.value for k in expr.keywords if k.arg == "default")]
+            return all(isinstance(d, ast.Constant) and d.value is None for d in default)
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return False
+        for name in scope.module.qualified(expr):
+            owner, _, attr = name.rpartition(".")
+            module = self.index.modules.get(owner)
+            if module is None:
+                continue
+            values = module.globals.get(attr, [])
+            inner = scope.deeper(module, None, {})
+            if len(values) == 1:
+                return self.unset_env(values[0], inner, depth + 1)
+            served = _served(module, attr)
+            if not values and served is not None:
+                return self.unset_env(served, inner, depth + 1)
+        return False
 
     def _returned_form(self, call: ast.Call, scope: Scope, index: int | None) -> str:
         """The version form a client function's result has (or item ``index`` of it)."""
@@ -302,6 +354,48 @@ class HostValues:
             if any(_is_version_ctor(n) for n in names):
                 return self._constant(expr.args[0], scope)
         return NOT_CONSTANT
+
+
+def _set_test(test: ast.expr, text: str) -> bool | None:
+    """Whether ``test`` holds when ``text`` is set (``X is not None``, ``X``: True; ``X is
+    None``, ``not X``: False); None when ``test`` is not about ``text``."""
+    if ast.unparse(test) == text:
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        got = _set_test(test.operand, text)
+        return None if got is None else not got
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and ast.unparse(test.left) == text
+    ):
+        return isinstance(test.ops[0], ast.IsNot)
+    return None
+
+
+def _served(module: ModuleInfo, name: str) -> ast.expr | None:
+    """What a module's ``__getattr__`` serves for ``name`` from a table of lambdas
+    (``env_variables = {"X": lambda: os.getenv("X")}``), when the module defines one."""
+    if not any(
+        isinstance(s, ast.FunctionDef) and s.name == "__getattr__" for s in module.tree.body
+    ):
+        return None
+    for stmt in module.tree.body:
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Dict):
+            continue
+        for key, entry in zip(value.keys, value.values, strict=True):
+            if (
+                isinstance(key, ast.Constant)
+                and key.value == name
+                and isinstance(entry, ast.Lambda)
+                and not entry.args.args
+            ):
+                return entry.body
+    return None
 
 
 class _NotConstant:

@@ -34,6 +34,7 @@ class MemberUses:
         module: ModuleInfo
         source: Source
         _add: Callable[..., Use]
+        parents: dict[ast.AST, ast.AST]
 
         @property
         def func(self) -> FunctionInfo | None: ...
@@ -86,7 +87,26 @@ class MemberUses:
         )
         if gate is not None:
             use.gate = all_of([g for g in (use.gate, gate) if g is not None])
+        if isinstance(attr.value, ast.Attribute):
+            use.stored_own = self._stored_own(attr.value.attr, path, member, at)
         return use
+
+    def _stored_own(self, holder: str, cls: str, member: str, at: ast.AST) -> str:
+        """``Class file:line`` where the client stores an instance of its own subclass of
+        ``cls`` that sets ``member`` into an attribute named ``holder`` ("" when it does not),
+        unconditionally or under a setting the read is under too (``if cfg.mine.enabled:``
+        at both): the object read from that attribute is then the client's, with the member."""
+        settings = _settings(at, self.parents)
+        for qualname, file, line, setting in own_stores(self.index).get(holder, []):
+            if setting and setting not in settings:
+                continue
+            info = self.index.classes.get(qualname)
+            if info is None or not client_defines(self.index, info, member):
+                continue
+            bases = (self.types.host.resolve(b) for b in self.types.host_bases(qualname))
+            if any(getattr(b, "path", None) == cls for b in bases):
+                return f"{qualname.rsplit('.', 1)[-1]} {file}:{line}"
+        return ""
 
     def _super_use(self, kind: str, attr: ast.Attribute, at: ast.AST, **kw: Any) -> Use | None:
         """``super().m(...)`` in an override: a use of the host class's ``m`` that the MRO
@@ -155,3 +175,147 @@ def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
             return True
         todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
     return False
+
+
+def _setting(test: ast.expr) -> str:
+    """The client setting an ``if`` tests, as its last two names (``self.cfg.mine.enabled`` and
+    ``cfg.mine.enabled``: ``mine.enabled``), or the test's text."""
+    parts: list[str] = []
+    node: ast.expr = test
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    if parts and (isinstance(test, ast.Attribute) or isinstance(test, ast.Name)):
+        return ".".join(reversed(parts[:2]))
+    return ast.unparse(test)
+
+
+def _settings(node: ast.AST, parents: dict) -> set[str]:
+    """The settings of the ``if`` statements whose body holds ``node``."""
+    out: set[str] = set()
+    child, parent = node, parents.get(node)
+    while parent is not None:
+        if isinstance(parent, ast.If) and child in parent.body:
+            out.add(_setting(parent.test))
+        child, parent = parent, parents.get(parent)
+    return out
+
+
+#: Attribute name -> (client class, file, line, the setting the store is under, "" for none).
+OwnStores = dict[str, list[tuple[str, str, int, str]]]
+
+
+def own_stores(index: ClientIndex) -> OwnStores:
+    """Attribute name -> where ``obj.name = value`` stores an instance of a client class:
+    ``Cls(...)``, ``Cls.factory(...)`` (a classmethod that returns ``cls(...)``), or a local
+    bound to one just before; with the setting of the innermost ``if`` it is under. Read once
+    per client."""
+    cached: OwnStores | None = getattr(index, "_own_stores", None)
+    if cached is not None:
+        return cached
+    out: OwnStores = {}
+    functions: dict[int, list[FunctionInfo]] = {}
+    for info in index.function_of_node.values():
+        functions.setdefault(id(info.module), []).append(info)
+    for module in index.modules.values():
+        for owner, block in _blocks(module.tree):
+            setting = (
+                _setting(owner.test) if isinstance(owner, ast.If) and block is owner.body else ""
+            )
+            for i, node in enumerate(block):
+                if not isinstance(node, ast.Assign):
+                    continue
+                targets = [t for t in node.targets if isinstance(t, ast.Attribute)]
+                if not targets:
+                    continue
+                value = _latest(block[:i], node.value)
+                func = _enclosing(functions.get(id(module), []), node)
+                made = _instance_of(index, module, func, value)
+                if made is None:
+                    continue
+                for t in targets:
+                    out.setdefault(t.attr, []).append((made, module.file, node.lineno, setting))
+    index.__dict__["_own_stores"] = out
+    return out
+
+
+def _blocks(tree: ast.AST) -> list[tuple[ast.AST, list[ast.stmt]]]:
+    """Every statement list of a tree (bodies, ``else`` and ``finally`` arms, handlers), with
+    the node that holds it."""
+    out: list[tuple[ast.AST, list[ast.stmt]]] = []
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                out.append((node, block))
+    return out
+
+
+def _latest(before: list[ast.stmt], value: ast.expr) -> ast.expr:
+    """``value``, or for a name the value the statements just before it in the same block bound
+    it to last (``x = Cls.make(...); obj.attr = x``)."""
+    if not isinstance(value, ast.Name):
+        return value
+    for stmt in reversed(before):
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == value.id for t in stmt.targets
+        ):
+            return stmt.value
+        if any(
+            isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(stmt)
+        ):
+            return value  # rebound in a way not read here
+    return value
+
+
+def _enclosing(functions: list[FunctionInfo], node: ast.AST) -> FunctionInfo | None:
+    """The client function (of ``node``'s module) whose body holds ``node``: the innermost."""
+    line = getattr(node, "lineno", 0)
+    best: FunctionInfo | None = None
+    for info in functions:
+        if not (info.node.lineno <= line <= (info.node.end_lineno or 0)):
+            continue
+        if best is None or info.node.lineno >= best.node.lineno:
+            best = info
+    return best
+
+
+def _instance_of(
+    index: ClientIndex,
+    module: ModuleInfo,
+    func: FunctionInfo | None,
+    value: ast.expr,
+    depth: int = 0,
+) -> str | None:
+    """The client class ``value`` builds an instance of (None: not known)."""
+    if isinstance(value, ast.Name) and func is not None and depth < 3:
+        values = func.locals.get(value.id, [])
+        return _instance_of(index, module, func, values[0], depth + 1) if len(values) == 1 else None
+    if not isinstance(value, ast.Call):
+        return None
+    for name in module.qualified(value.func):
+        if name in index.classes:
+            return name
+        owner, _, method = name.rpartition(".")
+        info = index.classes.get(owner)
+        factory = info.methods.get(method) if info is not None else None
+        if factory is not None and _returns_cls(factory.node):
+            return owner
+    return None
+
+
+def _returns_cls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A classmethod whose ``return`` builds ``cls(...)``."""
+    if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list):
+        return False
+    first = first_param(node)
+    return any(
+        isinstance(r, ast.Return)
+        and isinstance(r.value, ast.Call)
+        and isinstance(r.value.func, ast.Name)
+        and r.value.func.id == first
+        for r in ast.walk(node)
+    )

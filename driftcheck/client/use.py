@@ -79,3 +79,8 @@ class Use:
     #: Why the use's module is dead code (nothing imports it, nothing names it, and it is
     #: private: :func:`driftcheck.client.reach.dead_modules`); "" when it may run.
     dead: str = ""
+    #: For a member of a receiver read from an attribute (``self.cfg.x``): where the client
+    #: stores an instance of its own subclass of the receiver's class that sets the member into
+    #: an attribute of that name (``vllm_config.cfg = MyConfig(...)``), as ``Class file:line``;
+    #: "" when it does not.
+    stored_own: str = ""

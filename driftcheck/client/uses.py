@@ -363,6 +363,14 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
     def visit_Assign(self, node: ast.Assign) -> None:
         self.track_assign(node)
 
+    def _literal(self, node: ast.expr) -> str | None:
+        """A literal's text, also through a local of this function bound once to one."""
+        if isinstance(node, ast.Name) and self.func is not None:
+            values = self.func.locals.get(node.id, [])
+            if len(values) == 1 and node.id not in self.func.params:
+                return literal(values[0])
+        return literal(node)
+
     def _explicit_self(self, node: ast.Call) -> bool:
         """``Base.method(self, a, b)`` in a method of a class that names ``Base`` among its
         bases: the old-style parent call, whose first argument is the host method's ``self``."""
@@ -412,6 +420,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             spread=spread,
             spread_complete=complete,
             keyword_literals=tuple(literal(k.value) for k in named),
+            positional_literals=tuple(self._literal(a) for a in positional),
         )
         if self._setattr(node):
             return

@@ -112,6 +112,9 @@ class CallShape:
     #: Each keyword's value as written where it is a literal (``False``, ``0``, ``'C'``),
     #: else None: what a rule's ``keyword_value`` condition reads.
     keyword_literals: tuple[str | None, ...] = field(default=(), compare=False)
+    #: Each positional argument's value where it is a literal, or a local of the calling
+    #: function bound once to one (``buf = None; f(a, buf)``), else None.
+    positional_literals: tuple[str | None, ...] = field(default=(), compare=False)
 
     def literal(self, keyword: str) -> str | None:
         """The literal passed as ``keyword`` (its source text), None when it is not passed
