@@ -13,8 +13,9 @@ many run side by side. Each scan runs in a fresh Python process that reports its
 The interpreter with driftcheck's modules imported and nothing scanned is measured the same way,
 so the numbers can be read against what no scan can go below. Prints each scan's peak, the
 median and the max per state, and the ratio of the median to the target (default 120 MB;
-1 MB = 10^6 bytes). ``--big`` times the scan of a whole large client (default transformers
-5.24.0 against torch 2.10.0) cold and warm, against 60 s and 1 GB.
+1 MB = 10^6 bytes). ``--big`` measures the scan of a whole large client (default transformers
+5.24.0 against torch 2.10.0) in the same three states: its CPU time (user + system, what a
+shared machine does not inflate; the wall time beside it) and peak, against 60 s and 1 GB.
 
 Usage::
 
