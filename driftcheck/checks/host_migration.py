@@ -143,14 +143,11 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
     changed = changed_members(ctx)
     if use.member not in changed:
         return []
-    after = call_sites(ctx.target, use.member, also=changed)
-    if len(after) < 2:
+    got = _host_added_keywords(ctx, use.member, changed)
+    if got is None:
         return []
-    before = call_sites(ctx.baseline, use.member, also=changed)
-    if not before:
-        return []
-    common = set.intersection(*(set(s.keywords) for s in after))
-    new = common - {k for s in before for k in s.keywords} - set(shape.keywords)
+    after, before, added = got
+    new = added - set(shape.keywords)
     out = []
     for k in sorted(new):
         values = {s.values[s.keywords.index(k)] for s in after if len(s.values) == len(s.keywords)}
@@ -189,6 +186,25 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
             )
         )
     return out
+
+
+def _host_added_keywords(
+    ctx: CheckContext, member: str, changed: list[str]
+) -> tuple[list[CallSite], list[CallSite], set[str]] | None:
+    """The host's own calls of ``.member(...)`` on the target (at least two) and at baseline
+    (at least one), and the keywords every target call passes and no baseline call did; None
+    where there are too few calls. Once per member: a method the host calls thousands of times
+    (``.size()``) was read again for each of the client's thousands of calls."""
+    assert ctx.baseline is not None
+    memo: dict[str, tuple | None] = ctx.__dict__.setdefault("_host_added_keywords", {})
+    if member not in memo:
+        memo[member] = None
+        after = call_sites(ctx.target, member, also=changed)
+        before = call_sites(ctx.baseline, member, also=changed) if len(after) >= 2 else []
+        if before:
+            common = set.intersection(*(set(s.keywords) for s in after))
+            memo[member] = (after, before, common - {k for s in before for k in s.keywords})
+    return cast(tuple[list[CallSite], list[CallSite], set[str]] | None, memo[member])
 
 
 def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import OrderedDict
 from dataclasses import replace
+from typing import cast
 
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.declaration import Check, CheckId
@@ -366,35 +368,60 @@ def _text(ctx: CheckContext, rel: str) -> str:
 def _trees_mentioning(
     ctx: CheckContext, name: str
 ) -> list[tuple[str, ast.Module, re.Pattern[str]]]:
-    """The client files whose text holds ``name`` as a word, with their syntax trees (each
-    file parsed once per scan; the text is searched as a whole first)."""
-    found: dict[str, list] = ctx.__dict__.setdefault("_mentioning", {})
-    if name in found:
-        return found[name]
+    """The client files whose text holds ``name`` as a word, with their syntax trees (the text
+    is searched as a whole first; which files hold it is kept per scan, the trees only for the
+    last files asked: :func:`_tree`)."""
+    found: dict[str, list[str]] = ctx.__dict__.setdefault("_mentioning", {})
     word = re.compile(rf"\b{re.escape(name)}\b")
-    trees: dict[str, ast.Module | None] = ctx.__dict__.setdefault("_client_trees", {})
-    out = found[name] = []
-    for rel in ctx.client_lines:
-        text = _text(ctx, rel)
-        if name not in text or not word.search(text):
-            continue
-        if rel not in trees:
-            try:
-                trees[rel] = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError):
-                trees[rel] = None
-        tree = trees[rel]
+    if name not in found:
+        found[name] = [
+            rel
+            for rel in ctx.client_lines
+            if name in (text := _text(ctx, rel)) and word.search(text)
+        ]
+    out = []
+    for rel in found[name]:
+        tree = _tree(ctx, rel)
         if tree is not None:
             out.append((rel, tree, word))
     return out
 
 
+#: How many client files' syntax trees (with their parent maps) a scan keeps: a file asked for
+#: again past that is parsed again (every file's tree held at once took transformers 5.24.0's
+#: scan over a gigabyte; the classes asked for one after another live in the same few files).
+KEPT_TREES = 64
+
+
+def _tree(ctx: CheckContext, rel: str) -> ast.Module | None:
+    """A client file's syntax tree (None: it does not parse), from the last ``KEPT_TREES``."""
+    kept: OrderedDict[str, list] = ctx.__dict__.setdefault("_client_trees", OrderedDict())
+    unparsed: set[str] = ctx.__dict__.setdefault("_client_unparsed", set())
+    if rel in unparsed:
+        return None
+    if rel in kept:
+        kept.move_to_end(rel)
+        return cast(ast.Module, kept[rel][0])
+    try:
+        tree = ast.parse(_text(ctx, rel))
+    except (SyntaxError, ValueError, RecursionError):
+        unparsed.add(rel)
+        return None
+    kept[rel] = [tree, None]
+    if len(kept) > KEPT_TREES:
+        kept.popitem(last=False)
+    return tree
+
+
 def _parents(ctx: CheckContext, rel: str, tree: ast.Module) -> dict[ast.AST, ast.AST]:
-    """Each node's parent in a client file's tree (built once per file)."""
-    maps: dict[str, dict[ast.AST, ast.AST]] = ctx.__dict__.setdefault("_client_parents", {})
-    if rel not in maps:
-        maps[rel] = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
-    return maps[rel]
+    """Each node's parent in a client file's tree (built once while the tree is kept)."""
+    entry = ctx.__dict__.setdefault("_client_trees", OrderedDict()).get(rel)
+    if entry is not None and entry[0] is tree and entry[1] is not None:
+        return cast(dict[ast.AST, ast.AST], entry[1])
+    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    if entry is not None and entry[0] is tree:
+        entry[1] = parents
+    return parents
 
 
 def _mentions(
@@ -569,8 +596,7 @@ def _stored_on_self(call: ast.AST, parents: dict[ast.AST, ast.AST]) -> tuple[str
 
 
 def _class_def(ctx: CheckContext, rel: str, name: str) -> ast.ClassDef | None:
-    trees: dict[str, ast.Module | None] = ctx.__dict__.get("_client_trees", {})
-    tree = trees.get(rel)
+    tree = _tree(ctx, rel)
     if tree is None:
         return None
     found = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name]

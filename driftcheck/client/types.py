@@ -141,8 +141,15 @@ class TypeInferrer:
             for stmt in info.node.body
             if isinstance(stmt, ast.AnnAssign)
             and isinstance(stmt.target, ast.Name)
-            and (name == client_class or "ClassVar" in ast.unparse(stmt.annotation))
+            and (name == client_class or self._class_var(stmt.annotation))
         }
+
+    def _class_var(self, annotation: ast.expr) -> bool:
+        """Whether an annotation names ``ClassVar`` (unparsed once: every subclass asks)."""
+        memo: dict[int, bool] = self.__dict__.setdefault("_class_vars", {})
+        if id(annotation) not in memo:
+            memo[id(annotation)] = "ClassVar" in ast.unparse(annotation)
+        return memo[id(annotation)]
 
     def implied_bases(self, client_class: str, *, ordered: bool = False) -> list[str]:
         """For a client mix-in with no host base of its own: the host classes that every
@@ -295,10 +302,12 @@ class TypeInferrer:
     def _all_subclasses(self, name: str) -> list[str]:
         """Every client class deriving from ``name``, directly or not."""
         out: list[str] = []
+        seen = {name}  # a set beside the list: a base of thousands of classes (transformers)
         todo = [name]
         while todo:
             for sub in self._subclasses().get(todo.pop(), []):
-                if sub.qualname not in out and sub.qualname != name:
+                if sub.qualname not in seen:
+                    seen.add(sub.qualname)
                     out.append(sub.qualname)
                     todo.append(sub.qualname)
         return out

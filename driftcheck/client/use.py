@@ -8,7 +8,7 @@ from driftcheck.gates import Gate
 from driftcheck.host.signature import CallShape
 
 
-@dataclass
+@dataclass(slots=True)
 class Use:
     """One place where the client touches the host.
 

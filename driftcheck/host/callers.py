@@ -99,23 +99,36 @@ def _rows(sites: list[CallSite]) -> list[dict]:
 
 def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
     """One pass over the host's files for every ``.member(``; only the functions around a match
-    are parsed (a large module is not parsed for one call in it). The files are read from the
-    release itself, not kept in its snapshot."""
+    are parsed (a large module is not parsed for one call in it), each once for all the members
+    it calls. The files are read from the release itself, not kept in its snapshot."""
     found = re.compile(r"\.(" + "|".join(re.escape(m) for m in members) + r")\(")
     out: dict[str, list[CallSite]] = {m: [] for m in members}
     for rel, text in api.source_texts().items():
-        hits = {m.group(1) for m in found.finditer(text)}
-        if not hits:
+        if found.search(text) is None:
             continue
         lines = text.splitlines()
-        for member in sorted(hits):
-            needle = f".{member}("
-
-            def hit(line: str, needle: str = needle) -> bool:
-                return needle in line
-
-            for func in functions_around(lines, hit):
-                out[member].extend(_in_function(rel, func, member))
+        # each member's functions, in the order of their first line that calls it
+        order: dict[str, dict[int, None]] = {}
+        for n, line in enumerate(lines):
+            if "(" not in line:
+                continue
+            on_line = {m.group(1) for m in found.finditer(line)}
+            if not on_line:
+                continue
+            start = _enclosing_def(lines, n)
+            if start is None:
+                continue
+            for member in on_line:
+                order.setdefault(member, {})[start] = None
+        parsed: dict[int, _Function | None] = {}
+        for member in sorted(order):
+            for start in order[member]:
+                if start not in parsed:
+                    func = _parse_function(lines, start)
+                    parsed[start] = None if func is None else _Function(func)
+                got = parsed[start]
+                if got is not None:
+                    out[member].extend(got.sites(rel, member))
     return out
 
 
@@ -163,68 +176,108 @@ def _parse_function(lines: list[str], start: int) -> ast.AST | None:
 def _own_nodes(func: ast.AST) -> list[ast.AST]:
     """The nodes of a function, not of functions or classes nested in it, in source order."""
     out: list[ast.AST] = []
-    todo = list(ast.iter_child_nodes(func))
+    todo = list(ast.iter_child_nodes(func))[::-1]  # a stack: the next node last
     while todo:
-        node = todo.pop(0)
+        node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         out.append(node)
-        todo[:0] = list(ast.iter_child_nodes(node))
+        todo.extend(list(ast.iter_child_nodes(node))[::-1])
     return out
 
 
-def _in_function(rel: str, func: ast.AST, member: str) -> list[CallSite]:
-    nodes = _own_nodes(func)
-    parents = {c: n for n in [func, *nodes] for c in ast.iter_child_nodes(n)}
-    calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
-    out = []
-    for call in calls:
-        attr = call.func
-        assert isinstance(attr, ast.Attribute)
-        if attr.attr != member:
-            continue
-        receiver = ast.unparse(attr.value)
-        result, unwrapped, name = _result(call, parents)
-        if name is not None:
-            unwrapped = unwrapped or any(
-                isinstance(n, ast.Subscript)
+class _Function:
+    """One parsed host function, read once for the calls of every member it makes: its own
+    nodes, their parents, its method calls and the sources of their receivers and arguments."""
+
+    def __init__(self, func: ast.AST) -> None:
+        self.nodes = nodes = _own_nodes(func)
+        self.parents = {c: n for n in [func, *nodes] for c in ast.iter_child_nodes(n)}
+        self.calls = [
+            n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        ]
+        self._receivers: dict[int, str] = {}
+        self._args: dict[int, tuple[str, ...]] = {}
+        self._zero: set[str] | None = None
+        self._none_tested: dict[str, int] | None = None
+
+    def receiver(self, call: ast.Call) -> str:
+        """The source of a method call's receiver (unparsed once)."""
+        got = self._receivers.get(id(call))
+        if got is None:
+            assert isinstance(call.func, ast.Attribute)
+            got = self._receivers[id(call)] = ast.unparse(call.func.value)
+        return got
+
+    def args(self, call: ast.Call) -> tuple[str, ...]:
+        got = self._args.get(id(call))
+        if got is None:
+            got = self._args[id(call)] = tuple(ast.unparse(a) for a in call.args)
+        return got
+
+    def zero_indexed(self) -> set[str]:
+        """The names the function indexes ``[0]``."""
+        if self._zero is None:
+            self._zero = {
+                n.value.id
+                for n in self.nodes
+                if isinstance(n, ast.Subscript)
                 and isinstance(n.value, ast.Name)
-                and n.value.id == name
                 and isinstance(n.slice, ast.Constant)
                 and n.slice.value == 0
-                for n in nodes
+            }
+        return self._zero
+
+    def none_tested(self) -> dict[str, int]:
+        """Each name the function compares with None (``is``/``is not``): its last such line."""
+        if self._none_tested is None:
+            self._none_tested = {}
+            for n in self.nodes:
+                if (
+                    isinstance(n, ast.Compare)
+                    and isinstance(n.left, ast.Name)
+                    and any(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops)
+                    and any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
+                ):
+                    last = self._none_tested.get(n.left.id, n.lineno)
+                    self._none_tested[n.left.id] = max(last, n.lineno)
+        return self._none_tested
+
+    def sites(self, rel: str, member: str) -> list[CallSite]:
+        """The function's calls of ``.member(...)``."""
+        out = []
+        for call in self.calls:
+            attr = call.func
+            assert isinstance(attr, ast.Attribute)
+            if attr.attr != member:
+                continue
+            receiver = self.receiver(call)
+            result, unwrapped, name = _result(call, self.parents)
+            if name is not None:
+                unwrapped = unwrapped or name in self.zero_indexed()
+            none_checked = name is not None and self.none_tested().get(name, -1) >= call.lineno
+            later = [
+                (f.attr, self.args(c))
+                for c in self.calls
+                if isinstance(f := c.func, ast.Attribute)  # every call here is a method call
+                and (c.lineno, c.col_offset) > (call.lineno, call.col_offset)
+                and f.attr != member
+                and self.receiver(c) == receiver
+            ]
+            out.append(
+                CallSite(
+                    file=rel,
+                    line=call.lineno,
+                    receiver=receiver,
+                    keywords=tuple(k.arg for k in call.keywords if k.arg),
+                    values=tuple(ast.unparse(k.value) for k in call.keywords if k.arg),
+                    result=result,
+                    unwrapped=unwrapped,
+                    then=tuple(later),
+                    none_checked=none_checked,
+                )
             )
-        none_checked = name is not None and any(
-            isinstance(n, ast.Compare)
-            and isinstance(n.left, ast.Name)
-            and n.left.id == name
-            and any(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops)
-            and any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
-            and n.lineno >= call.lineno
-            for n in nodes
-        )
-        later = [
-            (f.attr, tuple(ast.unparse(a) for a in c.args))
-            for c in calls
-            if isinstance(f := c.func, ast.Attribute)  # every call in ``calls`` is a method call
-            and (c.lineno, c.col_offset) > (call.lineno, call.col_offset)
-            and ast.unparse(f.value) == receiver
-            and f.attr != member
-        ]
-        out.append(
-            CallSite(
-                file=rel,
-                line=call.lineno,
-                receiver=receiver,
-                keywords=tuple(k.arg for k in call.keywords if k.arg),
-                values=tuple(ast.unparse(k.value) for k in call.keywords if k.arg),
-                result=result,
-                unwrapped=unwrapped,
-                then=tuple(later),
-                none_checked=none_checked,
-            )
-        )
-    return out
+        return out
 
 
 def _result(call: ast.expr, parents: dict[ast.AST, ast.AST]) -> tuple[str, bool, str | None]:

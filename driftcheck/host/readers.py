@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from driftcheck.host.api import HostAPI
 from driftcheck.host.values import absolute, dotted
@@ -38,35 +40,58 @@ class Read:
     how: str
 
 
-def reads(api: HostAPI, name: str) -> list[Read]:
-    """Every read of ``name`` through some module of the host, in file and line order."""
-    rows = api.fact(
-        f"reads:{FORMAT}:{name}",
-        lambda: [[r.file, r.line, r.via, r.how] for r in _mine(api, name)],
-    )
+def reads(api: HostAPI, name: str, also: Iterable[str] = ()) -> list[Read]:
+    """Every read of ``name`` through some module of the host, in file and line order.
+
+    ``also``: other names likely asked for next; when the host's files have to be searched,
+    they are searched for all of them in the same pass (each file parsed once; each name kept
+    as its own fact).
+    """
+    key = f"reads:{FORMAT}:{name}"
+    kept = getattr(api.tree, "data", {}).get("facts", None) or {}
+    cache = api.__dict__.get("_facts", {})
+
+    def known(k: str) -> bool:
+        return k in kept or k in cache
+
+    if not known(key):
+        wanted = sorted({name, *also} - {n for n in also if known(f"reads:{FORMAT}:{n}")})
+        mined = _mine(api, wanted)
+        for n in wanted:
+            api.fact(f"reads:{FORMAT}:{n}", partial(_rows, mined[n]))
+    rows = api.fact(key, lambda: _rows(_mine(api, [name])[name]))
     return [Read(str(f), int(n), str(v), str(h)) for f, n, v, h in rows]
 
 
-def _mine(api: HostAPI, name: str) -> list[Read]:
-    word = re.compile(rf"\b{re.escape(name)}\b")
-    out: list[Read] = []
+def _rows(found: list[Read]) -> list[list]:
+    return [[r.file, r.line, r.via, r.how] for r in found]
+
+
+def _mine(api: HostAPI, names: list[str]) -> dict[str, list[Read]]:
+    """One pass over the host's files for every name: a file that holds some of them as words
+    is parsed once and walked once for all of them."""
+    words = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+    wanted = set(names)
+    out: dict[str, list[Read]] = {n: [] for n in names}
     for rel, text in api.source_texts().items():
-        if not word.search(text):
+        hits = {m.group(0) for m in words.finditer(text)} & wanted
+        if not hits:
             continue
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        out.extend(_in_file(api, tree, rel, name))
+        for n, found in _in_file(api, tree, rel, hits).items():
+            out[n].extend(found)
     return out
 
 
-def _in_file(api: HostAPI, tree: ast.Module, rel: str, name: str) -> list[Read]:
-    """The reads of ``name`` in one file; imports anywhere in it bind its names (a function's
-    own ``import`` included: a local name is read the same way)."""
+def _in_file(api: HostAPI, tree: ast.Module, rel: str, names: set[str]) -> dict[str, list[Read]]:
+    """The reads of each of ``names`` in one file; imports anywhere in it bind its names (a
+    function's own ``import`` included: a local name is read the same way)."""
     module = api.tree.module_name(rel)
-    copies: dict[str, str] = {}  # local name -> module it was copied from
-    modules: dict[str, str] = {}  # local name -> the module (or package) it is bound to
+    copies: dict[str, dict[str, str]] = {}  # name -> local name -> module it was copied from
+    bound: list[tuple[str, str, str]] = []  # (local name, module it is bound to, name imported)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             base = absolute(module, node.module, node.level, api)
@@ -74,32 +99,46 @@ def _in_file(api: HostAPI, tree: ast.Module, rel: str, name: str) -> list[Read]:
                 continue
             for alias in node.names:
                 local = alias.asname or alias.name
-                if alias.name == name:
-                    copies[local] = base
-                elif alias.name != "*":
-                    modules[local] = f"{base}.{alias.name}"
+                if alias.name in names:
+                    copies.setdefault(alias.name, {})[local] = base
+                if alias.name != "*":
+                    bound.append((local, f"{base}.{alias.name}", alias.name))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    modules[alias.asname] = alias.name
+                    bound.append((alias.asname, alias.name, ""))
                 else:
                     head = alias.name.split(".")[0]
-                    modules[head] = head
-    out: list[Read] = []
+                    bound.append((head, head, ""))
+    # The modules bound to local names: ``from m import NAME`` binds a copy of NAME, not a
+    # module, only when NAME is the name asked for.
+    every = {local: target for local, target, _ in bound}
+    modules = {
+        n: {local: target for local, target, imported in bound if imported != n}
+        if n in copies
+        else every
+        for n in names
+    }
+    copied: dict[str, list[str]] = {}  # local name -> the names it is a copy of
+    for n, locals_ in copies.items():
+        for local in locals_:
+            copied.setdefault(local, []).append(n)
+    out: dict[str, list[Read]] = {n: [] for n in names}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == name:
+        if isinstance(node, ast.Attribute) and node.attr in names:
             chain = dotted(node.value)
             if not chain:
                 continue
             head, _, rest = chain.partition(".")
-            if head in modules:
-                via = modules[head] + (f".{rest}" if rest else "")
-                out.append(Read(rel, node.lineno, via, "attribute"))
+            mods = modules[node.attr]
+            if head in mods:
+                via = mods[head] + (f".{rest}" if rest else "")
+                out[node.attr].append(Read(rel, node.lineno, via, "attribute"))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id in copies:
-                out.append(Read(rel, node.lineno, copies[node.id], "imported"))
-            elif node.id == name:
+            for n in copied.get(node.id, ()):
+                out[n].append(Read(rel, node.lineno, copies[n][node.id], "imported"))
+            if node.id in names and node.id not in copies.get(node.id, {}):
                 # A global read through the file's own module (or a local of the same name:
                 # counted too, which can only make a patch look read, never unread).
-                out.append(Read(rel, node.lineno, module, "global"))
-    return sorted(out, key=lambda r: (r.line, r.via))
+                out[node.id].append(Read(rel, node.lineno, module, "global"))
+    return {n: sorted(found, key=lambda r: (r.line, r.via)) for n, found in out.items() if found}

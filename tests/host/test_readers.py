@@ -43,3 +43,13 @@ def test_each_read_names_the_module_it_looks_the_name_up_in(tmp_path: Path):
 def test_imports_definitions_and_strings_are_no_reads(tmp_path: Path):
     got = reads(_api(tmp_path), "fn")
     assert not [r for r in got if r.file in ("pkg/ops.py", "pkg/other.py")]
+
+
+def test_names_searched_together_read_as_each_searched_alone(tmp_path: Path):
+    names = ["fn", "twice", "kernels", "ops", "step", "x"]
+    alone = {n: reads(_api(tmp_path / "alone"), n) for n in names}
+    together = _api(tmp_path / "together")
+    got = {n: reads(together, n, also=names) for n in names}
+    assert got == alone
+    assert alone["fn"] and alone["kernels"]  # reads of a function and through a package
+    assert set(together.__dict__["_facts"]) == {f"reads:1:{n}" for n in names}  # one pass

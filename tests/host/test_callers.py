@@ -1,0 +1,70 @@
+"""The host's own call sites of a method (host/callers.py): one pass for several members reads
+each as a pass for it alone would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from driftcheck.host.api import HostAPI
+from driftcheck.host.callers import call_sites
+from driftcheck.sources.trees import DirectoryTree
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/engine.py": (
+        "class Engine:\n"
+        "    def step(self, x):\n"
+        "        out = self.run(x, rank=0)\n"
+        "        self.log(out)\n"
+        "        if out is None:\n"
+        "            return self.fetch(x)[0]\n"
+        "        (item,) = self.fetch(x, rank=1)\n"
+        "        self.run(item)\n"
+        "        return out[0]\n"
+        "\n"
+        "    def other(self):\n"
+        "        def inner():\n"
+        "            return self.run(1)\n"
+        "        self.log(self.fetch(2))\n"
+        "        return inner\n"
+    ),
+    "pkg/worker.py": (
+        "def work(engine):\n"
+        "    res = engine.fetch(3, rank=2)\n"
+        "    engine.run(res)\n"
+        "    engine.log(res, level=1)\n"
+        "    return res\n"
+    ),
+}
+
+
+def _api(tmp_path: Path) -> HostAPI:
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return HostAPI(tree=DirectoryTree(tmp_path), name="pkg", version="1.0")
+
+
+def test_members_mined_together_read_as_each_mined_alone(tmp_path: Path):
+    members = ["run", "fetch", "log"]
+    alone = {m: call_sites(_api(tmp_path / "alone"), m) for m in members}
+    together = _api(tmp_path / "together")
+    got = {m: call_sites(together, m, also=members) for m in members}
+    assert got == alone
+    assert set(together.__dict__["_facts"]) == {f"callers:3:{m}" for m in members}
+
+
+def test_each_site_says_how_its_result_is_used(tmp_path: Path):
+    sites = {(s.file, s.line): s for s in call_sites(_api(tmp_path), "fetch")}
+    assert sites[("pkg/engine.py", 6)].unwrapped and sites[("pkg/engine.py", 6)].result == (
+        "subscripted"
+    )
+    assert sites[("pkg/engine.py", 7)].result == "unpacked"
+    assert sites[("pkg/engine.py", 7)].keywords == ("rank",)
+    assert sites[("pkg/engine.py", 14)].result == "used"
+    worker = sites[("pkg/worker.py", 2)]
+    assert worker.result == "assigned" and worker.values == ("2",)
+    assert worker.then == (("run", ("res",)), ("log", ("res",)))
+    run = {(s.file, s.line): s for s in call_sites(_api(tmp_path / "b"), "run")}
+    assert run[("pkg/engine.py", 3)].none_checked and run[("pkg/engine.py", 3)].unwrapped
+    assert ("pkg/engine.py", 13) in run  # a nested function's own call, read once
