@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import cast
 
@@ -485,16 +486,23 @@ def _rebuilds_itself(api: HostAPI, cls_path: str) -> bool:
     cls = api.resolve(cls_path)
     if not isinstance(cls, Found) or cls.kind != "class":
         return True  # unknown: assume it may
+    return any(
+        any(_builds_own_class(n, first) for n in ast.walk(method))
+        for method, first in _methods_along_mro(api, cls)
+    )
+
+
+def _methods_along_mro(
+    api: HostAPI, cls: Found
+) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
+    """Each method of the class and of the classes its MRO reaches, with the name of its
+    first parameter (methods without one are left out)."""
     chain, _ = api.mro(cls)
     for klass in chain:
         node = api.class_node(klass)
         for method in node.body if node is not None else []:
-            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            first = method.args.args[0].arg if method.args.args else None
-            if first and any(_builds_own_class(n, first) for n in ast.walk(method)):
-                return True
-    return False
+            if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.args.args:
+                yield method, method.args.args[0].arg
 
 
 def _builds_own_class(node: ast.AST, first: str) -> bool:
@@ -739,26 +747,18 @@ def _rebuild_calls(api: HostAPI, cls_path: str) -> list[dict] | None:
     cls = api.resolve(cls_path)
     if not isinstance(cls, Found) or cls.kind != "class":
         return None
-    chain, _ = api.mro(cls)
     out: list[dict] = []
-    for klass in chain:
-        node = api.class_node(klass)
-        for method in node.body if node is not None else []:
-            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            first = method.args.args[0].arg if method.args.args else None
-            if not first:
-                continue
-            classmethod = any(ast.unparse(d) == "classmethod" for d in method.decorator_list)
-            for n in ast.walk(method):
-                if _builds_own_class(n, first) or (
-                    classmethod
-                    and isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Name)
-                    and n.func.id == first
-                ):
-                    assert isinstance(n, ast.Call)
-                    out.append(call_shape(n))
+    for method, first in _methods_along_mro(api, cls):
+        classmethod = any(ast.unparse(d) == "classmethod" for d in method.decorator_list)
+        for n in ast.walk(method):
+            if _builds_own_class(n, first) or (
+                classmethod
+                and isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == first
+            ):
+                assert isinstance(n, ast.Call)
+                out.append(call_shape(n))
     return out
 
 

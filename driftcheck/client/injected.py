@@ -33,7 +33,7 @@ def injected_names(index: ClientIndex, info: ClassInfo) -> frozenset[str]:
 
 def _own_injected(index: ClientIndex, info: ClassInfo) -> set[str]:
     names: set[str] = set()
-    for cls in _client_mro(index, info):
+    for cls in client_mro(index, info):
         init = next(
             (
                 s
@@ -46,12 +46,12 @@ def _own_injected(index: ClientIndex, info: ClassInfo) -> set[str]:
             names |= _set_on(init, {first_param(init) or ""})
         meta = _metaclass(index, cls)
         if meta is not None:
-            for m in _client_mro(index, meta):
+            for m in client_mro(index, meta):
                 names |= _metaclass_writes(m.node)
     return names
 
 
-def _client_mro(index: ClientIndex, info: ClassInfo) -> list[ClassInfo]:
+def client_mro(index: ClientIndex, info: ClassInfo) -> list[ClassInfo]:
     """The class and its client bases, depth first, each once."""
     out: list[ClassInfo] = []
     todo, seen = [info], set()

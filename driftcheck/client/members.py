@@ -15,7 +15,7 @@ from driftcheck.client.index import (
     assigns_class_attr,
     first_param,
 )
-from driftcheck.client.injected import injected_names
+from driftcheck.client.injected import client_mro, injected_names
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
@@ -163,18 +163,10 @@ def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
     (:mod:`driftcheck.client.injected`) gives it the member."""
     if member in injected_names(index, info):
         return True
-    todo, seen = [info], set()
-    while todo:
-        cur = todo.pop()
-        if cur.qualname in seen:
-            continue
-        seen.add(cur.qualname)
-        if member in cur.methods or member in cur.attrs:
-            return True
-        if assigns_class_attr(cur.node, member):
-            return True
-        todo.extend(index.classes[b] for b in cur.bases if b in index.classes)
-    return False
+    return any(
+        member in cur.methods or member in cur.attrs or assigns_class_attr(cur.node, member)
+        for cur in client_mro(index, info)
+    )
 
 
 def _setting(test: ast.expr) -> str:
