@@ -68,3 +68,16 @@ def test_each_site_says_how_its_result_is_used(tmp_path: Path):
     run = {(s.file, s.line): s for s in call_sites(_api(tmp_path / "b"), "run")}
     assert run[("pkg/engine.py", 3)].none_checked and run[("pkg/engine.py", 3)].unwrapped
     assert ("pkg/engine.py", 13) in run  # a nested function's own call, read once
+
+
+def test_keyword_calls_prefetched_together_read_as_each_mined_alone(tmp_path: Path):
+    from driftcheck.host.callers import keyword_calls, prefetch_keyword_calls
+
+    names = ["run", "fetch", "log", "absent"]
+    alone = {n: keyword_calls(_api(tmp_path / "alone"), n) for n in names}
+    together = _api(tmp_path / "together")
+    prefetch_keyword_calls(together, names)
+    mined = set(together.__dict__["_facts"])
+    assert mined == {f"kwcalls:4:{n}" for n in names}  # one pass kept every name's fact
+    assert {n: keyword_calls(together, n) for n in names} == alone
+    assert alone["fetch"] and alone["absent"] == []
