@@ -260,7 +260,8 @@ def _unlike(baseline: HostAPI, before: Found, api: HostAPI, after: Found) -> str
                 return _CHANGED
             return "a function with other parameters"
     if before.kind == "class":
-        old_bases, new_bases = _bases(before.obj), _bases(after.obj)
+        old_bases = _moved_along(_bases(before.obj), before.path, after.path)
+        new_bases = _bases(after.obj)
         if old_bases and new_bases and not old_bases & new_bases:
             return "a class with other bases"
         old_members = _public(before.obj)
@@ -289,6 +290,25 @@ def _bases(obj: griffe.Object) -> set[str]:
         except Exception:  # griffe cannot follow an odd base: its text stands in
             out.add(str(base))
     return out
+
+
+def _moved_along(bases: set[str], old: str, new: str) -> set[str]:
+    """``bases`` as they read had they moved the way their class did: the class's path less the
+    tail both paths share is the part that changed (``pkg.errors.E`` -> ``pkg.v1.errors.E``:
+    ``pkg`` -> ``pkg.v1``), and a base under the old part is read under the new one
+    (``pkg.errors.Base`` -> ``pkg.v1.errors.Base``). A hierarchy copied whole to a new package
+    (pydantic 2's ``pydantic.v1``) is then the same class moved, not a lookalike."""
+    a, b = old.split("."), new.split(".")
+    n = 0
+    while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
+        n += 1
+    old_head, new_head = ".".join(a[: len(a) - n]), ".".join(b[: len(b) - n])
+    if not n or not old_head or not new_head or old_head == new_head:
+        return bases
+    return {
+        new_head + base[len(old_head) :] if base.startswith(old_head + ".") else base
+        for base in bases
+    }
 
 
 def _public(obj: griffe.Object) -> set[str]:
