@@ -77,6 +77,10 @@ class ModuleNames:
             return Found(self.modules[sub], sub)
         if getattr(obj, "compiled", False):
             return self._unknown(sub)
+        line = self._unpacked(owner.path).get(name)
+        if line is not None:  # ``(A, B, _) = list(Style)``: bound, though griffe skips it
+            file = self.tree.module_file(owner.path) or ""
+            return Served(PRESENT, sub, file=file, line=line)
         starred = star_lookup(self, owner, name, _seen)
         if starred is not None and starred is not UNKNOWN:
             return starred
@@ -127,6 +131,34 @@ class ModuleNames:
                 if isinstance(stmt, ast.Delete):
                     names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
         return sorted(names)
+
+    def _unpacked(self, module: str) -> dict[str, int]:
+        """Names the module's top level binds by unpacking (``a, b = pair``, ``(X, Y, _) =
+        list(Style)``, ``[*rest] = ...``) with their lines: griffe records no member for a
+        tuple target, yet the name is bound as surely as by ``a = ...``."""
+        cache = self.__dict__.setdefault("_unpacked_names", {})
+        if module not in cache:
+            cache[module] = {
+                str(k): int(v)
+                for k, v in self.fact(
+                    f"unpacked:1:{module}", lambda: self._read_unpacked(module)
+                ).items()
+            }
+        return cache[module]
+
+    def _read_unpacked(self, module: str) -> dict[str, int]:
+        text = self.module_text(module) or ""
+        if not _UNPACKING.search(text):
+            return {}
+        tree = self._ast(module, text)
+        names: dict[str, int] = {}
+        for stmt in _top_level(tree.body if tree is not None else []):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+            for target in targets:
+                if isinstance(target, ast.Tuple | ast.List):
+                    for bound in _unpacked_names(target):
+                        names.setdefault(bound, stmt.lineno)
+        return names
 
     def _open(self, module: Found) -> bool:
         """Whether the module writes its own namespace at run time (``globals()[k] = v``)."""
@@ -275,6 +307,23 @@ _OPEN_NAMESPACE = re.compile(
     r"|^[ \t]+global[ \t]+\w",
     re.MULTILINE,
 )
+
+
+#: A line that may start an unpacking assignment at the top level (``a, b =``, ``(a,``, ``[a,``).
+_UNPACKING = re.compile(r"^(?:[(\[]|[A-Za-z_]\w*\s*,)", re.M)
+
+
+def _unpacked_names(target: ast.Tuple | ast.List) -> list[str]:
+    """The plain names an unpacking target binds, through nested tuples and ``*rest``."""
+    out: list[str] = []
+    for elt in target.elts:
+        if isinstance(elt, ast.Starred):
+            elt = elt.value
+        if isinstance(elt, ast.Name):
+            out.append(elt.id)
+        elif isinstance(elt, ast.Tuple | ast.List):
+            out.extend(_unpacked_names(elt))
+    return out
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -527,6 +527,10 @@ def _names(message: str, param: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(param)}(?!\w)", message) is not None
 
 
+_MESSAGE_KEYWORDS = ("message", "msg", "reason")
+_VERSION_ONLY = re.compile(r"v?\d+(?:\.\d+)*(?:\.?(?:a|b|rc|dev|post)\d*)?")
+
+
 def literal(node: ast.expr) -> str:
     """The text of a message (f-string holes as ``...``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -536,8 +540,16 @@ def literal(node: ast.expr) -> str:
         return "".join(
             cast(str, p.value) if isinstance(p, ast.Constant) else "..." for p in node.values
         )
-    if isinstance(node, ast.Call) and node.args:
-        return literal(node.args[0])
+    if isinstance(node, ast.Call):
+        # ``@deprecated_cls("1.4", "X is deprecated ...")``: the message, not the version the
+        # decorator takes first; a ``message=`` keyword where the call names one.
+        named = [kw.value for kw in node.keywords if kw.arg in _MESSAGE_KEYWORDS]
+        texts = [literal(a) for a in (*named, *node.args)]
+        for text in texts:
+            if text and not _VERSION_ONLY.fullmatch(text.strip()):
+                return text
+        if node.args:
+            return texts[len(named)]
     parts = [
         n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
     ]
