@@ -22,7 +22,14 @@ signature's reading.
 
 A ``__post_init__`` override of a host dataclass's subclass is called by the dataclass's
 ``__init__`` with every ``InitVar`` by position (the host's, then the client dataclass's own): one
-the host added leaves it too few slots (TypeError on the target)."""
+the host added leaves it too few slots (TypeError on the target).
+
+An override of a private host method (``_name``, not a dunder) that the baseline's own code
+called and the target's reaches nowhere (no ``x._name`` on anything but a module, no
+``"_name"`` string, no ``self._name`` in a class the overridden one inherits from) is reported as
+a warning that the hook no longer runs, not as a misfit of its parameters: pydantic 2 keeps
+``BaseModel._calculate_keys`` as a deprecated ``(*args, **kwargs)`` stand-in that nothing calls
+(:func:`driftcheck.host.callers.method_dispatch`)."""
 
 from __future__ import annotations
 
@@ -38,6 +45,7 @@ from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.callers import method_dispatch
 from driftcheck.host.signature import Param, Signature
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
@@ -152,6 +160,10 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             problems = _hit_by(problems, use.params, calls)
     if not problems:
         return []
+    if ctx.baseline is not None and _private_hook(use.member or "") and not use.via:
+        dead = _no_longer_called(use, ctx, ctx.baseline, evidence[-1])
+        if dead is not None:
+            return [dead]
     severity = (
         Severity.WARNING if {code for code, _ in problems} == {"var-keyword"} else Severity.ERROR
     )
@@ -188,6 +200,44 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             else Fix(FixSafety.MANUAL, "accept the host's new arguments"),
         )
     ]
+
+
+def _private_hook(name: str) -> bool:
+    """A host's private method (``_calculate_keys``): only the host's own code calls it, so
+    where that code no longer does, nothing does (a public one has the client's users too, a
+    dunder the interpreter)."""
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _no_longer_called(
+    use: Use, ctx: CheckContext, baseline: HostAPI, defined: Evidence
+) -> Finding | None:
+    """The override of a private host method the baseline's code called and the target's
+    never reaches (pydantic 2's ``BaseModel._calculate_keys``, kept only as a deprecated
+    stand-in): the override is dead there, so how its parameters meet the host's signature
+    no longer matters; that it stopped running does."""
+    member = use.member or ""
+    owner = use.receiver or ""
+    before = method_dispatch(baseline, member, owner)
+    if not before or not before[0] or method_dispatch(ctx.target, member, owner) is not None:
+        return None
+    file, line = before
+    return finding(
+        use,
+        OVERRIDE_SIGNATURE,
+        severity=Severity.WARNING,
+        symbol=use.symbol,
+        message=(
+            f"{member}() stands in for {use.symbol}, which {ctx.target.name} "
+            f"{ctx.target.version} never calls ({baseline.version} called it at {file}:{line}): "
+            "the override no longer runs"
+        ),
+        evidence=(
+            Evidence(baseline.version, file, line, "calls it"),
+            replace(defined, note=f"defined; the host's code reaches .{member} nowhere"),
+        ),
+        fix=Fix(FixSafety.MANUAL, "move what the override did to what the host calls now"),
+    )
 
 
 def _probed(api: HostAPI, client: list[tuple[str, str, bool]], host: Signature) -> set[str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
 
-from driftcheck.host.api import HostAPI
+from driftcheck.host.api import Found, HostAPI
 
 FORMAT = 3
 #: The format of the ``kwcalls`` facts (every call, its arguments' sources).
@@ -708,4 +708,110 @@ def _mine_rebuilds(api: HostAPI) -> list[dict]:
                 ):
                     continue  # type(a, b, c) makes a class; type(self)(...) is the class's own
                 out.append(call_shape(node, rel))
+    return out
+
+
+def method_dispatch(api: HostAPI, member: str, owner: str) -> tuple[str, int] | None:
+    """Where the host's own code may reach the method ``member`` of an object of host class
+    ``owner`` (a client subclass overriding it): its first line that reads ``x.member``
+    (called or not) or spells the name as a string (``getattr(x, "member")``). Not counted: a
+    module's function of the same name (``copy_internals._calculate_keys(self)``), and
+    ``self.member`` in a class ``owner`` does not inherit from (pydantic 2's copy of its 1.x
+    ``BaseModel`` in ``pydantic.v1`` calls its own). None: the host's code never reaches an
+    override of it (read per release and class, as text, and kept in its snapshot)."""
+
+    def compute() -> list:
+        cls = api.resolve(owner)
+        if not isinstance(cls, Found) or cls.kind != "class":
+            return ["", 0]  # not read: taken as reached
+        chain, _ = api.mro(cls)
+        inherited = {k.path for k in chain}
+        name = re.escape(member)
+        mention = re.compile(rf"\.{name}\b|[\"']{name}[\"']")
+        for rel, text in api.source_texts().items():
+            if member not in text:
+                continue
+            classes: list[tuple[int, int, str]] | None = None
+            for n, line in enumerate(text.splitlines(), 1):
+                if mention.search(line) is None:
+                    continue
+                receivers = re.findall(rf"([\w.]+)\.{name}\b", line)
+                if receivers and all(_module_name(api, rel, r) for r in receivers):
+                    continue
+                if receivers and all(r in ("self", "cls") for r in receivers):
+                    if classes is None:
+                        classes = _class_spans(text, api.tree.module_name(rel))
+                    around = [path for start, end, path in classes if start <= n <= end]
+                    if around and around[-1] not in inherited:
+                        continue
+                return [rel, n]
+        return []
+
+    got = api.fact(f"dispatch:1:{owner}:{member}", compute)
+    return (str(got[0]), int(got[1])) if got else None
+
+
+def _class_spans(text: str, module: str) -> list[tuple[int, int, str]]:
+    """Every class of a module: (first line, last line, dotted path), outer ones first."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[tuple[int, int, str]] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                path = f"{prefix}.{node.name}"
+                out.append((node.lineno, node.end_lineno or node.lineno, path))
+                visit(node.body, path)
+            elif isinstance(node, ast.If | ast.Try):
+                visit(node.body + node.orelse, prefix)
+
+    visit(tree.body, module)
+    return out
+
+
+def _module_name(api: HostAPI, rel: str, receiver: str) -> bool:
+    """Whether ``receiver``, written in host file ``rel``, names a module: one the file imports
+    anywhere (``from .deprecated import copy_internals`` inside a function too), or a dotted
+    path to a host module."""
+    if not re.fullmatch(r"[A-Za-z_][\w.]*", receiver or ""):
+        return False
+    if api.owns(receiver) and api.module(receiver) is not None:
+        return True
+    head = receiver.split(".")[0]
+    module = api.tree.module_name(rel)
+    known = api.__dict__.setdefault("_imported_modules", {})
+    if rel not in known:
+        known[rel] = _imported_modules(api, rel, module)
+    return head in known[rel]
+
+
+def _imported_modules(api: HostAPI, rel: str, module: str) -> set[str]:
+    """The names file ``rel`` binds to host modules by its imports, wherever they stand."""
+    text = api.module_text(module) or ""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    if api.module(alias.name) is not None:
+                        out.add(alias.asname)
+                elif api.module(alias.name.split(".")[0]) is not None:
+                    out.add(alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                up = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            for alias in node.names:
+                if api.owns(f"{base}.{alias.name}") and api.module(f"{base}.{alias.name}"):
+                    out.add(alias.asname or alias.name)
     return out
