@@ -105,7 +105,7 @@ class FlagReader:
                 )
                 bound = None
                 if owner is not None:
-                    if spans.get(owner.name, (0,) * 5)[3:] == (owner.lineno, owner.col_offset):
+                    if spans.get(owner.name, (0,) * 6)[3:5] == (owner.lineno, owner.col_offset):
                         bound = Def(module, owner, owner.name)
                     else:
                         bound = self._bound(func, "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -17,23 +17,58 @@ if TYPE_CHECKING:
 Imports = dict[str, tuple[str, str | None]]  # local name -> (module, attribute or None)
 
 
-@dataclass(frozen=True)
 class Def:
-    """A definition found by name: the module it is in and its node."""
+    """A definition found by name: the module it is in and its node. A definition found through
+    the index is parsed only when its node is read (following a name to its definition, or
+    asking whether it is a class, parses nothing)."""
 
-    module: str
-    node: ast.AST
-    #: The dotted name inside the module (``Class.method`` for methods).
-    name: str
+    __slots__ = ("_load", "_node", "kind", "module", "name")
+
+    def __init__(
+        self,
+        module: str,
+        node: ast.AST | None,
+        name: str,
+        *,
+        kind: str = "",
+        load: Callable[[], ast.AST] | None = None,
+    ) -> None:
+        self.module = module
+        #: The dotted name inside the module (``Class.method`` for methods).
+        self.name = name
+        self._node = node
+        self._load = load
+        #: The node's class name (``ClassDef``, ``FunctionDef``, ``Assign``...).
+        self.kind = kind or type(node).__name__
+
+    @property
+    def node(self) -> ast.AST:
+        if self._node is None:
+            self._node = cast("Callable[[], ast.AST]", self._load)()
+        return self._node
 
     @property
     def qualname(self) -> str:
         return f"{self.module}.{self.name}"
 
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Def)
+            and (self.module, self.name) == (other.module, other.name)
+            and self.node is other.node
+        )
 
-#: Where a top-level statement is: the characters of its lines (from its first decorator's),
-#: the first of those lines, and the statement's own line and column.
-Span = tuple[int, int, int, int, int]
+    def __hash__(self) -> int:
+        return hash((self.module, self.name))
+
+    def __repr__(self) -> str:
+        return f"Def({self.qualname}, {self.kind})"
+
+
+#: Where a top-level statement (or a method of a top-level class, ``Class.method``) is: the
+#: characters of its lines (from its first decorator's), the first of those lines, the
+#: statement's own line and column, and its node's class name.
+Span = tuple[int, int, int, int, int, str]
 
 
 @dataclass
@@ -56,16 +91,18 @@ class Defs(Mapping[str, ast.AST]):
         self._spans = spans
 
     def __getitem__(self, name: str) -> ast.AST:
+        if "." in name:
+            raise KeyError(name)
         return self._code.statement(self._module, self._spans[name])
 
     def __contains__(self, name: object) -> bool:
-        return name in self._spans
+        return isinstance(name, str) and "." not in name and name in self._spans
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._spans)
+        return (n for n in self._spans if "." not in n)
 
     def __len__(self) -> int:
-        return len(self._spans)
+        return sum(1 for _ in self)
 
 
 @dataclass
@@ -139,7 +176,14 @@ class HostCode:
         starts = [0, *(m.end() for m in _NEWLINE.finditer(text)), len(text)]
         for stmt in top_level(tree.body):
             span = _span(stmt, starts)
-            if isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(stmt, ast.ClassDef):
+                spans[stmt.name] = span
+                for stale in [n for n in spans if n.startswith(f"{stmt.name}.")]:
+                    del spans[stale]  # the methods of the class the name bound before
+                for inner in stmt.body:
+                    if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):
+                        spans.setdefault(f"{stmt.name}.{inner.name}", _span(inner, starts))
+            elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 spans[stmt.name] = span
             elif isinstance(stmt, ast.Assign):
                 for t in stmt.targets:
@@ -203,9 +247,9 @@ class HostCode:
             return None
         head, _, rest = dotted.partition(".")
         imported = (local or {}).get(head) or self.imports(module).get(head)
-        node = self.defs(module).get(head)
-        if node is not None and not (local and head in local):
-            return self._member(module, head, node, rest)
+        span = self.spans(module).get(head)
+        if span is not None and not (local and head in local):
+            return self._member(module, head, span, rest)
         if imported is None:
             return None
         target, attr = imported
@@ -224,19 +268,34 @@ class HostCode:
             return self._in_module(sub, rest, depth + 1)
         return None
 
-    def _member(self, module: str, head: str, node: ast.AST, rest: str) -> Def | None:
+    def _def(self, module: str, name: str, span: Span) -> Def:
+        """The definition at ``span``, its node parsed when first read."""
+        return Def(module, None, name, kind=span[5], load=lambda: self.statement(module, span))
+
+    def _member(self, module: str, head: str, span: Span, rest: str) -> Def | None:
         if not rest:
-            return Def(module, node, head)
-        if isinstance(node, ast.ClassDef) and "." not in rest:
-            return self.method(Def(module, node, head), rest)
+            return self._def(module, head, span)
+        if span[5] == "ClassDef" and "." not in rest:
+            return self.method(self._def(module, head, span), rest)
         return None
 
     def method(self, cls: Def, name: str, _depth: int = 0) -> Def | None:
         """A method defined on a host class or the first of its host bases that has it."""
+        spans = self.spans(cls.module)
+        at = spans.get(cls.name)
+        indexed = at is not None and at[5] == "ClassDef"
+        if at is not None and indexed and cls._node is not None:
+            place = (getattr(cls._node, "lineno", -1), getattr(cls._node, "col_offset", -1))
+            indexed = place == at[3:5]
+        if indexed:  # a top-level class: its own method alone, from the index
+            own = spans.get(f"{cls.name}.{name}")
+            if own is not None:
+                return self._def(cls.module, f"{cls.name}.{name}", own)
         node = cast(ast.ClassDef, cls.node)  # asked of classes only
-        for stmt in node.body:
-            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
-                return Def(cls.module, stmt, f"{cls.name}.{name}")
+        if not indexed:
+            for stmt in node.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                    return Def(cls.module, stmt, f"{cls.name}.{name}")
         if _depth > 10:
             return None
         for base in node.bases:
@@ -256,12 +315,12 @@ class HostCode:
             found = self.resolve(module, name, local)
             if not isinstance(found, Def):
                 return None
-            if isinstance(found.node, ast.ClassDef):
+            if found.kind == "ClassDef":
                 return found
+            if found.kind not in ("Assign", "AnnAssign"):
+                return None
             value = getattr(found.node, "value", None)
-            if not isinstance(found.node, ast.Assign | ast.AnnAssign) or not isinstance(
-                value, ast.Name | ast.Attribute
-            ):
+            if not isinstance(value, ast.Name | ast.Attribute):
                 return None
             module, expr, local = found.module, value, None
         return None
@@ -271,7 +330,7 @@ def _span(stmt: ast.stmt, starts: list[int]) -> Span:
     decorators = getattr(stmt, "decorator_list", None) or []
     first = min([stmt.lineno, *(d.lineno for d in decorators)])
     last = min(stmt.end_lineno or stmt.lineno, len(starts) - 1)
-    return starts[first - 1], starts[last], first, stmt.lineno, stmt.col_offset
+    return starts[first - 1], starts[last], first, stmt.lineno, stmt.col_offset, type(stmt).__name__
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -281,7 +340,7 @@ def _parse_span(text: str, span: Span) -> ast.AST | None:
     """The statement at ``span`` parsed from its lines alone (an indented one inside an ``if 1:``),
     with the line numbers and columns it has in the module; None where the lines do not parse
     alone or hold no such statement."""
-    start, end, first, line, col = span
+    start, end, first, line, col, _ = span
     lines = text[start:end]
     indented = lines[:1] in (" ", "\t")
     try:
