@@ -116,6 +116,8 @@ class HostCode:
     _files: dict[str, str] = field(default_factory=dict)
     _index: dict[str, _Index | None] = field(default_factory=dict)
     _nodes: dict[tuple[str, int, int], ast.AST] = field(default_factory=dict)
+    #: The texts of the modules parsed (their definitions are parsed again from them).
+    _texts: dict[str, str] = field(default_factory=dict)
     #: Needles the readers will ask :meth:`modules_containing` for: the first pass over the
     #: texts looks for them all (a large host's texts are read from its archive on each pass).
     ahead: tuple[str, ...] = ()
@@ -138,10 +140,18 @@ class HostCode:
         return self._files.get(module, "")
 
     def text(self, module: str) -> str:
-        """A module's source ("" when unreadable: it narrows the surface only), from the host's
-        one copy of its texts."""
+        """A module's source ("" when unreadable: it narrows the surface only): the host's kept
+        copy, or read from the release and not kept there (the reader keeps the texts of the
+        modules it parsed, a small part of the host's)."""
+        if module in self._texts:
+            return self._texts[module]
         rel = self._files.get(module)
-        return self.sources.get(rel, "") if rel else ""
+        if not rel:
+            return ""
+        try:
+            return self.sources.unkept(rel)
+        except KeyError:
+            return ""
 
     def modules_containing(self, *needles: str) -> list[str]:
         """Modules whose text contains any of ``needles`` (a cheap pre-filter), in name order;
@@ -160,7 +170,7 @@ class HostCode:
     def parse(self, module: str) -> ast.Module | None:
         """The module's whole tree, parsed afresh and not kept (the caller drops it when done);
         its index is taken from it on the way."""
-        text = self.text(module)
+        text = self._texts[module] = self.text(module)
         try:
             tree = ast.parse(text) if text else None
         except (SyntaxError, ValueError):
