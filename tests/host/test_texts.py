@@ -39,7 +39,7 @@ def test_texts_read_back_as_written(kept: bool):
 
 def test_texts_within_the_budget_are_read_once():
     reads.clear()
-    texts = SourceTexts(read=_read, files=["pkg/a.py", "pkg/bad.py"], keep=len(BODY))
+    texts = SourceTexts(read=_read, files=["pkg/a.py", "pkg/b.py"], keep=len(BODY))
     for _ in range(3):
         assert dict(texts.items()) == {"pkg/a.py": BODY, "pkg/b.py": ""}
     assert reads.count("pkg/a.py") == 1 and texts.stored_bytes() == len(BODY)
