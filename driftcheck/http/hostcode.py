@@ -218,8 +218,9 @@ class HostCode:
         if node is None:
             node = _parse_span(self.text(module), span)
             if node is None:  # lines that do not parse alone (``else: x = 1``)
-                tree = ast.parse(self.text(module))
-                node = next(s for s in top_level(tree.body) if (s.lineno, s.col_offset) == key[1:])
+                stmts = top_level(ast.parse(self.text(module)).body)
+                methods = [m for c in stmts if isinstance(c, ast.ClassDef) for m in c.body]
+                node = next(s for s in stmts + methods if (s.lineno, s.col_offset) == key[1:])
             self._nodes[key] = node
         return node
 
