@@ -22,12 +22,6 @@ from driftcheck.host.api import UNKNOWN, HostAPI
 from driftcheck.host.load import load_baseline, load_host, save_snapshots
 from driftcheck.host.release import release_of
 from driftcheck.host.served_model import ServedModel
-from driftcheck.http import reader as _http_reader  # noqa: F401 - imported before any scan
-
-# The HTTP reader's modules are imported here rather than on a cold scan's first surface read:
-# imported then, their objects land in the allocator's arenas among the scan's freed blocks and
-# keep them resident (the four trl scans' cold median peak: 146 MB imported mid-scan, 132 MB
-# imported here; docs/speed.md).
 from driftcheck.kinds import Severity
 from driftcheck.models.configs import served_for
 from driftcheck.registry import check_ids, is_disabled
