@@ -50,6 +50,18 @@ class SourceTexts(Mapping[str, str]):
             self._kept[rel] = text
         return text
 
+    def unkept(self, rel: str) -> str:
+        """A text as indexing gives it, but not kept: a pass that reads every file once and
+        keeps what it needs itself (the HTTP surface reader) leaves the room to the passes that
+        read every file again."""
+        if rel in self._kept:
+            return self._kept[rel]
+        room, self._room = self._room, 0
+        try:
+            return self[rel]
+        finally:
+            self._room = room
+
     def __contains__(self, rel: object) -> bool:
         return rel in self._kept or (rel in self._files and rel not in self._unreadable)
 

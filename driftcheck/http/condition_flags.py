@@ -80,9 +80,7 @@ def built_without_flags(api: HostAPI, route: Route, function: str) -> tuple[str,
 def _built(code: HostCode, route: Route, function: str) -> tuple[str, int] | None:
     module, _, name = function.rpartition(".")
     found = code.resolve(module, name) if module else None
-    if not isinstance(found, Def) or not isinstance(
-        found.node, (ast.FunctionDef, ast.AsyncFunctionDef)
-    ):
+    if not isinstance(found, Def) or found.kind not in ("FunctionDef", "AsyncFunctionDef"):
         return None
     condition = ast.parse(cast(str, route.condition), mode="eval").body
     named = {n.id for n in ast.walk(condition) if isinstance(n, ast.Name)}

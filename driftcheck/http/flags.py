@@ -19,6 +19,7 @@ benchmark's parser does not qualify, and a flag any qualifying command line acce
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from driftcheck.http.flags_syntax import (
@@ -34,7 +35,14 @@ from driftcheck.http.flags_syntax import (
     substituted,
     walk_own,
 )
-from driftcheck.http.hostcode import Def, HostCode, dotted_name, literal_str, local_imports
+from driftcheck.http.hostcode import (
+    Def,
+    HostCode,
+    Imports,
+    dotted_name,
+    literal_str,
+    local_imports,
+)
 from driftcheck.http.surface_model import CliFlag
 
 
@@ -44,6 +52,27 @@ class _Parser:
 
     flags: list[CliFlag] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
+    #: The calls that may be of a parser function (``call.func`` and the function's own
+    #: imports), resolved once every candidate is known.
+    pending: list[tuple[ast.expr, Imports]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A function that may add arguments, by name (its node is not kept once read)."""
+
+    module: str
+    name: str
+    #: A plain ``def`` (not async, not the module body).
+    function: bool
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.module}.{self.name}"
+
+
+#: A ``def`` in a module's text: the names a call must have to be a parser function's.
+_DEF_NAME = re.compile(r"\bdef\s+(\w+)")
 
 
 @dataclass
@@ -52,19 +81,38 @@ class FlagReader:
     functions: dict[str, _Parser] = field(default_factory=dict)
     #: Top-level functions whose command line is the server's (``module:function``), once read.
     parsers: list[str] = field(default_factory=list)
-    _defs: dict[str, Def] = field(default_factory=dict)
+    _defs: dict[str, _Candidate] = field(default_factory=dict)
     _names: set[str] = field(default_factory=set)
+    #: Every ``def`` name of the modules read (what :attr:`_names` will be among).
+    _maybe: set[str] = field(default_factory=set)
 
     def read(self, reads: set[str]) -> dict[str, CliFlag]:
-        """The flags of the command line that best covers ``reads`` (``args.<dest>`` names)."""
-        for module in self.code.modules_containing("add_argument"):
+        """The flags of the command line that best covers ``reads`` (``args.<dest>`` names).
+
+        Each module is parsed once and every function in it read then (its tree dropped after);
+        the calls between them are resolved once all are known."""
+        modules = self.code.modules_containing("add_argument")
+        for module in modules:
+            self._maybe.update(_DEF_NAME.findall(self.code.text(module)))
+        for module in modules:
             tree = self.code.parse(module)
-            if tree is not None:
-                for func in parser_candidates(module, tree):
-                    self._defs[func.qualname] = func
+            if tree is None:
+                continue
+            spans = self.code.spans(module)
+            for func, owner in parser_candidates(module, tree):
+                self._defs[func.qualname] = _Candidate(
+                    module, func.name, isinstance(func.node, ast.FunctionDef)
+                )
+                bound = None
+                if owner is not None:
+                    if spans.get(owner.name, (0,) * 6)[3:5] == (owner.lineno, owner.col_offset):
+                        bound = Def(module, owner, owner.name)
+                    else:
+                        bound = self._bound(func, "")
+                self.functions[func.qualname] = self._read(func, bound)
         self._names = {d.name.rsplit(".", 1)[-1] for d in self._defs.values()}
-        for qualname in list(self._defs):
-            self._parser(qualname)
+        for qualname, parser in self.functions.items():
+            self._resolve_calls(self._defs[qualname], parser)
         scored: list[tuple[str, int, dict[str, CliFlag]]] = []
         for qualname in sorted(self._defs):
             flags = self._flags_of(qualname, frozenset())
@@ -81,9 +129,9 @@ class FlagReader:
             if score == top:
                 for name, flag in flags.items():
                     out.setdefault(name, flag)
-                func = self._defs[qualname]
-                if "." not in func.name and isinstance(func.node, ast.FunctionDef):
-                    builders.append((len(flags), f"{func.module}:{func.name}"))
+                cand = self._defs[qualname]
+                if "." not in cand.name and cand.function:
+                    builders.append((len(flags), f"{cand.module}:{cand.name}"))
         self.parsers = [name for _, name in sorted(builders)]
         return dict(sorted(out.items()))
 
@@ -91,12 +139,38 @@ class FlagReader:
         """What a function adds (``qualname@Class``: a classmethod called on a subclass)."""
         if key not in self.functions:
             qualname, _, bound = key.partition("@")
-            func = self._defs.get(qualname)
-            if func is None:
+            cand = self._defs.get(qualname)
+            func = self._node(cand) if cand is not None else None
+            if cand is None or func is None:
                 return None
             self.functions[key] = _Parser()  # a call cycle stops here
-            self.functions[key] = self._read(func, self._bound(func, bound))
+            parser = self._read(func, self._bound(func, bound))
+            self._resolve_calls(cand, parser)
+            self.functions[key] = parser
         return self.functions[key]
+
+    def _node(self, cand: _Candidate) -> Def | None:
+        """A candidate's node again (a classmethod read for another class it is called on)."""
+        head, _, method = cand.name.partition(".")
+        node = self.code.defs(cand.module).get(head)
+        if method and isinstance(node, ast.ClassDef):
+            node = next(
+                (
+                    s
+                    for s in reversed(node.body)
+                    if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == method
+                ),
+                None,
+            )
+        return Def(cand.module, node, cand.name) if node is not None else None
+
+    def _resolve_calls(self, cand: _Candidate, parser: _Parser) -> None:
+        func = Def(cand.module, ast.Pass(), cand.name)  # _callee reads its module and name
+        for target, local in parser.pending:
+            callee = self._callee(func, target, local)
+            if callee is not None:
+                parser.calls.append(callee)
+        parser.pending = []
 
     def _bound(self, func: Def, bound: str) -> Def | None:
         """The class ``cls`` names in a method: the one it was called on, else its own."""
@@ -186,13 +260,13 @@ class FlagReader:
                 for call in [substituted(node, row) for row in loop_rows] if loop_rows else [node]:
                     out.flags.extend(self._added(func, call, kwargs_of, deleted, loops))
             else:
-                callee = self._callee(func, node, local)
-                if callee is not None:
-                    out.calls.append(callee)
+                target = node.func
+                last = target.attr if isinstance(target, ast.Attribute) else None
+                if (last or getattr(target, "id", "")) in self._maybe:
+                    out.pending.append((target, local))
         return out
 
-    def _callee(self, func: Def, call: ast.Call, local: dict) -> str | None:
-        target = call.func
+    def _callee(self, func: Def, target: ast.expr, local: dict) -> str | None:
         last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
         if last not in self._names:  # cheap: only a parser function's name can be one
             return None

@@ -214,16 +214,17 @@ def loop_key(fstring: ast.JoinedStr) -> str | None:
     return None
 
 
-def parser_candidates(module: str, tree: ast.Module) -> list[Def]:
-    """Top-level functions, methods of top-level classes, and the module body itself."""
-    out = [Def(module, tree, "<module>")]
+def parser_candidates(module: str, tree: ast.Module) -> list[tuple[Def, ast.ClassDef | None]]:
+    """Top-level functions, methods of top-level classes (with their class), and the module
+    body itself."""
+    out: list[tuple[Def, ast.ClassDef | None]] = [(Def(module, tree, "<module>"), None)]
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            out.append(Def(module, stmt, stmt.name))
+            out.append((Def(module, stmt, stmt.name), None))
         elif isinstance(stmt, ast.ClassDef):
             for inner in stmt.body:
                 if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):
-                    out.append(Def(module, inner, f"{stmt.name}.{inner.name}"))
+                    out.append((Def(module, inner, f"{stmt.name}.{inner.name}"), stmt))
     return out
 
 

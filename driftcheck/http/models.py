@@ -67,7 +67,7 @@ class ModelReader:
         found = self.code.resolve(module, name, local) if name else None
         if not isinstance(found, Def):
             return None
-        if isinstance(found.node, ast.ClassDef):
+        if found.kind == "ClassDef":
             return found if self.is_body_model(found) else None
         if self._alias_members(found):
             return found
@@ -75,8 +75,10 @@ class ModelReader:
 
     def _alias_members(self, alias: Def) -> list[Def]:
         """The models a type alias (``X: TypeAlias = A | B``) unites."""
+        if alias.kind not in ("Assign", "AnnAssign"):
+            return []
         value = getattr(alias.node, "value", None)
-        if not isinstance(alias.node, ast.Assign | ast.AnnAssign) or value is None:
+        if value is None:
             return []
         out: list[Def] = []
         for expr in _class_names(value):

@@ -146,15 +146,14 @@ class ResponseReader:
             return []
         name = dotted_name(call.func)
         found = self.code.resolve(state.module, name) if name else None
-        if not isinstance(found, Def) or not isinstance(
-            found.node, ast.FunctionDef | ast.AsyncFunctionDef
-        ):
+        if not isinstance(found, Def) or found.kind not in ("FunctionDef", "AsyncFunctionDef"):
             return []
-        if state.depth >= 2 or self.models.model_of(found.module, found.node.returns):
+        func = cast(ast.FunctionDef | ast.AsyncFunctionDef, found.node)  # by its kind
+        if state.depth >= 2 or self.models.model_of(found.module, func.returns):
             return []
         out: list[ResponseShape] = []
         inner = _State(found.module, {}, {}, state.depth + 1)
-        self._walk(found.node.body, inner, out, self.code.file(found.module), errors)
+        self._walk(func.body, inner, out, self.code.file(found.module), errors)
         return out
 
     def _produced(self, call: ast.Call, state: _State) -> list[str]:
@@ -167,13 +166,12 @@ class ResponseReader:
         if not isinstance(source, ast.Call):
             return []
         getter = self.code.resolve(state.module, dotted_name(source.func) or "")
-        if not isinstance(getter, Def) or not isinstance(
-            getter.node, ast.FunctionDef | ast.AsyncFunctionDef
-        ):
+        if not isinstance(getter, Def) or getter.kind not in ("FunctionDef", "AsyncFunctionDef"):
             return []
+        getter_node = cast(ast.FunctionDef | ast.AsyncFunctionDef, getter.node)  # by its kind
         from driftcheck.http.models import _class_names
 
-        for expr in _class_names(getter.node.returns):
+        for expr in _class_names(getter_node.returns):
             cls = self.code.resolve_class(getter.module, expr)
             if cls is None:
                 continue

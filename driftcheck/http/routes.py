@@ -162,7 +162,7 @@ class RouteReader:
         if name is None:
             return None
         found = self.code.resolve(walk.module, name, walk.local)
-        if isinstance(found, Def) and isinstance(found.node, ast.Assign):
+        if isinstance(found, Def) and found.kind == "Assign":
             return self._objects_of(found.module).get(found.name)
         return None
 
@@ -339,12 +339,10 @@ class RouteReader:
         if not passed or name is None or walk.depth >= _MAX_DEPTH:
             return
         found = self.code.resolve(walk.module, name, walk.local)
-        if not (
-            isinstance(found, Def)
-            and isinstance(found.node, ast.FunctionDef | ast.AsyncFunctionDef)
-        ):
+        if not (isinstance(found, Def) and found.kind in ("FunctionDef", "AsyncFunctionDef")):
             return
-        params = [a.arg for a in (*found.node.args.posonlyargs, *found.node.args.args)]
+        node = cast(ast.FunctionDef | ast.AsyncFunctionDef, found.node)  # by its kind
+        params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
         bindings = dict(self._objects_of(found.module))
         for index, kw, key in passed:
             # A positional argument has its index, a keyword its name.
@@ -365,4 +363,4 @@ class RouteReader:
         for name_, cls, made in assigned_objects(found.node):
             inner.bindings[name_] = f"{found.qualname}:{name_}"
             self._record_object(inner.bindings[name_], cls, made, app=False)
-        self._body(inner, found.node.body, guards)
+        self._body(inner, node.body, guards)

@@ -460,3 +460,72 @@ def test_a_model_that_takes_names_too_accepts_both_keys(tmp_path: Path) -> None:
         "/legacy": {"k", "top_k"},
         "/plain": {"k"},
     }
+
+
+# -- definitions parsed alone -----------------------------------------------------------------
+
+HOSTCODE_MODULE = '''\
+"""Top-level statements of every shape the index records."""
+import os; LIMIT = 3
+if os.environ.get("A"):
+    @staticmethod
+    def guarded(x):
+        return x
+else: FALLBACK = {
+"multi": "line",
+    }
+try:
+    class Config:
+        \"\"\"Docs.\"\"\"
+        size: int = 1
+        def read(self):
+            return """
+text at column zero
+"""
+        async def fetch(self): ...
+except ImportError:
+    Config = None
+class Config:  # the name bound again: this one counts
+    def read(self, other):
+        return other
+async def main(args): await main(args)
+x = y = Config()
+'''
+
+
+def test_definitions_parsed_alone_equal_the_modules_own(tmp_path: Path) -> None:
+    """Each top-level definition (and a class's method) the index hands out is the statement a
+    whole-module parse gives, with the same lines and columns, parsed once."""
+    import ast
+
+    from driftcheck.host.load import load_host
+    from driftcheck.http.hostcode import HostCode, top_level
+    from driftcheck.sources.specs import parse_spec
+
+    pkg = tmp_path / "h"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(HOSTCODE_MODULE)
+    code = HostCode(load_host(parse_spec(str(tmp_path), default_name="h")))
+    whole: dict[str, ast.AST] = {}
+    for stmt in top_level(ast.parse(HOSTCODE_MODULE).body):
+        for target in getattr(stmt, "targets", []) + [getattr(stmt, "target", None)]:
+            if isinstance(target, ast.Name):
+                whole[target.id] = stmt
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            whole[stmt.name] = stmt
+    defs = code.defs("h.m")
+    assert sorted(defs) == sorted(whole)
+    for name, stmt in whole.items():
+        alone = defs[name]
+        assert ast.dump(alone, include_attributes=True) == ast.dump(stmt, include_attributes=True)
+        assert defs[name] is alone  # kept: the readers see one node per definition
+    assert code.imports("h.m") == {"os": ("os", None)}
+    method = code.resolve("h.m", "Config.read")
+    assert method is not None and not isinstance(method, str)
+    assert method.kind == "FunctionDef" and [a.arg for a in method.node.args.args] == [
+        "self",
+        "other",
+    ]
+    assert code.resolve_class("h.m", ast.Name("Config")) is not None
+    assert code.method(code.resolve_class("h.m", ast.Name("Config")), "fetch") is None

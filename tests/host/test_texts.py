@@ -43,3 +43,13 @@ def test_texts_within_the_budget_are_read_once():
     for _ in range(3):
         assert dict(texts.items()) == {"pkg/a.py": BODY, "pkg/b.py": ""}
     assert reads.count("pkg/a.py") == 1 and texts.stored_bytes() == len(BODY)
+
+
+def test_a_text_read_unkept_leaves_the_room_to_later_passes():
+    reads.clear()
+    texts = SourceTexts(read=_read, files=["pkg/a.py", "pkg/bad.py"], keep=len(BODY))
+    assert texts.unkept("pkg/a.py") == BODY and texts.stored_bytes() == 0
+    assert texts["pkg/a.py"] == BODY and texts.stored_bytes() == len(BODY)  # kept by the next
+    assert texts.unkept("pkg/a.py") == BODY and reads.count("pkg/a.py") == 2  # the kept copy
+    with pytest.raises(KeyError):
+        texts.unkept("pkg/bad.py")
