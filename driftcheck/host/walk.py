@@ -22,3 +22,24 @@ def walk(node: ast.AST) -> list[ast.AST]:
                     if isinstance(item, ast.AST):
                         append(item)
     return out
+
+
+def walk_with_parents(node: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    """:func:`walk`, and each node's parent as ``{c: n for n in ast.walk(node) for c in
+    ast.iter_child_nodes(n)}`` builds it (the same entries, set in the same order), from the
+    one walk."""
+    out = [node]
+    parents: dict[ast.AST, ast.AST] = {}
+    append = out.append
+    for cur in out:
+        for name in cur._fields:
+            field = getattr(cur, name, None)
+            if isinstance(field, ast.AST):
+                append(field)
+                parents[field] = cur
+            elif isinstance(field, list):
+                for item in field:
+                    if isinstance(item, ast.AST):
+                        append(item)
+                        parents[item] = cur
+    return out, parents

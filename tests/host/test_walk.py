@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from driftcheck.host.walk import walk
+from driftcheck.host.walk import walk, walk_with_parents
 
 SOURCE = """
 import os, sys as system
@@ -40,3 +40,13 @@ def test_walk_yields_ast_walks_nodes_in_its_order():
     assert walk(call) == list(ast.walk(call))
     built = ast.Call(ast.Name("f", ast.Load()), [ast.Constant(1)], [])  # no line numbers
     assert walk(built) == list(ast.walk(built)) and len(walk(built)) == 4
+
+
+def test_walk_with_parents_gives_each_nodes_parent_as_iter_child_nodes_does():
+    tree = ast.parse(SOURCE)
+    nodes, parents = walk_with_parents(tree)
+    assert nodes == list(ast.walk(tree))
+    expected = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    assert list(parents.items()) == list(expected.items())
+    cls = tree.body[-1]
+    assert parents[cls.body[-1]] is cls and tree not in parents
