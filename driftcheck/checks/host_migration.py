@@ -18,7 +18,8 @@ When most of the host's own calls that keep the result of a method whose signatu
 (at least two) test it for None on the target and none did at baseline, a client call that
 reads an attribute, an item or the elements of the result as is gets a warning.
 
-Only methods whose signature changed are searched for, all of them in one pass.
+Only methods whose signature changed, and those whose result the client indexes, are searched
+for: all of them in one pass per release.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
     changed = changed_members(ctx)
     if use.member not in changed:
         return []
-    after = [s for s in call_sites(ctx.target, use.member, changed) if s.result == "assigned"]
-    before = [s for s in call_sites(ctx.baseline, use.member, changed) if s.result == "assigned"]
+    also = _searched_with(ctx)
+    after = [s for s in call_sites(ctx.target, use.member, also) if s.result == "assigned"]
+    before = [s for s in call_sites(ctx.baseline, use.member, also) if s.result == "assigned"]
     checked = [s for s in after if s.none_checked]
     if not before or any(s.none_checked for s in before) or len(checked) < 2:
         return []
@@ -143,7 +145,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
     changed = changed_members(ctx)
     if use.member not in changed:
         return []
-    got = _host_added_keywords(ctx, use.member, changed)
+    got = _host_added_keywords(ctx, use.member, _searched_with(ctx))
     if got is None:
         return []
     after, before, added = got
@@ -189,7 +191,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
 
 
 def _host_added_keywords(
-    ctx: CheckContext, member: str, changed: list[str]
+    ctx: CheckContext, member: str, also: list[str]
 ) -> tuple[list[CallSite], list[CallSite], set[str]] | None:
     """The host's own calls of ``.member(...)`` on the target (at least two) and at baseline
     (at least one), and the keywords every target call passes and no baseline call did; None
@@ -199,8 +201,8 @@ def _host_added_keywords(
     memo: dict[str, tuple | None] = ctx.__dict__.setdefault("_host_added_keywords", {})
     if member not in memo:
         memo[member] = None
-        after = call_sites(ctx.target, member, also=changed)
-        before = call_sites(ctx.baseline, member, also=changed) if len(after) >= 2 else []
+        after = call_sites(ctx.target, member, also=also)
+        before = call_sites(ctx.baseline, member, also=also) if len(after) >= 2 else []
         if before:
             common = set.intersection(*(set(s.keywords) for s in after))
             memo[member] = (after, before, common - {k for s in before for k in s.keywords})

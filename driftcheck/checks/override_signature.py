@@ -47,6 +47,7 @@ from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.callers import method_dispatch
 from driftcheck.host.signature import Param, Signature
+from driftcheck.host.walk import walk_with_parents
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
 OVERRIDE_SIGNATURE = CheckId(
@@ -399,7 +400,7 @@ def _only_built(ctx: CheckContext, cls: str) -> str:
     while todo:
         name = todo.pop()
         for rel, tree, word in _trees_mentioning(ctx, name):
-            for how, node in _mentions(tree, name, word, _parents(ctx, rel, tree)):
+            for how, node in _mentions(ctx, rel, tree, name, word):
                 if how == "call":
                     built += 1
                 elif how == "base" and isinstance(node, ast.ClassDef):
@@ -464,24 +465,73 @@ def _tree(ctx: CheckContext, rel: str) -> ast.Module | None:
     return tree
 
 
-def _parents(ctx: CheckContext, rel: str, tree: ast.Module) -> dict[ast.AST, ast.AST]:
-    """Each node's parent in a client file's tree (built once while the tree is kept)."""
+class _Read:
+    """A client file's tree read once while it is kept: each node's parent, the nodes that may
+    mention a name (class statements, names, attributes and imports, by the name they carry;
+    string constants), in :func:`ast.walk`'s order, and the mentions of each name asked for (a
+    class's mentions are asked for by several readings of one scan, each walked the whole tree
+    before)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.nodes, self.parents = walk_with_parents(tree)
+        self.named: dict[str, list[int]] = {}
+        self.strings: list[tuple[int, str]] = []
+        self.mentions: dict[str, list[tuple[str, ast.AST]]] = {}
+        for i, node in enumerate(self.nodes):
+            if isinstance(node, ast.Name):
+                self.named.setdefault(node.id, []).append(i)
+            elif isinstance(node, ast.Attribute):
+                self.named.setdefault(node.attr, []).append(i)
+            elif isinstance(node, ast.Constant):
+                if isinstance(node.value, str):
+                    self.strings.append((i, node.value))
+            elif isinstance(node, ast.ClassDef):
+                self.named.setdefault(node.name, []).append(i)
+            elif isinstance(node, ast.alias):
+                last = node.name.rsplit(".", 1)[-1]
+                self.named.setdefault(last, []).append(i)
+                if node.asname and node.asname != last:
+                    self.named.setdefault(node.asname, []).append(i)
+
+    def candidates(self, name: str, word: re.Pattern[str]) -> list[ast.AST]:
+        """The nodes :func:`_mentions` reads for ``name``, in the tree's walk order."""
+        strings = [i for i, text in self.strings if word.search(text)]
+        return [self.nodes[i] for i in sorted([*self.named.get(name, ()), *strings])]
+
+
+def _read(ctx: CheckContext, rel: str, tree: ast.Module) -> _Read:
+    """A client file's :class:`_Read` (built once while the tree is kept)."""
     entry = ctx.__dict__.setdefault("_client_trees", OrderedDict()).get(rel)
     if entry is not None and entry[0] is tree and entry[1] is not None:
-        return cast(dict[ast.AST, ast.AST], entry[1])
-    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        return cast(_Read, entry[1])
+    read = _Read(tree)
     if entry is not None and entry[0] is tree:
-        entry[1] = parents
-    return parents
+        entry[1] = read
+    return read
+
+
+def _parents(ctx: CheckContext, rel: str, tree: ast.Module) -> dict[ast.AST, ast.AST]:
+    """Each node's parent in a client file's tree (built once while the tree is kept)."""
+    return _read(ctx, rel, tree).parents
 
 
 def _mentions(
-    tree: ast.Module, name: str, word: re.Pattern[str], parents: dict[ast.AST, ast.AST]
+    ctx: CheckContext, rel: str, tree: ast.Module, name: str, word: re.Pattern[str]
 ) -> list[tuple[str, ast.AST]]:
     """Each mention of ``name`` in a module, as (how, node): ``call`` (it builds one), ``base``
-    (node: the class statement deriving from it), ``neutral`` or ``value`` (handed on)."""
+    (node: the class statement deriving from it), ``neutral`` or ``value`` (handed on). Read
+    once per name while the tree is kept."""
+    read = _read(ctx, rel, tree)
+    if name not in read.mentions:
+        read.mentions[name] = _mentions_in(read.candidates(name, word), name, word, read.parents)
+    return read.mentions[name]
+
+
+def _mentions_in(
+    nodes: list[ast.AST], name: str, word: re.Pattern[str], parents: dict[ast.AST, ast.AST]
+) -> list[tuple[str, ast.AST]]:
     out: list[tuple[str, ast.AST]] = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ClassDef) and node.name == name:
             if node.decorator_list or node.keywords:
                 out.append(("value", node))  # handed to a decorator or a metaclass
@@ -532,7 +582,15 @@ def _rebuilds_itself(api: HostAPI, cls_path: str) -> bool:
     """Whether a method of the host class (or a host class it derives from) builds a new
     object of the instance's own class, ``type(self)(...)`` or ``self.__class__(...)``
     (urllib3's ``Retry.new``): an instance the client hands on reaches the override's
-    ``__init__`` through the host."""
+    ``__init__`` through the host. Read once per release and class (every override of one
+    host class asks it)."""
+    memo: dict[str, bool] = api.__dict__.setdefault("_rebuilds_itself", {})
+    if cls_path not in memo:
+        memo[cls_path] = _reads_rebuilds_itself(api, cls_path)
+    return memo[cls_path]
+
+
+def _reads_rebuilds_itself(api: HostAPI, cls_path: str) -> bool:
     cls = api.resolve(cls_path)
     if not isinstance(cls, Found) or cls.kind != "class":
         return True  # unknown: assume it may
@@ -599,7 +657,7 @@ def _held_by_client_only(ctx: CheckContext, cls: str, member: str) -> str:
     holders: set[tuple[str, str, str]] = set()  # (file, class, attr)
     for rel, tree, word in _trees_mentioning(ctx, cls):
         parents = _parents(ctx, rel, tree)
-        for how, node in _mentions(tree, cls, word, parents):
+        for how, node in _mentions(ctx, rel, tree, cls, word):
             if how != "call":
                 continue
             held = _stored_on_self(node, parents)
@@ -716,7 +774,7 @@ def _host_builds(use: Use, ctx: CheckContext, api: HostAPI) -> list[dict] | None
         name = todo.pop()
         for rel, tree, word in _trees_mentioning(ctx, name):
             parents = _parents(ctx, rel, tree)
-            for how, node in _mentions(tree, name, word, parents):
+            for how, node in _mentions(ctx, rel, tree, name, word):
                 if how == "base" and isinstance(node, ast.ClassDef):
                     if node.name not in seen:
                         seen.add(node.name)
@@ -745,7 +803,7 @@ def _host_builds(use: Use, ctx: CheckContext, api: HostAPI) -> list[dict] | None
     calls.extend(object_rebuilds(api))  # type(obj)(...) anywhere may rebuild a handed instance
     for method in sorted(handed):
         if any(
-            _mentions(tree, method, word, _parents(ctx, rel, tree))
+            _mentions(ctx, rel, tree, method, word)
             for rel, tree, word in _trees_mentioning(ctx, method)
         ):
             return None  # the client calls it too: what it does with the class is its own
@@ -791,7 +849,16 @@ def _returned_by_method(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str |
 def _rebuild_calls(api: HostAPI, cls_path: str) -> list[dict] | None:
     """The host base's calls that build an instance's own class again: ``type(self)(...)``,
     ``self.__class__(...)``, and ``cls(...)`` in a classmethod. None when the class is not
-    known."""
+    known. Read once per release and class (every override of one host class asks it); a
+    new list each time."""
+    memo: dict[str, list[dict] | None] = api.__dict__.setdefault("_rebuild_calls", {})
+    if cls_path not in memo:
+        memo[cls_path] = _reads_rebuild_calls(api, cls_path)
+    got = memo[cls_path]
+    return None if got is None else list(got)
+
+
+def _reads_rebuild_calls(api: HostAPI, cls_path: str) -> list[dict] | None:
     from driftcheck.host.callers import call_shape
 
     cls = api.resolve(cls_path)

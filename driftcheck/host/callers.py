@@ -107,15 +107,18 @@ def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
         if found.search(text) is None:
             continue
         lines = text.splitlines()
-        # each member's functions, in the order of their first line that calls it
-        order: dict[str, dict[int, None]] = {}
+        hits: dict[int, set[str]] = {}
         for n, line in enumerate(lines):
             if "(" not in line:
                 continue
             on_line = {m.group(1) for m in found.finditer(line)}
-            if not on_line:
-                continue
-            start = _enclosing_def(lines, n)
+            if on_line:
+                hits[n] = on_line
+        starts = _enclosing_defs(lines, hits)
+        # each member's functions, in the order of their first line that calls it
+        order: dict[str, dict[int, None]] = {}
+        for n, on_line in hits.items():
+            start = starts[n]
             if start is None:
                 continue
             for member in on_line:
@@ -151,6 +154,36 @@ def _enclosing_def(lines: list[str], n: int) -> int | None:
     return None
 
 
+def _enclosing_defs(lines: list[str], wanted: Iterable[int]) -> dict[int, int | None]:
+    """:func:`_enclosing_def` of each of the ``wanted`` lines, in one pass over the file: a
+    file with thousands of calls was scanned back from each of them."""
+    todo = set(wanted)
+    out: dict[int, int | None] = {}
+    if not todo:
+        return out
+    last = max(todo)
+    # The ``def`` lines a later line may still be inside, innermost last, their indents rising:
+    # a line that is not a ``def`` closes every one indented deeper than it, and a ``def``
+    # hides every one indented as deep or deeper (the scan back meets it first).
+    open_: list[tuple[int, int]] = []  # (indent, line)
+    for n in range(last + 1):
+        line = lines[n]
+        code = line.lstrip()
+        indent = len(line) - len(code)
+        if n in todo:
+            out[n] = next((i for d, i in reversed(open_) if d < indent), None)
+        if not code:
+            continue
+        if code[:1] in ("d", "a") and _DEF.match(line):
+            while open_ and open_[-1][0] >= indent:
+                open_.pop()
+            open_.append((indent, n))
+        else:
+            while open_ and open_[-1][0] > indent:
+                open_.pop()
+    return out
+
+
 def _parse_function(lines: list[str], start: int) -> ast.AST | None:
     """The function that starts at ``start``, parsed alone (its lines keep their numbers)."""
     indent = _indent(lines[start])
@@ -173,17 +206,39 @@ def _parse_function(lines: list[str], start: int) -> ast.AST | None:
     )
 
 
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def _own_nodes(func: ast.AST) -> list[ast.AST]:
     """The nodes of a function, not of functions or classes nested in it, in source order."""
+    return _own_tree(func)[0]
+
+
+def _own_tree(func: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    """:func:`_own_nodes` and the parent of each child of the function and of its own nodes,
+    read in one walk (each node's children as :func:`ast.iter_child_nodes` gives them, without
+    its two generators per node: the host's call sites walk thousands of functions)."""
     out: list[ast.AST] = []
-    todo = list(ast.iter_child_nodes(func))[::-1]  # a stack: the next node last
+    parents: dict[ast.AST, ast.AST] = {}
+    todo: list[ast.AST] = [func]  # a stack: the next node last
     while todo:
         node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        out.append(node)
-        todo.extend(list(ast.iter_child_nodes(node))[::-1])
-    return out
+        if node is not func:
+            if isinstance(node, _NESTED):
+                continue
+            out.append(node)
+        kids: list[ast.AST] = []
+        for name in node._fields:
+            field = getattr(node, name, None)
+            if isinstance(field, ast.AST):
+                kids.append(field)
+            elif isinstance(field, list):
+                kids += [item for item in field if isinstance(item, ast.AST)]
+        for child in kids:
+            parents[child] = node
+        kids.reverse()
+        todo += kids
+    return out, parents
 
 
 class _Function:
@@ -191,8 +246,8 @@ class _Function:
     nodes, their parents, its method calls and the sources of their receivers and arguments."""
 
     def __init__(self, func: ast.AST) -> None:
-        self.nodes = nodes = _own_nodes(func)
-        self.parents = {c: n for n in [func, *nodes] for c in ast.iter_child_nodes(n)}
+        nodes, self.parents = _own_tree(func)
+        self.nodes = nodes
         self.calls = [
             n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         ]
@@ -628,8 +683,7 @@ def _mine_class_calls(api: HostAPI, member: str) -> list[dict] | None:
 def _class_calls_in(rel: str, func: ast.AST, member: str) -> tuple[int, list[dict]] | None:
     """(how many ``.member(...)`` calls, the calls of their results) in one function; None when
     a result is used otherwise."""
-    nodes = _own_nodes(func)
-    parents = {c: n for n in [func, *nodes] for c in ast.iter_child_nodes(n)}
+    nodes, parents = _own_tree(func)
     count, out = 0, []
     for node in nodes:
         if not (

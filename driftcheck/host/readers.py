@@ -18,6 +18,7 @@ from functools import partial
 
 from driftcheck.host.api import HostAPI
 from driftcheck.host.values import absolute, dotted
+from driftcheck.host.walk import walk
 
 FORMAT = 1
 
@@ -92,7 +93,8 @@ def _in_file(api: HostAPI, tree: ast.Module, rel: str, names: set[str]) -> dict[
     module = api.tree.module_name(rel)
     copies: dict[str, dict[str, str]] = {}  # name -> local name -> module it was copied from
     bound: list[tuple[str, str, str]] = []  # (local name, module it is bound to, name imported)
-    for node in ast.walk(tree):
+    nodes = walk(tree)  # walked once for the imports and the reads
+    for node in nodes:
         if isinstance(node, ast.ImportFrom):
             base = absolute(module, node.module, node.level, api)
             if base is None:
@@ -124,7 +126,7 @@ def _in_file(api: HostAPI, tree: ast.Module, rel: str, names: set[str]) -> dict[
         for local in locals_:
             copied.setdefault(local, []).append(n)
     out: dict[str, list[Read]] = {n: [] for n in names}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and node.attr in names:
             chain = dotted(node.value)
             if not chain:

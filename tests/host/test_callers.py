@@ -81,3 +81,42 @@ def test_keyword_calls_prefetched_together_read_as_each_mined_alone(tmp_path: Pa
     assert mined == {f"kwcalls:4:{n}" for n in names}  # one pass kept every name's fact
     assert {n: keyword_calls(together, n) for n in names} == alone
     assert alone["fetch"] and alone["absent"] == []
+
+
+def test_enclosing_defs_in_one_pass_read_as_each_line_scanned_back():
+    from driftcheck.host.callers import _enclosing_def, _enclosing_defs
+
+    text = (
+        "import x\n"
+        "x.run(0)\n"
+        "class A:\n"
+        "    @deco(x.run(1))\n"
+        "    def a(self, k=x.run(2)):\n"
+        '        """Doc\n'
+        "text at column 0 inside a docstring\n"
+        '        """\n'
+        "        def inner(\n"
+        "            y,\n"
+        "        ) -> int:\n"
+        "            return y.run(3)\n"
+        "\n"
+        "        return self.run(4)\n"
+        "    async def b(self):\n"
+        "        await self.run(5)\n"
+        "    z = x.run(6)\n"
+        "def top():\n"
+        "    if x:\n"
+        "        x.run(7)\n"
+        "    class Inner:\n"
+        "        def m(self):\n"
+        "            pass\n"
+        "    return x.run(8)\n"
+        "      \n"
+        "x.run(9)\n"
+    )
+    lines = text.splitlines()
+    scanned = {n: _enclosing_def(lines, n) for n in range(len(lines))}
+    assert _enclosing_defs(lines, range(len(lines))) == scanned
+    assert scanned[5] == 4 and scanned[11] == 8 and scanned[15] == 14 and scanned[16] is None
+    assert scanned[13] is None  # text at column 0 ends what the scan back reads as inside
+    assert scanned[22] == 21 and scanned[23] == 17 and scanned[24] == 17 and scanned[25] is None
