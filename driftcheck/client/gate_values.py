@@ -184,17 +184,34 @@ class HostValues:
         ``if E is None`` / ``if not E``) with ``E`` an environment variable read without a
         default: taken only where the user sets the variable, so by default ``v`` holds its
         other values (``vllm_version_is``: ``VLLM_VERSION`` else ``vllm.__version__``)."""
-        text = ast.unparse(value)
-        for node in ast.walk(holder):
-            if not isinstance(node, ast.If):
+        text = ""
+        for test, body, orelse in self._assigning_ifs(holder):
+            if id(value) not in body and id(value) not in orelse:
                 continue
-            set_when = _set_test(node.test, text)
+            text = text or ast.unparse(value)
+            set_when = _set_test(test, text)
             if set_when is None:
                 continue
-            arm = node.body if set_when else node.orelse
-            if any(isinstance(s, ast.Assign) and s.value is value for s in arm):
+            if id(value) in (body if set_when else orelse):
                 return self.unset_env(value, scope)
         return False
+
+    def _assigning_ifs(self, holder: ast.AST) -> list[tuple[ast.expr, set[int], set[int]]]:
+        """The ``if`` statements in ``holder`` whose arms assign: (test, the ids of the values
+        its body assigns, of those its ``else`` assigns); read once per holder, not once per
+        value asked about (a module's tree was walked for every name of several values)."""
+        cache: dict[int, tuple[ast.AST, list]] = self.__dict__.setdefault("_ifs_of", {})
+        got = cache.get(id(holder))
+        if got is None or got[0] is not holder:
+            arms = []
+            for node in ast.walk(holder):
+                if isinstance(node, ast.If):
+                    body = {id(s.value) for s in node.body if isinstance(s, ast.Assign)}
+                    orelse = {id(s.value) for s in node.orelse if isinstance(s, ast.Assign)}
+                    if body or orelse:
+                        arms.append((node.test, body, orelse))
+            got = cache[id(holder)] = (holder, arms)
+        return got[1]
 
     def unset_env(self, expr: ast.expr, scope: Scope, depth: int = 0) -> bool:
         """Whether ``expr`` reads an environment variable that is None unless the user sets it:

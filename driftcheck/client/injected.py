@@ -15,6 +15,14 @@ from driftcheck.client.index import ClassInfo, ClientIndex, first_param
 _MEMO: weakref.WeakKeyDictionary[ClientIndex, dict[str, frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
+#: Per index: what each class's own machinery injects, and the client classes below each base
+#: (read once, not once per class asked about: transformers has thousands of model classes).
+_OWN: weakref.WeakKeyDictionary[ClientIndex, dict[str, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_CHILDREN: weakref.WeakKeyDictionary[ClientIndex, tuple[int, dict[str, list[ClassInfo]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def injected_names(index: ClientIndex, info: ClassInfo) -> frozenset[str]:
@@ -24,9 +32,12 @@ def injected_names(index: ClientIndex, info: ClassInfo) -> frozenset[str]:
     builds (odmantic's ``_BaseODMModel`` reads the ``Config`` its models' metaclass sets)."""
     memo = _MEMO.setdefault(index, {})
     if info.qualname not in memo:
+        own = _OWN.setdefault(index, {})
         names: set[str] = set()
         for cls in (info, *_subclasses(index, info)):
-            names |= _own_injected(index, cls)
+            if cls.qualname not in own:
+                own[cls.qualname] = frozenset(_own_injected(index, cls))
+            names |= own[cls.qualname]
         memo[info.qualname] = frozenset(names)
     return memo[info.qualname]
 
@@ -77,10 +88,17 @@ def _metaclass(index: ClientIndex, info: ClassInfo) -> ClassInfo | None:
 
 def _subclasses(index: ClientIndex, info: ClassInfo) -> list[ClassInfo]:
     """Every client class that has ``info`` among its client bases (at any depth)."""
-    children: dict[str, list[ClassInfo]] = {}
-    for c in index.classes.values():
-        for b in c.bases:
-            children.setdefault(b, []).append(c)
+    children = _CHILDREN.get(index)
+    if children is None or children[0] != len(index.classes):  # built once per index
+        table: dict[str, list[ClassInfo]] = {}
+        for c in index.classes.values():
+            for b in c.bases:
+                table.setdefault(b, []).append(c)
+        children = _CHILDREN[index] = (len(index.classes), table)
+    return _below(children[1], info)
+
+
+def _below(children: dict[str, list[ClassInfo]], info: ClassInfo) -> list[ClassInfo]:
     out: list[ClassInfo] = []
     todo, seen = list(children.get(info.qualname, [])), {info.qualname}
     while todo:
