@@ -234,6 +234,15 @@ def _write(root: Path, files: dict[str, str]) -> None:
         target.write_text(text)
 
 
+def host_api_of(root: Path, files: dict[str, str], name: str = "pkg", version: str = "1.0"):
+    """A host release read from ``files`` (relative path -> text) written under ``root``."""
+    from driftcheck.host.api import HostAPI
+    from driftcheck.sources.trees import DirectoryTree
+
+    _write(root, files)
+    return HostAPI(tree=DirectoryTree(root), name=name, version=version)
+
+
 @pytest.fixture
 def tiny_project(tmp_path: Path) -> TinyProject:
     """``tinyhost`` 1.0 → 2.0 (``make(a, b=1)`` becomes ``make(a, *, c)``) and ``myclient``,

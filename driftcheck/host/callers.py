@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 
 from driftcheck.host.api import Found, HostAPI
+from driftcheck.host.values import absolute
 
 FORMAT = 3
 #: The format of the ``kwcalls`` facts (every call, its arguments' sources).
@@ -794,7 +795,7 @@ def method_dispatch(api: HostAPI, member: str, owner: str) -> tuple[str, int] | 
                     continue
                 if receivers and all(r in ("self", "cls") for r in receivers):
                     if classes is None:
-                        classes = _class_spans(text, api.tree.module_name(rel))
+                        classes = _class_spans(api, text, api.tree.module_name(rel))
                     around = [path for start, end, path in classes if start <= n <= end]
                     if around and around[-1] not in inherited:
                         continue
@@ -805,11 +806,10 @@ def method_dispatch(api: HostAPI, member: str, owner: str) -> tuple[str, int] | 
     return (str(got[0]), int(got[1])) if got else None
 
 
-def _class_spans(text: str, module: str) -> list[tuple[int, int, str]]:
+def _class_spans(api: HostAPI, text: str, module: str) -> list[tuple[int, int, str]]:
     """Every class of a module: (first line, last line, dotted path), outer ones first."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = api._ast(module, text)
+    if tree is None:
         return []
     out: list[tuple[int, int, str]] = []
 
@@ -844,28 +844,18 @@ def _module_name(api: HostAPI, rel: str, receiver: str) -> bool:
 
 def _imported_modules(api: HostAPI, rel: str, module: str) -> set[str]:
     """The names file ``rel`` binds to host modules by its imports, wherever they stand."""
-    text = api.module_text(module) or ""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return set()
-    package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
+    tree = api._ast(module, api.module_text(module) or "")
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.asname:
-                    if api.module(alias.name) is not None:
-                        out.add(alias.asname)
-                elif api.module(alias.name.split(".")[0]) is not None:
-                    out.add(alias.name.split(".")[0])
+                named = alias.name if alias.asname else alias.name.split(".")[0]
+                if api.module(named) is not None:
+                    out.add(alias.asname or named)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                up = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                base = ".".join([*up, *([node.module] if node.module else [])])
+            base = absolute(module, node.module, node.level, api)
             for alias in node.names:
-                if api.owns(f"{base}.{alias.name}") and api.module(f"{base}.{alias.name}"):
+                path = f"{base}.{alias.name}"
+                if base and api.owns(path) and api.module(path) is not None:
                     out.add(alias.asname or alias.name)
     return out

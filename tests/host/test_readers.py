@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import host_api_of
+
 from driftcheck.host.api import HostAPI
 from driftcheck.host.readers import Read, reads
-from driftcheck.sources.trees import DirectoryTree
 
 FILES = {
     "pkg/__init__.py": "",
@@ -24,10 +25,7 @@ FILES = {
 
 
 def _api(tmp_path: Path) -> HostAPI:
-    for rel, text in FILES.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    return HostAPI(tree=DirectoryTree(tmp_path), name="pkg", version="1.0")
+    return host_api_of(tmp_path, FILES)
 
 
 def test_each_read_names_the_module_it_looks_the_name_up_in(tmp_path: Path):

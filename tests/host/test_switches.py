@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import host_api_of
 
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.switches import Selection, selection
@@ -69,11 +70,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> HostAPI:
-    root: Path = tmp_path_factory.mktemp("switches")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return HostAPI(tree=DirectoryTree(root), name="pkg", version="1.0")
+    return host_api_of(tmp_path_factory.mktemp("switches"), FILES)
 
 
 def _select(api: HostAPI, condition: str, arch: str = "SlowLM") -> Selection | None:
