@@ -286,6 +286,7 @@ USE_NODES: dict[str, tuple[type, ...]] = {
     "override": (cst.Name,),
     "subclass": (cst.Name, cst.Attribute, cst.Call, cst.Subscript),
     "string-ref": (cst.SimpleString, cst.ConcatenatedString),
+    "declaration": (cst.Name,),
 }
 
 
