@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from typing import cast
 
 from driftcheck.checks.context import CheckContext, rename_fix
 from driftcheck.client.use import Use
@@ -57,7 +58,7 @@ def replacement_fix(
     fix = rename_fix(use, gone, new, safety, description)
     if safety != FixSafety.SAFE:
         return fix
-    why = differs(use, ctx, gone, new, message)
+    why = differs(use, ctx, gone, new, message) or mixes_copies(use, ctx, gone, new)
     if not why:
         return fix
     return Fix(FixSafety.UNSAFE, f"{description}; not a drop-in: {why}", fix.codemod, fix.params)
@@ -123,6 +124,72 @@ def differs(use: Use, ctx: CheckContext, gone: str, new: str, message: str = "")
             f"({_listed(before)}) are not {short}'s ({_listed(after)})"
         )
     return ""
+
+
+def mixes_copies(use: Use, ctx: CheckContext, gone: str, new: str) -> str:
+    """Why pointing ``gone`` at ``new`` mixes two copies of one package ('' when it does not).
+
+    A move into another package (``pydantic.main.ModelMetaclass`` to
+    ``pydantic.v1.main.ModelMetaclass``) may lead into a copy the host keeps beside the package
+    (pydantic 2's ``pydantic.v1``). When the client keeps another name from the old package that
+    the target still has, and the copy holds another object in that place (``pydantic.BaseModel``
+    and ``pydantic.v1.BaseModel``), the one-name fix leaves the client using objects of both: a
+    v1 metaclass beside a v2 ``BaseModel`` is a metaclass conflict. The client's names in the
+    same file are named first, then those of its other files (objects cross files)."""
+    for old, copy in _copy_maps(gone, new):
+        kept = _kept_twins(ctx, old, copy)
+        hit = kept.get(use.file) or next(iter(kept.values()), None)
+        if hit is None:
+            continue
+        other, name, was, twin = hit
+        where = f"line {other.line}" if other.file == use.file else f"{other.file}:{other.line}"
+        return (
+            f"{where} keeps {name} ({was.file}:{was.line}), and {copy}{name[len(old) :]} is "
+            f"another object ({twin.file}:{twin.line}): moving only {gone.rsplit('.', 1)[-1]} "
+            "mixes the two"
+        )
+    return ""
+
+
+def _copy_maps(gone: str, new: str) -> list[tuple[str, str]]:
+    """The package prefixes a move maps one onto the other: the modules around a common tail
+    (``a.main.X`` to ``a.v1.main.X``: ``a`` to ``a.v1``) and the package the two paths share
+    onto its child the new one enters (``a.main.X`` to ``a.v1.config.X``: ``a`` to ``a.v1``)."""
+    was, now = gone.split("."), new.split(".")
+    maps = []
+    k = 0
+    while k < min(len(was), len(now)) - 1 and was[-1 - k] == now[-1 - k]:
+        k += 1
+    if k:
+        maps.append((".".join(was[:-k]), ".".join(now[:-k])))
+    p = 0
+    while p < min(len(was), len(now)) and was[p] == now[p]:
+        p += 1
+    if 0 < p < len(now) - 1:
+        maps.append((".".join(was[:p]), ".".join(now[: p + 1])))
+    return [m for i, m in enumerate(maps) if m not in maps[:i] and m[0] != m[1]]
+
+
+def _kept_twins(ctx: CheckContext, old: str, copy: str) -> dict[str, tuple[Use, str, Found, Found]]:
+    """Per client file, its first use of a name under ``old`` that the target has and that
+    ``copy`` holds another object for (modules, read through, mix nothing). Read once per scan."""
+    memo = ctx.__dict__.setdefault("_kept_twins", {})
+    if (old, copy) in memo:
+        return cast(dict[str, tuple[Use, str, Found, Found]], memo[(old, copy)])
+    found: dict[str, tuple[Use, str, Found, Found]] = {}
+    for other in ctx.uses:
+        name = other.symbol
+        if other.file in found or not name.startswith(old + ".") or name.startswith(copy + "."):
+            continue
+        kept = ctx.target.resolve(name)
+        if not isinstance(kept, Found) or kept.kind == "module":
+            continue
+        twin = ctx.target.resolve(copy + name[len(old) :])
+        if not isinstance(twin, Found) or (kept.file, kept.line) == (twin.file, twin.line):
+            continue  # no copy, or one object under two names: nothing is mixed
+        found[other.file] = (other, name, kept, twin)
+    memo[(old, copy)] = found
+    return found
 
 
 def _call_differs(shape: CallShape, before: Signature, after: Signature, was: str, now: str) -> str:
