@@ -39,6 +39,10 @@ KINDS: dict[str, tuple[int, str]] = {
     "probe-states": (1, "the probe's saved states (tensor parallel)"),
     "witness": (1, "witness results"),
 }
+#: Kinds whose files one version of driftcheck's code writes for itself alone: their names end
+#: in ``-<code digest>.pickle`` (a host's visited modules, a client's analysis, a check run), so
+#: those of other code (an upgrade, another checkout) are never read again.
+CODE_KEYED = ("findings", "snapshots", "uses")
 MARKER = "CACHEDIR.TAG"
 _MARKER_TEXT = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -212,6 +216,35 @@ def cache_entries(kinds: list[str] | None = None) -> list[CacheEntry]:
     return out
 
 
+def code_suffix() -> str:
+    """The end of the name of a file only this code reads (see :data:`CODE_KEYED`)."""
+    return f"-{code_digest()}.pickle"
+
+
+def stale_entries(kinds: list[str] | None = None) -> list[CacheEntry]:
+    """The files of the code-keyed kinds (or of those of ``kinds`` that are) that other
+    driftcheck code made: no scan by this code reads them again.
+
+    Raises:
+        UsageError: The folder is not driftcheck's.
+    """
+    root = own_root()
+    mine = code_suffix()
+    out: list[CacheEntry] = []
+    for kind in CODE_KEYED:
+        folder = root / kind
+        if (kinds and kind not in kinds) or not folder.is_dir():
+            continue
+        for dirpath, _dirs, files in os.walk(folder):
+            for name in files:
+                if name.endswith(".pickle") and not name.endswith(mine):
+                    path = Path(dirpath) / name
+                    out.append(
+                        CacheEntry(kind, path.relative_to(folder).as_posix(), path, _size(path))
+                    )
+    return sorted(out, key=lambda e: (e.kind, e.name))
+
+
 def _entries(folder: Path, depth: int) -> list[Path]:
     out: list[Path] = []
     for child in sorted(folder.iterdir()):
@@ -281,12 +314,14 @@ class Cleared:
     left: list[tuple[str, str]] = field(default_factory=list)
 
 
-def clear_cache(kinds: list[str] | None = None) -> Cleared:
-    """Remove every entry of driftcheck's kinds, or of the given ones; an entry in use (its
-    lock held, a live probe's mark) stays, as does one the file system refuses to remove.
+def clear_cache(kinds: list[str] | None = None, stale: bool = False) -> Cleared:
+    """Remove every entry of driftcheck's kinds, or of the given ones (with ``stale``, only the
+    files other driftcheck code made: :func:`stale_entries`); an entry in use (its lock held, a
+    live probe's mark) stays, as does one the file system refuses to remove.
 
     Raises:
-        UsageError: The folder is not driftcheck's, or a kind the cache does not have.
+        UsageError: The folder is not driftcheck's, or a kind the cache does not have (with
+            ``stale``, one that is not keyed by driftcheck's code).
     """
     root = own_root()
     if kinds:
@@ -295,8 +330,14 @@ def clear_cache(kinds: list[str] | None = None) -> Cleared:
             if kind not in known:
                 have = ", ".join(known) or "nothing cached"
                 raise UsageError(f"no cache kind {kind!r} (the cache has: {have})")
+            if stale and kind not in CODE_KEYED:
+                raise UsageError(
+                    f"--stale takes only the kinds keyed by driftcheck's code "
+                    f"({', '.join(CODE_KEYED)}); {kind!r} is not"
+                )
     done = Cleared()
-    for entry in cache_entries(list(kinds) if kinds else None):
+    entries = stale_entries(kinds) if stale else cache_entries(list(kinds) if kinds else None)
+    for entry in entries:
         label = f"{entry.kind}/{entry.name}"
         busy = entry_in_use(entry.path)
         if busy:
@@ -307,7 +348,7 @@ def clear_cache(kinds: list[str] | None = None) -> Cleared:
         done.freed += max(gone, 0)
         if problem:
             done.left.append((label, problem))
-    for kind in kinds or list(KINDS):
+    for kind in kinds or list(CODE_KEYED if stale else KINDS):
         if (root / kind).is_dir():
             _tidy(root / kind)
     return done

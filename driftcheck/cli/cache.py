@@ -34,7 +34,7 @@ def cache_list(show_all: bool) -> None:
     """
     from itertools import groupby
 
-    from driftcheck.cache import cache_entries
+    from driftcheck.cache import cache_entries, stale_entries
 
     entries = cache_entries()
     width = max((len(e.kind) for e in entries), default=0)
@@ -48,20 +48,34 @@ def cache_list(show_all: bool) -> None:
             click.echo(f"{e.kind:<{width}}  {_size_text(e.size):>9}  {e.name}")
     total = sum(e.size for e in entries)
     click.echo(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {_size_text(total)}")
+    stale = stale_entries()
+    if stale:
+        click.echo(
+            f"{_size_text(sum(e.size for e in stale))} of it in {len(stale)} "
+            f"file{'' if len(stale) == 1 else 's'} other driftcheck code made, which this one "
+            "never reads: cache clear --stale removes them"
+        )
 
 
 @cache_group.command("clear")
 @click.argument("kinds", nargs=-1, metavar="[KIND]...")
-def cache_clear(kinds: tuple[str, ...]) -> None:
+@click.option(
+    "--stale",
+    is_flag=True,
+    help="Only what other driftcheck code made (an older version's analyses and snapshots).",
+)
+def cache_clear(kinds: tuple[str, ...], stale: bool) -> None:
     """Remove driftcheck's entries, or only the given kinds (archives, envs, …).
 
     Everything in it can be fetched or built again. Only a folder driftcheck made is cleared,
     and only its own kinds in it; an entry in use (a running probe's environment, a fetch) stays.
+    With --stale, only the host snapshots' modules, client analyses and check runs that another
+    version of driftcheck's code wrote, which this one never reads, are removed.
     """
     from driftcheck.cache import clear_cache
     from driftcheck.errors import SourceError
 
-    done = clear_cache(list(kinds))
+    done = clear_cache(list(kinds), stale=stale)
     click.echo(f"freed {_size_text(done.freed)}")
     if done.left:
         n = len(done.left)

@@ -14,7 +14,7 @@ import os
 import pickle
 from importlib import metadata
 
-from driftcheck.cache import cache_root, code_digest
+from driftcheck.cache import cache_root, code_digest, code_suffix
 from driftcheck.client.use import Use
 from driftcheck.host.api import HostAPI
 
@@ -42,7 +42,7 @@ def uses_key(texts: dict[str, str], api: HostAPI, roots: set[str], rules_digest:
 
 
 def _path(key: str) -> str:
-    return str(cache_root() / "uses" / f"{key}.pickle")
+    return str(cache_root() / "uses" / f"{key}{code_suffix()}")
 
 
 def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
@@ -95,7 +95,7 @@ def findings_key(uses: str | None, target: HostAPI, baseline: HostAPI | None) ->
 
 
 def _findings_path(key: str) -> str:
-    return str(cache_root() / "findings" / f"{key}.pickle")
+    return str(cache_root() / "findings" / f"{key}{code_suffix()}")
 
 
 def load_findings(key: str) -> object | None:

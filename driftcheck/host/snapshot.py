@@ -17,7 +17,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from driftcheck.cache import cache_root, code_digest, locked
+from driftcheck.cache import cache_root, code_digest, code_suffix, locked
 from driftcheck.sources.metadata import DistMetadata
 from driftcheck.sources.trees import SourceTree, sdist_package_dir
 
@@ -121,7 +121,7 @@ class SnapshotTree(SourceTree):
     @property
     def modules_path(self) -> Path:
         """The visited griffe modules, pickled (keyed by griffe's version too)."""
-        return self.path.with_suffix(f".griffe-{_griffe_version()}-{code_digest()}.pickle")
+        return self.path.with_suffix(f".griffe-{_griffe_version()}{code_suffix()}")
 
     def load_modules(self) -> dict | None:
         """The griffe modules a previous scan visited, or None (a bad entry is a miss)."""

@@ -20,7 +20,7 @@ Bundle = dict[str, bytes]
 def bundle(name: str, version: str) -> Bundle:
     """The cache files of one release (archive entry, snapshot, visited modules); empty when
     the release is not cached."""
-    from driftcheck.cache import archive_dir, code_digest
+    from driftcheck.cache import archive_dir, code_suffix
     from driftcheck.host.snapshot import snapshot_path
     from driftcheck.sources.fetch import cached_sha256
 
@@ -33,7 +33,7 @@ def bundle(name: str, version: str) -> Bundle:
     snapshot = snapshot_path(name, version, sha)
     if snapshot.exists():
         # The visited modules pickled by this driftcheck's code (SnapshotTree.modules_path).
-        mine = f"-{code_digest()}.pickle"
+        mine = code_suffix()
         paths.append(snapshot)
         paths += [
             p for p in snapshot.parent.glob(f"{snapshot.stem}.griffe-*") if p.name.endswith(mine)

@@ -40,9 +40,11 @@ def test_cache_list(cache: Path):
         "snapshots       50 B  vllm",
         "uses           120 B  (12 entries; --all lists them)",
         "15 entries, 2.5 kB",
+        "170 B of it in 13 files other driftcheck code made, which this one never reads: "
+        "cache clear --stale removes them",
     ]
     every = run_cli("cache", "list", "--all").stdout.splitlines()
-    assert "uses            10 B  11.pickle" in every and len(every) == 16
+    assert "uses            10 B  11.pickle" in every and len(every) == 17
 
 
 def test_cache_clear_one_kind_then_all(cache: Path):
@@ -52,6 +54,38 @@ def test_cache_clear_one_kind_then_all(cache: Path):
     result = run_cli("cache", "clear")
     assert (result.exit_code, result.stdout) == (0, "freed 2.4 kB\n")
     assert [p.name for p in cache.iterdir()] == ["CACHEDIR.TAG"]  # still driftcheck's folder
+
+
+def test_cache_clear_stale_removes_only_what_other_code_made(cache: Path):
+    from driftcheck.cache import code_suffix
+
+    mine = {
+        f"snapshots/vllm/0.16.0-0123.griffe-2.4.1{code_suffix()}": 40,
+        f"uses/abcd{code_suffix()}": 7,
+        f"findings/ef01{code_suffix()}": 5,
+        "snapshots/vllm/0.16.0-0123.json": 30,  # the release's texts: any code reads them
+        "uses/abcd.pickle.77.part": 3,  # a write in progress
+    }
+    for rel, size in mine.items():
+        (cache / rel).parent.mkdir(parents=True, exist_ok=True)
+        (cache / rel).write_bytes(b"y" * size)
+    result = run_cli("cache", "clear", "--stale")
+    assert (result.exit_code, result.stdout) == (0, "freed 170 B\n")
+    assert all((cache / rel).exists() for rel in mine)
+    assert not (cache / "snapshots/vllm/0.16.0.pickle").exists()
+    assert sorted(p.name for p in (cache / "uses").iterdir()) == sorted(
+        [f"abcd{code_suffix()}", "abcd.pickle.77.part"]
+    )
+    assert (cache / "archives/vllm/0.16.0/vllm-0.16.0.whl").exists()
+    assert "--stale" not in run_cli("cache", "list").stdout  # nothing stale is left to say
+    again = run_cli("cache", "clear", "--stale", "uses")
+    assert (again.exit_code, again.stdout) == (0, "freed 0 B\n")
+
+
+def test_cache_clear_stale_refuses_a_kind_not_keyed_by_code(cache: Path):
+    line = assert_one_error_line(run_cli("cache", "clear", "--stale", "archives"), "'archives'")
+    assert "findings, snapshots, uses" in line
+    assert (cache / "archives/vllm/0.16.0/vllm-0.16.0.whl").exists()
 
 
 def test_cache_clear_unknown_kind(cache: Path):
@@ -110,7 +144,7 @@ def test_the_folder_driftcheck_creates_is_marked_and_only_its_kinds_are_cleared(
     assert "created by driftcheck" in (root / "CACHEDIR.TAG").read_text()
     _tree(root, {"uses/a.pickle": "xyz", "notes.txt": "the user's own", "mine/b": "xy"})
     listed = run_cli("cache", "list")
-    assert listed.stdout.splitlines() == ["uses        3 B  a.pickle", "1 entry, 3 B"]
+    assert listed.stdout.splitlines()[:2] == ["uses        3 B  a.pickle", "1 entry, 3 B"]
     result = run_cli("cache", "clear")
     assert (result.exit_code, result.stdout) == (0, "freed 3 B\n")
     assert sorted(p.name for p in root.iterdir()) == ["CACHEDIR.TAG", "mine", "notes.txt"]
