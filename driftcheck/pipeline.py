@@ -12,6 +12,7 @@ from typing import cast
 from driftcheck.checks import MERGING, PER_USE, WHOLE_CLIENT, CheckContext
 from driftcheck.checks.context import side, site_of
 from driftcheck.checks.fallbacks import admitted, keep_baseline
+from driftcheck.checks.override_signature import unreached_scope
 from driftcheck.client.package import Client, load_client
 from driftcheck.client.uses import Use
 from driftcheck.collect import collect_uses
@@ -101,6 +102,8 @@ def _run_checks(
             got = check(use, use_ctx)
             if got and use.dead:
                 got = [_demoted(f, use.dead) for f in got]
+            elif got and (unreached := unreached_scope(use, use_ctx)):
+                got = [_demoted(f, unreached) for f in got]
             if got:
                 site = site_of(use, on_target, on_base if use_ctx is ctx else None)
                 findings.extend(

@@ -13,6 +13,10 @@ A member the client's own subclass of the receiver's class sets, where the clien
 those in an attribute of the receiver's name (``cfg.scheduler = MyScheduler(...)``, then
 ``self.scheduler.x``), is at most info: the object read may be the client's own.
 
+A member read off what a host class holds (``field.field_info.max_length``), where that class
+moved on the target (to a copy, ``pydantic.v1``) and what its new home holds there has the
+member, is not reported: the holder's type was read on the baseline, and the move is the finding.
+
 What Python itself gives every instance is never missing: ``object``'s own attributes
 (``__class__``, ``__doc__``), and ``__dict__`` / ``__weakref__`` unless every class of the
 receiver's MRO declares ``__slots__`` without them (pydantic 2's ``BaseModel`` lists ``__dict__``
@@ -33,6 +37,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.facts import attributes_set_on_arguments
+from driftcheck.host.relocation import NewHome, find_new_home
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
 
 ATTRIBUTE_MISSING = CheckId(
@@ -55,6 +60,8 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
         return []
     if helper_sets(ctx, ctx.target, use):
         return []  # ``helper(obj)`` sets ``obj.x`` on the target
+    if _held_by_a_moved_class(ctx, use):
+        return []
     if any(
         name == use.member and holds and same_expression(expr, use.receiver_expr or "")
         for expr, name, holds in use.guards
@@ -114,6 +121,23 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
             ),
         )
     ]
+
+
+def _held_by_a_moved_class(ctx: CheckContext, use: Use) -> bool:
+    """``a.b.member`` where the receiver's class was read off ``A.b`` of a host class ``A``
+    that moved on the target (pydantic 2 moved ``ModelField`` to ``pydantic.v1``), and ``b`` of
+    ``A``'s new home holds a class with ``member`` (v1's ``FieldInfo``, not 2.x's): read
+    through the class where it lives now, the member is there; ``A``'s move is the finding.
+    A class gone with no new home proves nothing (what ``b`` held is judged as read)."""
+    if not use.holder or ctx.baseline is None or not use.member:
+        return False
+    owner, attr = use.holder.rsplit(".", 1)
+    if isinstance(ctx.target.resolve(owner), Found):
+        return False
+    home = find_new_home(ctx.target, owner, baseline=ctx.baseline)
+    if not isinstance(home, NewHome):
+        return False
+    return isinstance(ctx.target.resolve(f"{home.found.path}.{attr}.{use.member}"), Found)
 
 
 #: The attributes ``object`` gives every instance and class (``dir(object)``, Python 3.9-3.13).

@@ -241,6 +241,54 @@ def _no_longer_called(
     )
 
 
+def unreached_scope(use: Use, ctx: CheckContext) -> str:
+    """Why the client method a use sits in no longer runs on the target ('' when it may): it
+    overrides a private host method that the baseline's code called and the target's never
+    reaches (:func:`_no_longer_called`), and the client itself never calls it. Its uses'
+    findings are then at most info (pydantic 2.5.3 never calls sqlmodel's ``_calculate_keys``,
+    so its deprecated reads never warn)."""
+    if ctx.baseline is None or not use.scope:
+        return ""
+    owner, _, member = use.scope.rpartition(".")
+    if not _private_hook(member) or owner not in ctx.client_names:
+        return ""
+    memo = ctx.__dict__.setdefault("_unreached", {})
+    key = (use.file, use.scope)
+    if key not in memo:
+        memo[key] = _unreached(use, member, ctx, ctx.baseline)
+    return cast(str, memo[key])
+
+
+def _unreached(use: Use, member: str, ctx: CheckContext, baseline: HostAPI) -> str:
+    lines = ctx.client_lines.get(use.file, [])
+    defined = re.compile(rf"\s*(?:async\s+)?def\s+{re.escape(member)}\b")
+    start = next(
+        (n for n in range(min(use.line, len(lines)), 0, -1) if defined.match(lines[n - 1])), 0
+    )
+    override = next(
+        (
+            u
+            for u in ctx.uses_in(use.file)
+            if u.kind == "override" and u.member == member and u.line == start and not u.via
+        ),
+        None,
+    )
+    if override is None:
+        return ""
+    before = method_dispatch(baseline, member, override.receiver or "")
+    if not before or not before[0]:
+        return ""
+    if method_dispatch(ctx.target, member, override.receiver or "") is not None:
+        return ""
+    mention = re.compile(rf"\.{re.escape(member)}\b|[\"']{re.escape(member)}[\"']")
+    if any(mention.search(line) for text in ctx.client_lines.values() for line in text):
+        return ""  # the client calls it (or names it) itself
+    return (
+        f"in {member}(), which overrides {override.symbol} and {ctx.target.name} "
+        f"{ctx.target.version} never calls (line {override.line}): it does not run there"
+    )
+
+
 def _probed(api: HostAPI, client: list[tuple[str, str, bool]], host: Signature) -> set[str]:
     """The host's parameters the client function lacks that the host probes a callable for
     before passing them (:mod:`driftcheck.host.sig_probes`)."""
