@@ -227,11 +227,13 @@ class TinyProject:
         ]
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """``files`` (relative path -> text) written under ``root``; returns ``root``."""
     for rel, text in files.items():
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+    return root
 
 
 def host_api_of(root: Path, files: dict[str, str], name: str = "pkg", version: str = "1.0"):
@@ -239,7 +241,7 @@ def host_api_of(root: Path, files: dict[str, str], name: str = "pkg", version: s
     from driftcheck.host.api import HostAPI
     from driftcheck.sources.trees import DirectoryTree
 
-    _write(root, files)
+    write_tree(root, files)
     return HostAPI(tree=DirectoryTree(root), name=name, version=version)
 
 
@@ -248,7 +250,7 @@ def tiny_project(tmp_path: Path) -> TinyProject:
     """``tinyhost`` 1.0 → 2.0 (``make(a, b=1)`` becomes ``make(a, *, c)``) and ``myclient``,
     which calls ``make(1, b=2)``: one call-signature finding, no network."""
     for version, sig in (("1.0", "a, b=1"), ("2.0", "a, *, c")):
-        _write(
+        write_tree(
             tmp_path / f"host-{version}",
             {
                 "pyproject.toml": f'[project]\nname = "tinyhost"\nversion = "{version}"\n',
@@ -256,7 +258,7 @@ def tiny_project(tmp_path: Path) -> TinyProject:
                 "tinyhost/core.py": f"def make({sig}):\n    return a\n",
             },
         )
-    _write(
+    write_tree(
         tmp_path / "client",
         {
             "pyproject.toml": '[project]\nname = "myclient"\nversion = "0.1"\n',

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import write_tree
+
 from driftcheck.checks.replacement import _copy_maps
 from driftcheck.pipeline import scan
 
@@ -16,16 +18,9 @@ class Meta(type):
 MODEL = "\n\nclass Model(metaclass=Meta):\n    pass\n"
 
 
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
-
-
 def _release(root: Path, version: str, files: dict[str, str]) -> Path:
     dist = f"copyhost-{version}.dist-info"
-    return _tree(
+    return write_tree(
         root / version,
         {"copyhost/__init__.py": ""}
         | {f"copyhost/{rel}": text for rel, text in files.items()}
@@ -44,7 +39,7 @@ def _moved_fix(tmp_path: Path, other_file: str) -> str:
         "2.0",
         {"main.py": "class Model:\n    pass\n", "v1/__init__.py": "", "v1/main.py": META + MODEL},
     )
-    client = _tree(
+    client = write_tree(
         tmp_path / "client",
         {
             "copyclient/__init__.py": "",
