@@ -16,6 +16,7 @@ from driftcheck.client.index import (
     first_param,
 )
 from driftcheck.client.injected import client_mro, injected_names
+from driftcheck.client.names import walk_statements
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
@@ -237,7 +238,7 @@ def _blocks(tree: ast.AST) -> list[tuple[ast.AST, list[ast.stmt]]]:
     """Every statement list of a tree (bodies, ``else`` and ``finally`` arms, handlers), with
     the node that holds it."""
     out: list[tuple[ast.AST, list[ast.stmt]]] = []
-    for node in ast.walk(tree):
+    for node in walk_statements(tree):  # no expression holds a statement list
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
