@@ -161,13 +161,17 @@ class MemberUses:
 
 def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
     """Whether the client's class, a client base of it, or the client's own class machinery
-    (:mod:`driftcheck.client.injected`) gives it the member."""
-    if member in injected_names(index, info):
-        return True
-    return any(
-        member in cur.methods or member in cur.attrs or assigns_class_attr(cur.node, member)
-        for cur in client_mro(index, info)
-    )
+    (:mod:`driftcheck.client.injected`) gives it the member (read once per class and member:
+    every read of the member off an instance asks; the index is complete by then)."""
+    memo: dict[tuple[str, str], bool] = index.__dict__.setdefault("_client_defines", {})
+    key = (info.qualname, member)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = member in injected_names(index, info) or any(
+            member in cur.methods or member in cur.attrs or assigns_class_attr(cur.node, member)
+            for cur in client_mro(index, info)
+        )
+    return got
 
 
 def _setting(test: ast.expr) -> str:
