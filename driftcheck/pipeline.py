@@ -245,11 +245,9 @@ def fewer_gc_passes() -> Iterator[None]:
     """A scan builds large, long-lived graphs (syntax trees, the host model) and frees little
     on the way: with the default thresholds the cyclic GC walks them again and again (a
     quarter of a cold scan). Its first generation is collected a hundred times less often
-    for the scan's duration, and no full collection runs during it (each walked every object
-    the scan held, 5 to 6 s of CPU once transformers' trees and torch's model were loaded, to
-    free little: the peak was no higher without them), then the thresholds are restored."""
+    for the scan's duration, then the thresholds are restored."""
     before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 70_000), before[1], max(before[2], 1_000))
+    gc.set_threshold(max(before[0], 70_000), *before[1:])
     try:
         yield
     finally:
