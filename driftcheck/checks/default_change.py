@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 
 from driftcheck.checks.context import CheckContext, finding, side
 from driftcheck.checks.declaration import Check, CheckId
@@ -166,7 +166,10 @@ def _fix(param: str, old: Param, new: Param, meant: str | None = None) -> Fix:
     )
 
 
+@lru_cache(maxsize=8192)
 def _literal(text: str) -> str | None:
+    """The ``repr`` of a literal's value (None: no literal); each text read once, not once
+    per call that leaves the parameter to its default."""
     try:
         return repr(ast.literal_eval(text))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

@@ -474,17 +474,24 @@ def _trees_mentioning(
     found: dict[str, list[str]] = ctx.__dict__.setdefault("_mentioning", {})
     word = re.compile(rf"\b{re.escape(name)}\b")
     if name not in found:
-        found[name] = [
-            rel
-            for rel in ctx.client_lines
-            if name in (text := _text(ctx, rel)) and word.search(text)
-        ]
+        found[name] = [rel for rel in ctx.client_lines if _holds(_text(ctx, rel), name, word)]
     out = []
     for rel in found[name]:
         tree = _tree(ctx, rel)
         if tree is not None:
             out.append((rel, tree, word))
     return out
+
+
+def _holds(text: str, name: str, word: re.Pattern[str]) -> bool:
+    """Whether ``text`` holds ``name`` as a word: ``word`` tried only where ``name`` occurs (a
+    search of the whole text tries it at every character)."""
+    at = text.find(name)
+    while at >= 0:
+        if word.match(text, at):
+            return True
+        at = text.find(name, at + 1)
+    return False
 
 
 #: How many client files' syntax trees (with their parent maps) a scan keeps: a file asked for

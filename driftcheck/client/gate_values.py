@@ -9,7 +9,7 @@ import ast
 from dataclasses import dataclass, field
 
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
-from driftcheck.client.names import FUNCTIONS
+from driftcheck.client.names import FUNCTIONS, walk_statements
 
 _VERSION_CTORS = {
     "packaging.version.Version",
@@ -204,7 +204,7 @@ class HostValues:
         got = cache.get(id(holder))
         if got is None or got[0] is not holder:
             arms = []
-            for node in ast.walk(holder):
+            for node in walk_statements(holder):  # an ``if`` is a statement
                 if isinstance(node, ast.If):
                     body = {id(s.value) for s in node.body if isinstance(s, ast.Assign)}
                     orelse = {id(s.value) for s in node.orelse if isinstance(s, ast.Assign)}

@@ -16,6 +16,7 @@ from driftcheck.client.index import (
     first_param,
 )
 from driftcheck.client.injected import client_mro, injected_names
+from driftcheck.client.names import walk_statements
 from driftcheck.client.use import Use
 from driftcheck.gates import Gate, all_of
 
@@ -160,13 +161,17 @@ class MemberUses:
 
 def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
     """Whether the client's class, a client base of it, or the client's own class machinery
-    (:mod:`driftcheck.client.injected`) gives it the member."""
-    if member in injected_names(index, info):
-        return True
-    return any(
-        member in cur.methods or member in cur.attrs or assigns_class_attr(cur.node, member)
-        for cur in client_mro(index, info)
-    )
+    (:mod:`driftcheck.client.injected`) gives it the member (read once per class and member:
+    every read of the member off an instance asks; the index is complete by then)."""
+    memo: dict[tuple[str, str], bool] = index.__dict__.setdefault("_client_defines", {})
+    key = (info.qualname, member)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = member in injected_names(index, info) or any(
+            member in cur.methods or member in cur.attrs or assigns_class_attr(cur.node, member)
+            for cur in client_mro(index, info)
+        )
+    return got
 
 
 def _setting(test: ast.expr) -> str:
@@ -237,7 +242,7 @@ def _blocks(tree: ast.AST) -> list[tuple[ast.AST, list[ast.stmt]]]:
     """Every statement list of a tree (bodies, ``else`` and ``finally`` arms, handlers), with
     the node that holds it."""
     out: list[tuple[ast.AST, list[ast.stmt]]] = []
-    for node in ast.walk(tree):
+    for node in walk_statements(tree):  # no expression holds a statement list
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):

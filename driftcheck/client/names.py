@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections import deque
 from collections.abc import Iterator
 from typing import cast
 
@@ -113,45 +114,56 @@ class Source:
         return self.after(node, _FROM)
 
 
-def children(node: ast.AST) -> Iterator[ast.AST]:
+def children(node: ast.AST) -> list[ast.AST]:
     """Child nodes in source order (decorators before the body; call arguments and dict
     entries as written)."""
-    if isinstance(node, FUNCTIONS):
-        yield from node.decorator_list
-        yield node.args
-        if node.returns is not None:
-            yield node.returns
-        yield from node.body
-        return
-    if isinstance(node, ast.ClassDef):
-        yield from node.decorator_list
-        yield from node.bases
-        yield from node.keywords
-        yield from node.body
-        return
-    if isinstance(node, ast.Call):
-        yield node.func
-        if node.keywords and node.args:
-            yield from sorted([*node.args, *node.keywords], key=place)
-        else:
-            yield from node.args
-            yield from node.keywords
-        return
-    if isinstance(node, ast.Dict):
-        for key, value in zip(node.keys, node.values, strict=True):
+    kind = type(node)
+    if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+        func = cast(ast.FunctionDef, node)
+        out: list[ast.AST] = [*func.decorator_list, func.args]
+        if func.returns is not None:
+            out.append(func.returns)
+        out += func.body
+        return out
+    if kind is ast.ClassDef:
+        cls = cast(ast.ClassDef, node)
+        return [*cls.decorator_list, *cls.bases, *cls.keywords, *cls.body]
+    if kind is ast.Call:
+        call = cast(ast.Call, node)
+        if call.keywords and call.args:
+            return [call.func, *sorted([*call.args, *call.keywords], key=place)]
+        return [call.func, *call.args, *call.keywords]
+    if kind is ast.Dict:
+        entries = cast(ast.Dict, node)
+        out = []
+        for key, value in zip(entries.keys, entries.values, strict=True):
             if key is not None:
-                yield key
-            yield value
-        return
-    for name in node._fields:
+                out.append(key)
+            out.append(value)
+        return out
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NO_NODES)
+    out = []
+    for name in fields:
         field = getattr(node, name, None)
         if isinstance(field, ast.AST):
             if not isinstance(field, _SHARED):
-                yield field
+                out.append(field)
         elif isinstance(field, list):
             for item in field:
                 if isinstance(item, ast.AST) and not isinstance(item, _SHARED):
-                    yield item
+                    out.append(item)
+    return out
+
+
+#: Fields that never hold a node to walk: names, numbers, strings, and the shared context and
+#: operator nodes (skipping them saves a look at each on every node).
+_NO_NODES = frozenset(
+    "ctx op ops id attr arg name kind type_comment level module conversion is_async simple".split()
+)
+#: Node class -> the fields :func:`children` looks at (``_fields`` less :data:`_NO_NODES`).
+_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.MatchSingleton: ()}
 
 
 def place(node: ast.AST) -> tuple[int, int]:
@@ -186,6 +198,25 @@ class Walker:
                 self._walk(child)
         if leave is not None:
             leave(node)
+
+
+def walk_statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """``tree`` and every statement, ``except`` handler and match case below it, in
+    :func:`ast.walk`'s (breadth-first) order; no expression holds any of them, so none is
+    walked."""
+    todo: deque[ast.AST] = deque([tree])
+    while todo:
+        node = todo.popleft()
+        yield node
+        for name in node._fields:
+            if name in _HOLDING:
+                held = getattr(node, name, None)
+                if isinstance(held, list):
+                    todo.extend(held)
+
+
+#: The fields that hold statements, handlers or match cases (in any node).
+_HOLDING = frozenset(("body", "handlers", "orelse", "finalbody", "cases"))
 
 
 def statements(body: list[ast.stmt], depth: int = 0) -> Iterator[tuple[ast.stmt, int]]:

@@ -54,6 +54,7 @@ class TypeInferrer:
         self.host = host
         self._busy: set[int] = set()
         self._memo: dict[tuple[int, int], TypeRef | None] = {}
+        self._implying = 0  # how many :meth:`implied_bases` are being worked out
         #: What binding rules say about this host (mix-ins, runtime attribute types).
         self.bindings = bindings or Bindings()
         #: Host attribute path -> runtime class, from binding rules.
@@ -124,12 +125,20 @@ class TypeInferrer:
         """Host classes a client class derives from, directly or through client classes (and
         for a mix-in, the host classes of every class it is mixed into: :meth:`implied_bases`;
         ``overriding``: only those whose members the mix-in's own come before; ``mixed=False``:
-        its own bases only, those whose class machinery builds it)."""
-        return [
-            name
-            for name, info in self._bases(client_class, mixed=mixed, ordered=overriding)
-            if info is None and self.host.owns(name)
-        ]
+        its own bases only, those whose class machinery builds it). Read once per class (every
+        member read off an instance asks); a new list each time."""
+        memo: dict[tuple[str, bool, bool], list[str]] = self.__dict__.setdefault("_hosts", {})
+        key = (client_class, overriding, mixed)
+        got = memo.get(key)
+        if got is None:
+            got = [
+                name
+                for name, info in self._bases(client_class, mixed=mixed, ordered=overriding)
+                if info is None and self.host.owns(name)
+            ]
+            if not self._implying:  # not kept while a mix-in's bases are worked out (a cycle
+                memo[key] = got  # reads a provisional [] for the class it started from)
+        return list(got)
 
     def annotated_in_bases(self, client_class: str) -> set[str]:
         """Names the client class annotates in its body, and those a client base of it
@@ -162,6 +171,15 @@ class TypeInferrer:
         if key in memo:
             return memo[key]
         memo[key] = []  # a class that reaches itself again stops here
+        self._implying += 1
+        try:
+            return self._implied_of(client_class, ordered, memo, key)
+        finally:
+            self._implying -= 1
+
+    def _implied_of(
+        self, client_class: str, ordered: bool, memo: dict, key: tuple[str, bool]
+    ) -> list[str]:
         subs = self._subclasses().get(client_class, [])
         info = self.index.classes.get(client_class)
         if not subs or info is None or info.extra_bases or self._own_host_bases(info):

@@ -81,6 +81,8 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         width: int = 0,
         **kw: Any,
     ) -> Use:
+        if callable(kw.get("shape")):  # a call's shape, read once the call is a use
+            kw["shape"] = kw["shape"]()
         if kw.get("receiver") is not None and "guards" not in kw:
             kw["guards"] = guards_of(node, self.parents)
         fallback = self.fallback_line(node, symbol) if kind == "call" and self.no_fallback else 0
@@ -406,22 +408,13 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
         if self._explicit_self(node):
             positional = positional[1:]  # ``Base.method(self, ...)``: self fills the host's self
-        named = [k for k in node.keywords if k.arg is not None]
-        spread, complete = self.spread(node) if len(named) < len(node.keywords) else ((), False)
-        end_line, end = self.source.end(node)
-        shape = CallShape(
-            positional=len(positional),
-            keywords=tuple(k.arg for k in named if k.arg is not None),  # all named
-            star=any(isinstance(a, ast.Starred) for a in node.args),
-            double_star=len(named) < len(node.keywords),
-            positional_spans=tuple(self.source.span(a) for a in positional),
-            keyword_spans=tuple(self.source.span(k) for k in named),
-            close_span=(end_line, end, end_line, end + 1),
-            spread=spread,
-            spread_complete=complete,
-            keyword_literals=tuple(literal(k.value) for k in named),
-            positional_literals=tuple(self._literal(a) for a in positional),
-        )
+        made: list[CallShape] = []
+
+        def shape() -> CallShape:  # read only for a call that is a use (most are not)
+            if not made:
+                made.append(self._shape(node, positional))
+            return made[0]
+
         if self._setattr(node):
             return
         result = result_usage(node, self.parents)
@@ -437,7 +430,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                     "call",
                     node,
                     name,
-                    shape=shape,
+                    shape=shape(),
                     result=result,
                     result_indexed=indexed,
                     reads=reads(node.func),
@@ -449,7 +442,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         if isinstance(node.func, ast.Attribute):
             use = self._member_use(
                 "call", node.func, node, shape=shape, result=result, result_indexed=indexed
-            )
+            )  # the shape read when the member is the host's
             if use is not None:
                 self._string_args(node, use.symbol)
                 return
@@ -461,12 +454,32 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
                         "call",
                         node,
                         host_init,
-                        shape=shape,
+                        shape=shape(),
                         result=result,
                         result_indexed=indexed,
                         via=f"{name.rsplit('.', 1)[-1]} inherits its __init__",
                     )
                 return
+
+    def _shape(self, node: ast.Call, positional: list[ast.expr]) -> CallShape:
+        """The argument shape of a call whose positional arguments (those the host's
+        parameters take) are ``positional``."""
+        named = [k for k in node.keywords if k.arg is not None]
+        spread, complete = self.spread(node) if len(named) < len(node.keywords) else ((), False)
+        end_line, end = self.source.end(node)
+        return CallShape(
+            positional=len(positional),
+            keywords=tuple(k.arg for k in named if k.arg is not None),  # all named
+            star=any(isinstance(a, ast.Starred) for a in node.args),
+            double_star=len(named) < len(node.keywords),
+            positional_spans=tuple(self.source.span(a) for a in positional),
+            keyword_spans=tuple(self.source.span(k) for k in named),
+            close_span=(end_line, end, end_line, end + 1),
+            spread=spread,
+            spread_complete=complete,
+            keyword_literals=tuple(literal(k.value) for k in named),
+            positional_literals=tuple(self._literal(a) for a in positional),
+        )
 
     def _setattr(self, node: ast.Call) -> bool:
         """``setattr(host_module, "X", value)`` (the builtin): a store to ``host_module.X``."""
