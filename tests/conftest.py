@@ -236,6 +236,21 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def release_tree(root: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """Release ``version`` of host package ``name`` (its files relative to the package, and the
+    metadata that names the release) written under ``root/version``."""
+    dist = f"{name}-{version}.dist-info"
+    return write_tree(
+        root / version,
+        {f"{name}/__init__.py": ""}
+        | {f"{name}/{rel}": text for rel, text in files.items()}
+        | {
+            f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+            f"{dist}/top_level.txt": f"{name}\n",
+        },
+    )
+
+
 def host_api_of(root: Path, files: dict[str, str], name: str = "pkg", version: str = "1.0"):
     """A host release read from ``files`` (relative path -> text) written under ``root``."""
     from driftcheck.host.api import HostAPI

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import write_tree
+from conftest import release_tree, write_tree
 
 from driftcheck.checks.replacement import _copy_maps
 from driftcheck.pipeline import scan
@@ -18,24 +18,12 @@ class Meta(type):
 MODEL = "\n\nclass Model(metaclass=Meta):\n    pass\n"
 
 
-def _release(root: Path, version: str, files: dict[str, str]) -> Path:
-    dist = f"copyhost-{version}.dist-info"
-    return write_tree(
-        root / version,
-        {"copyhost/__init__.py": ""}
-        | {f"copyhost/{rel}": text for rel, text in files.items()}
-        | {
-            f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: copyhost\nVersion: {version}\n",
-            f"{dist}/top_level.txt": "copyhost\n",
-        },
-    )
-
-
 def _moved_fix(tmp_path: Path, other_file: str) -> str:
     """The fix of ``a.py``'s import of the moved metaclass, with ``b.py`` as given."""
-    base = _release(tmp_path, "1.0", {"main.py": META + MODEL})
-    target = _release(
+    base = release_tree(tmp_path, "copyhost", "1.0", {"main.py": META + MODEL})
+    target = release_tree(
         tmp_path,
+        "copyhost",
         "2.0",
         {"main.py": "class Model:\n    pass\n", "v1/__init__.py": "", "v1/main.py": META + MODEL},
     )
