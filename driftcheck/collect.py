@@ -7,6 +7,7 @@ the uses cache."""
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import re
 
@@ -53,6 +54,11 @@ def collect_uses(
     client.mixed, client.own_names = client.mixed_methods(), client.names()
     client.index = None  # the syntax trees are not needed past this point: free them
     client.modules.clear()
+    # They are held in reference cycles (the index's records and the walkers' maps): only the
+    # cyclic GC frees them, and with the scan's thresholds (pipeline.fewer_gc_passes) no full
+    # collection came before the checks, whose memory was then added on top of theirs (1.6 GB
+    # for transformers). Collected now, the pickling and the checks reuse it.
+    gc.collect()
     save_uses(key, uses, client.skipped[loaded:], client.mixed, client.own_names)
     return uses
 
