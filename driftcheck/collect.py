@@ -7,6 +7,7 @@ the uses cache."""
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import re
 
@@ -14,7 +15,7 @@ from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import assignment_gates
 from driftcheck.client.http.prefilter import any_may_talk, promote_http_files
-from driftcheck.client.index import ClientIndex, parse_module
+from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
 from driftcheck.client.package import Client, parse_client
 from driftcheck.client.reach import dead_modules, function_gates, module_gates, unread_sites
 from driftcheck.client.types import TypeInferrer
@@ -48,31 +49,58 @@ def collect_uses(
         uses, skipped, client.mixed, client.own_names = cached
         client.skipped.extend(skipped)
         return uses
-    parse_client(client)
-    uses = _collect_uses(client, types_api, roots, rules, served)
+    index = _parsed_and_indexed(client)
+    uses = _collect_uses(client, index, types_api, roots, rules, served)
     client.mixed, client.own_names = client.mixed_methods(), client.names()
     client.index = None  # the syntax trees are not needed past this point: free them
     client.modules.clear()
+    # They are held in reference cycles (the index's records and the walkers' maps): only the
+    # cyclic GC frees them, and with the scan's thresholds (pipeline.fewer_gc_passes) no full
+    # collection came before the checks, whose memory was then added on top of theirs (1.6 GB
+    # for transformers). Collected now, the pickling and the checks reuse it.
+    gc.collect()
     save_uses(key, uses, client.skipped[loaded:], client.mixed, client.own_names)
     return uses
 
 
+def _parsed_and_indexed(client: Client) -> ClientIndex:
+    """The client's files parsed and indexed repo-wide.
+
+    Each module is indexed as soon as it is parsed: the index's walk shares the line numbers
+    of its nodes, and the parser's own numbers it frees are reused by the next file's tree
+    instead of being freed only once every tree is built (136 MB of transformers' peak). Where
+    two files give one module name, the later one replaces the first before any is indexed."""
+    index = ClientIndex()
+    client.index = index
+    deep: list[tuple[str, str]] = []
+
+    def add(info: ModuleInfo) -> None:
+        try:
+            index.add_module(info)
+        except RecursionError:
+            deep.append((info.file, "too deeply nested to analyse"))
+            del client.modules[info.name]
+
+    names = [client.tree.module_name(rel) for rel in client.texts]
+    if len(set(names)) == len(names):
+        parse_client(client, then=add)
+    else:
+        parse_client(client)
+        for info in list(client.modules.values()):
+            add(info)
+    client.skipped.extend(deep)  # after the files that do not parse, as when indexed after
+    return index
+
+
 def _collect_uses(
     client: Client,
+    index: ClientIndex,
     types_api: HostAPI,
     roots: set[str],
     rules: RuleSet,
     served: ServedModel | None,
 ) -> list[Use]:
-    """Index the client repo-wide, then collect every use of the host, file by file."""
-    index = ClientIndex()
-    client.index = index
-    for name, info in list(client.modules.items()):
-        try:
-            index.add_module(info)
-        except RecursionError:
-            client.skipped.append((info.file, "too deeply nested to analyse"))
-            del client.modules[name]
+    """Collect every use of the host, file by file, with the client indexed repo-wide."""
     bindings = rules.bindings(types_api.name)
     if served is not None:
         bindings.attributes.update(served.attributes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+from dataclasses import fields
 from importlib import metadata
 
 from driftcheck.cache import cache_root, code_digest, code_suffix
@@ -50,7 +51,7 @@ def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
     try:
         with open(_path(key), "rb") as f:
             data = pickle.load(f)
-        return data["uses"], data["skipped"], data["mixed"], data["names"]
+        return _from_columns(data["uses"]), data["skipped"], data["mixed"], data["names"]
     except (
         OSError,
         EOFError,
@@ -63,6 +64,36 @@ def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
         return None
 
 
+#: The fields of a :class:`Use`, in the order its constructor takes them.
+_FIELDS = tuple(f.name for f in fields(Use))
+
+
+def _columns(uses: list[Use]) -> dict:
+    """The uses as one list per field (plain ``Use`` records) and the others as they are.
+
+    Pickled one by one, each slotted record's state is a dict of its 27 fields that the
+    pickler's memo keeps until the end of the dump, and the unpickler's until the end of the
+    load: 200 MB for transformers' 167,000 uses, at the scan's peak. Columns hold no
+    per-record container."""
+    plain = [u for u in uses if type(u) is Use]
+    others = [(i, u) for i, u in enumerate(uses) if type(u) is not Use]
+    return {
+        "fields": _FIELDS,
+        "columns": [[getattr(u, name) for u in plain] for name in _FIELDS],
+        "others": others,
+    }
+
+
+def _from_columns(data: dict) -> list[Use]:
+    """The uses :func:`_columns` stored, in their order."""
+    if data["fields"] != _FIELDS:
+        raise ValueError("the uses were stored with other fields")
+    uses = [Use(*values) for values in zip(*data["columns"], strict=True)]
+    for i, use in data["others"]:
+        uses.insert(i, use)
+    return uses
+
+
 def save_uses(key: str, uses: list[Use], skipped: list, mixed: dict, names: set) -> None:
     """Store an analysis (atomically); failures are ignored (a cache is an optimisation)."""
     path = _path(key)
@@ -70,7 +101,7 @@ def save_uses(key: str, uses: list[Use], skipped: list, mixed: dict, names: set)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.part"
         data = {
-            "uses": list(uses),
+            "uses": _columns(uses),
             "skipped": list(skipped),
             "mixed": mixed,
             "names": names,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from codecs import BOM_UTF8
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from driftcheck.client import notebooks
@@ -131,8 +132,9 @@ def load_client(
     return client
 
 
-def parse_client(client: Client) -> None:
-    """Parse the client's files that name the host (syntax errors become skipped entries)."""
+def parse_client(client: Client, then: Callable[[ModuleInfo], None] | None = None) -> None:
+    """Parse the client's files that name the host (syntax errors become skipped entries),
+    handing each parsed module to ``then`` before the next file is parsed."""
     for rel, code in list(client.texts.items()):
         try:
             info = parse_module(client.tree.module_name(rel), rel, code)
@@ -149,6 +151,8 @@ def parse_client(client: Client) -> None:
             del client.texts[rel]
             continue
         client.modules[info.name] = info
+        if then is not None:
+            then(info)
 
 
 def _mentions(code: str, roots: set[str]) -> bool:
