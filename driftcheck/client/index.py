@@ -91,6 +91,8 @@ class ClientIndex:
 
 
 class _Indexer(Walker):
+    records_parents = False  # read by no visit: a map of every node for nothing
+
     def __init__(self, index: ClientIndex, module: ModuleInfo) -> None:
         super().__init__()
         self.index = index

@@ -97,8 +97,11 @@ class MemberUses:
         ``cls`` that sets ``member`` into an attribute named ``holder`` ("" when it does not),
         unconditionally or under a setting the read is under too (``if cfg.mine.enabled:``
         at both): the object read from that attribute is then the client's, with the member."""
+        stores = own_stores(self.index).get(holder)
+        if not stores:
+            return ""
         settings = _settings(at, self.parents)
-        for qualname, file, line, setting in own_stores(self.index).get(holder, []):
+        for qualname, file, line, setting in stores:
             if setting and setting not in settings:
                 continue
             info = self.index.classes.get(qualname)
@@ -218,9 +221,7 @@ def own_stores(index: ClientIndex) -> OwnStores:
         functions.setdefault(id(info.module), []).append(info)
     for module in index.modules.values():
         for owner, block in _blocks(module.tree):
-            setting = (
-                _setting(owner.test) if isinstance(owner, ast.If) and block is owner.body else ""
-            )
+            setting: str | None = None  # read once a store is found under it
             for i, node in enumerate(block):
                 if not isinstance(node, ast.Assign):
                     continue
@@ -228,10 +229,21 @@ def own_stores(index: ClientIndex) -> OwnStores:
                 if not targets:
                     continue
                 value = _latest(block[:i], node.value)
-                func = _enclosing(functions.get(id(module), []), node)
-                made = _instance_of(index, module, func, value)
+                if isinstance(value, ast.Call):  # a call is read without its function's locals
+                    made = _instance_of(index, module, None, value)
+                elif isinstance(value, ast.Name):
+                    func = _enclosing(functions.get(id(module), []), node)
+                    made = _instance_of(index, module, func, value)
+                else:
+                    continue
                 if made is None:
                     continue
+                if setting is None:
+                    setting = (
+                        _setting(owner.test)
+                        if isinstance(owner, ast.If) and block is owner.body
+                        else ""
+                    )
                 for t in targets:
                     out.setdefault(t.attr, []).append((made, module.file, node.lineno, setting))
     index.__dict__["_own_stores"] = out

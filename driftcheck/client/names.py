@@ -194,7 +194,14 @@ def place(node: ast.AST) -> tuple[int, int]:
 
 class Walker:
     """A source-ordered walk calling ``visit_<Class>(node)`` before a node's children (return
-    False to skip them) and ``leave_<Class>(node)`` after, with each node's parent recorded."""
+    False to skip them) and ``leave_<Class>(node)`` after, with each node's parent recorded
+    (unless the class sets ``records_parents`` to False).
+
+    The hooks are cached as the class's functions, not as bound methods: a bound method held
+    by its own instance is a reference cycle, which kept each finished walker (and its map of
+    parents, one entry per node) alive until the cyclic GC ran."""
+
+    records_parents = True
 
     def __init__(self) -> None:
         self.parents: dict[ast.AST, ast.AST] = {}
@@ -208,17 +215,21 @@ class Walker:
         kind = type(node)
         hooks = self._visit.get(kind)
         if hooks is None:
-            name = kind.__name__
-            hooks = (getattr(self, f"visit_{name}", None), getattr(self, f"leave_{name}", None))
+            name, cls = kind.__name__, type(self)
+            hooks = (getattr(cls, f"visit_{name}", None), getattr(cls, f"leave_{name}", None))
             self._visit[kind] = hooks
         visit, leave = hooks
-        if visit is None or visit(node) is not False:
-            parents = self.parents
-            for child in children(node):
-                parents[child] = node
-                self._walk(child)
+        if visit is None or visit(self, node) is not False:
+            if self.records_parents:
+                parents = self.parents
+                for child in children(node):
+                    parents[child] = node
+                    self._walk(child)
+            else:
+                for child in children(node):
+                    self._walk(child)
         if leave is not None:
-            leave(node)
+            leave(self, node)
 
 
 def walk_statements(tree: ast.AST) -> Iterator[ast.AST]:
