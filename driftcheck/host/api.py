@@ -148,13 +148,14 @@ class HostAPI(Signatures, ModuleNames):
         """Every Python file of the host's own packages as text (relative path -> text), read
         from the release itself (not its snapshot) by the passes over all files
         (raise-guards, definitions, the host's call sites, signature probes, the HTTP surface),
-        each text read again on each pass and none kept (:mod:`driftcheck.host.texts`); the
-        snapshot keeps only the modules a scan visited. An unreadable file is left out."""
+        each text read from the release once and spilled to a temporary file for the later
+        passes, none kept in memory (:mod:`driftcheck.host.texts`); the snapshot keeps only the
+        modules a scan visited. An unreadable file is left out."""
         cached = self.__dict__.get("_source_texts")
         if cached is None:
             tree = getattr(self.tree, "real", self.tree)
             own = [r for r in self.tree.python_files() if self.owns(self.tree.module_name(r))]
-            cached = SourceTexts(read=tree.read_text, files=own)
+            cached = SourceTexts(read=tree.read_text, files=own, spill=tree.spill_dir)
             self.__dict__["_source_texts"] = cached
         return cached
 

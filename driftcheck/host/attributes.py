@@ -143,6 +143,9 @@ def _nested_statements(func: ast.AST) -> list[ast.AST]:
     return out
 
 
+#: A function's own imports by the function, for one module's visit (emptied when it ends: the
+#: functions are nodes of griffe's parse, which nothing else keeps; held across visits, they
+#: kept up to 4,096 functions' syntax trees alive, 4 to 7 MB of trl 1.16.0's cold peak).
 _LOCAL_IMPORTS: dict[int, tuple[ast.AST, dict[str, list[str]]]] = {}
 
 
@@ -158,8 +161,6 @@ def _local_imports(func: ast.AST) -> dict[str, list[str]]:
                 found.setdefault(alias.asname or alias.name, []).append(
                     f"{node.module}.{alias.name}"
                 )
-    if len(_LOCAL_IMPORTS) > 4096:
-        _LOCAL_IMPORTS.clear()
     _LOCAL_IMPORTS[id(func)] = (func, found)
     return found
 
@@ -237,8 +238,11 @@ def add_instance_attributes(mod: griffe.Module, tree: ast.Module) -> None:
                 attr.labels.add("instance-attribute")
                 cls.set_member(name, attr)
 
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and isinstance(
-            cls := mod.members.get(node.name), griffe.Class
-        ):
-            walk_class(node, cls)
+    try:
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and isinstance(
+                cls := mod.members.get(node.name), griffe.Class
+            ):
+                walk_class(node, cls)
+    finally:
+        _LOCAL_IMPORTS.clear()

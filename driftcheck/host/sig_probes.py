@@ -5,10 +5,11 @@ asking first: ``if not supports_kw(connector_cls, "kv_cache_config"): ...`` (a h
 own that reads ``inspect.signature``), or ``"x" in inspect.signature(f).parameters`` written
 out. An override without that parameter is then called the old way, so its absence is no drift.
 
-One pass over the host's files as text, once per release (a snapshot fact): the functions whose
+Read from the host's files as text, once per release (a snapshot fact): the functions whose
 body reads a signature (``inspect.signature``, ``getfullargspec``) are the probes, and every
 string literal passed to one of them, or tested ``in`` a signature's parameters, names a probed
-parameter.
+parameter. One pass finds the probes and the tests; a second, only when there are probes, their
+calls.
 """
 
 from __future__ import annotations
@@ -29,33 +30,39 @@ def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
 
     def compute() -> dict[str, list]:
         texts = api.source_texts()
-        reading: set[str] = set()  # files that read a signature (plain substring tests: fast)
+        # First pass: the probes, and the parameters tested ``in`` a signature (found where the
+        # file reads one: plain substring tests, fast).
         probes: set[str] = set()
+        tested: dict[str, list[tuple[str, int]]] = {}
         for rel, text in texts.items():
             if "signature(" in text or "getargspec(" in text:
-                reading.add(rel)
                 probes.update(_probe_functions(text))
-        calls = (
-            re.compile(
+                if ".parameters" in text:
+                    tested[rel] = _matches(_IN_SIGNATURE, text)
+        # Second pass, only when the host has probes: the string literals passed to them (the
+        # texts read back from the first pass's spill, not the release).
+        called: dict[str, list[tuple[str, int]]] = {}
+        if probes:
+            calls = re.compile(
                 r"\b(?:" + "|".join(re.escape(p) for p in sorted(probes)) + r")\("
                 r"\s*[^(),]+(?:\([^()]*\))?\s*,\s*[\"'](\w+)[\"']"
             )
-            if probes
-            else None
-        )
+            for rel, text in texts.items():
+                if any(f"{p}(" in text for p in probes):
+                    called[rel] = _matches(calls, text)
         out: dict[str, list] = {}
-        for rel, text in texts.items():
-            patterns = [_IN_SIGNATURE] if rel in reading and ".parameters" in text else []
-            if calls is not None and any(f"{p}(" in text for p in probes):
-                patterns.append(calls)
-            for pattern in patterns:
-                for m in pattern.finditer(text):
-                    line = text.count("\n", 0, m.start()) + 1
-                    out.setdefault(m.group(1), [rel, line])
+        for rel in texts:  # in path order (not read again)
+            for name, line in (*tested.get(rel, ()), *called.get(rel, ())):
+                out.setdefault(name, [rel, line])
         return out
 
     raw = api.fact(f"probed-parameters:{FORMAT}", compute)
     return {k: (v[0], int(v[1])) for k, v in raw.items()}
+
+
+def _matches(pattern: re.Pattern[str], text: str) -> list[tuple[str, int]]:
+    """Each match's first group with its line, in the text's order."""
+    return [(m.group(1), text.count("\n", 0, m.start()) + 1) for m in pattern.finditer(text)]
 
 
 def _probe_functions(text: str) -> set[str]:

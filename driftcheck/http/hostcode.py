@@ -149,7 +149,7 @@ class HostCode:
         if not rel:
             return ""
         try:
-            return self.sources.unkept(rel)
+            return self.sources[rel]
         except KeyError:
             return ""
 

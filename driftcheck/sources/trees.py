@@ -41,6 +41,10 @@ class SourceTree:
 
     label: str = ""
     skipped: list[tuple[str, str]]
+    #: A folder where texts read from the tree may be spilled to a temporary file, for passes
+    #: that read every file again (an archive's own folder: a member costs its decompression
+    #: on each read); None where reading a file again is cheap.
+    spill_dir: Path | None = None
 
     def __init__(self) -> None:
         self.skipped = []
@@ -235,6 +239,7 @@ class ZipTree(SourceTree):
         super().__init__()
         self.path = path
         self.label = label or path.name
+        self.spill_dir = path.parent
         try:
             self._zip = zipfile.ZipFile(path)
             infos = self._zip.infolist()
