@@ -132,7 +132,8 @@ def _spanning(tree: ast.Module, lines: list[int]) -> list[ast.AST]:
                         if decorators:
                             start = min(start, *(d.lineno for d in decorators))
                         at = bisect_left(lines, start)
-                        if at == len(lines) or lines[at] > (item.end_lineno or start):
+                        end = getattr(item, "end_lineno", None) or start
+                        if at == len(lines) or lines[at] > end:
                             continue
                 append(item)
     return out
