@@ -64,9 +64,13 @@ def _none_checked(use: Use, ctx: CheckContext) -> list[Finding]:
     changed = changed_members(ctx)
     if use.member not in changed:
         return []
-    also = _searched_with(ctx)
+    also = _searched_on_target(ctx)
     after = [s for s in call_sites(ctx.target, use.member, also) if s.result == "assigned"]
-    before = [s for s in call_sites(ctx.baseline, use.member, also) if s.result == "assigned"]
+    before = [
+        s
+        for s in call_sites(ctx.baseline, use.member, _searched_with(ctx))
+        if s.result == "assigned"
+    ]
     checked = [s for s in after if s.none_checked]
     if not before or any(s.none_checked for s in before) or len(checked) < 2:
         return []
@@ -124,6 +128,33 @@ def _searched_with(ctx: CheckContext) -> list[str]:
     return cast(list[str], cached)
 
 
+def _searched_on_target(ctx: CheckContext) -> list[str]:
+    """The members whose call sites are gathered on the target: the changed ones, and those
+    whose result the client indexes where some baseline call site took element ``[0]`` (the
+    target's sites of the others are never asked for: :func:`_unwrapped` stops at the
+    baseline's). The baseline's sites of an indexed member are what its first use asks for
+    anyway."""
+    cached = ctx.__dict__.get("_searched_on_target")
+    if cached is None:
+        changed = set(changed_members(ctx))
+        indexed = {
+            u.member
+            for u in ctx.uses
+            if u.kind == "call" and u.member and u.receiver is not None and u.result_indexed
+        }
+        also = _searched_with(ctx)
+        assert ctx.baseline is not None
+        unwraps = {
+            m
+            for m in sorted(indexed - changed)
+            if any(
+                s.unwrapped for s in call_sites(ctx.baseline, m, also) if s.result != "discarded"
+            )
+        }
+        cached = ctx.__dict__["_searched_on_target"] = sorted(changed | unwraps)
+    return cast(list[str], cached)
+
+
 def _signature_changed(use: Use, ctx: CheckContext) -> bool:
     if ctx.baseline is None:
         return False
@@ -145,7 +176,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
     changed = changed_members(ctx)
     if use.member not in changed:
         return []
-    got = _host_added_keywords(ctx, use.member, _searched_with(ctx))
+    got = _host_added_keywords(ctx, use.member)
     if got is None:
         return []
     after, before, added = got
@@ -191,7 +222,7 @@ def _keywords_added(use: Use, ctx: CheckContext) -> list[Finding]:
 
 
 def _host_added_keywords(
-    ctx: CheckContext, member: str, also: list[str]
+    ctx: CheckContext, member: str
 ) -> tuple[list[CallSite], list[CallSite], set[str]] | None:
     """The host's own calls of ``.member(...)`` on the target (at least two) and at baseline
     (at least one), and the keywords every target call passes and no baseline call did; None
@@ -201,8 +232,10 @@ def _host_added_keywords(
     memo: dict[str, tuple | None] = ctx.__dict__.setdefault("_host_added_keywords", {})
     if member not in memo:
         memo[member] = None
-        after = call_sites(ctx.target, member, also=also)
-        before = call_sites(ctx.baseline, member, also=also) if len(after) >= 2 else []
+        after = call_sites(ctx.target, member, also=_searched_on_target(ctx))
+        before = (
+            call_sites(ctx.baseline, member, also=_searched_with(ctx)) if len(after) >= 2 else []
+        )
         if before:
             common = set.intersection(*(set(s.keywords) for s in after))
             memo[member] = (after, before, common - {k for s in before for k in s.keywords})
@@ -215,7 +248,11 @@ def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     before = [s for s in call_sites(ctx.baseline, use.member, also) if s.result != "discarded"]
     if not any(s.unwrapped for s in before):
         return []
-    after = [s for s in call_sites(ctx.target, use.member, also) if s.result != "discarded"]
+    after = [
+        s
+        for s in call_sites(ctx.target, use.member, _searched_on_target(ctx))
+        if s.result != "discarded"
+    ]
     keys = _keys(use, before + after)
     was = [s for s in before if keys <= set(s.keywords)]
     now = [s for s in after if keys <= set(s.keywords)]

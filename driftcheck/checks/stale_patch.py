@@ -111,7 +111,7 @@ def _unread(use: Use, ctx: CheckContext) -> list[Finding]:
     also = _patched_names(ctx)
     if not any(r.via == module for r in reads(ctx.baseline, name, also)):
         return []  # the baseline did not read it through the patched module either
-    target_reads = reads(ctx.target, name, also)
+    target_reads = reads(ctx.target, name, _read_at_baseline(ctx))
     if any(r.via == module for r in target_reads):
         return []  # some host code still looks it up where the patch puts it
     elsewhere = _reads_of(ctx.target, now, target_reads)
@@ -152,6 +152,26 @@ def _patched_names(ctx: CheckContext) -> list[str]:
                 if all(tree.module_file(module) is not None for tree in trees):
                     names.add(name)  # files only: no module is visited for this
         cached = ctx.__dict__["_patched_names"] = sorted(names)
+    return cast(list[str], cached)
+
+
+def _read_at_baseline(ctx: CheckContext) -> list[str]:
+    """The patched names the baseline reads through a module the client patches them in: the
+    only ones whose reads on the target are asked for (searched together; the others' target
+    pass parsed as many files for names no check asks about)."""
+    cached = ctx.__dict__.get("_read_at_baseline")
+    if cached is None:
+        assert ctx.baseline is not None
+        also = _patched_names(ctx)
+        names = set(also)
+        modules: dict[str, set[str]] = {}
+        for u in ctx.uses:
+            module, _, name = u.symbol.rpartition(".")
+            if u.store and module and name in names:
+                modules.setdefault(name, set()).add(module)
+        cached = ctx.__dict__["_read_at_baseline"] = sorted(
+            n for n in also if any(r.via in modules[n] for r in reads(ctx.baseline, n, also))
+        )
     return cast(list[str], cached)
 
 

@@ -197,7 +197,7 @@ def _parse_function(lines: list[str], start: int) -> ast.AST | None:
             break
     while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > indent):
         end += 1
-    src = "\n" * start + textwrap.dedent("\n".join(lines[start:end]))
+    src = "\n" * start + _dedent(lines[start:end])
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError):
@@ -205,6 +205,27 @@ def _parse_function(lines: list[str], start: int) -> ast.AST | None:
     return next(
         (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None
     )
+
+
+def _dedent(lines: list[str]) -> str:
+    """:func:`textwrap.dedent` of the lines of a function whose first line is its ``def``: where
+    every line but the blank ones (spaces and tabs only, left empty as ``dedent`` leaves them)
+    starts with the ``def``'s own indent, that indent is the margin and is cut off each line,
+    without ``dedent``'s regular expressions over the text."""
+    first = lines[0]
+    margin = first[: len(first) - len(first.lstrip(" \t"))]
+    if not margin:
+        return textwrap.dedent("\n".join(lines))
+    cut = len(margin)
+    out = []
+    for line in lines:
+        if not line.strip(" \t"):
+            out.append("")
+        elif line.startswith(margin):
+            out.append(line[cut:])
+        else:
+            return textwrap.dedent("\n".join(lines))
+    return "\n".join(out)
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -242,16 +263,58 @@ def _own_tree(func: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
     return out, parents
 
 
+_NESTED_TYPES = frozenset(_NESTED)
+
+
+def _own_reads(
+    func: ast.AST,
+) -> tuple[list[ast.Call], list[ast.Subscript], list[ast.Compare], dict[ast.AST, ast.AST]]:
+    """What :class:`_Function` reads of :func:`_own_tree`, in its order and in one walk: the
+    method calls, subscripts and comparisons among the function's own nodes, and the parent of
+    each call and ``await`` (the only parents :func:`_result` asks for); a parent kept for
+    every node cost the host's call sites a dict entry for each of millions of nodes."""
+    calls: list[ast.Call] = []
+    subscripts: list[ast.Subscript] = []
+    compares: list[ast.Compare] = []
+    parents: dict[ast.AST, ast.AST] = {}
+    call, await_, subscript, compare = ast.Call, ast.Await, ast.Subscript, ast.Compare
+    nested = _NESTED_TYPES
+    todo: list[ast.AST] = [func]  # a stack: the next node last
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if node is not func:
+            if kind in nested:
+                continue
+            if kind is call:
+                if type(node.func) is ast.Attribute:  # type: ignore[attr-defined]
+                    calls.append(node)  # type: ignore[arg-type]
+            elif kind is subscript:
+                subscripts.append(node)  # type: ignore[arg-type]
+            elif kind is compare:
+                compares.append(node)  # type: ignore[arg-type]
+        kids: list[ast.AST] = []
+        for name in node._fields:
+            field = getattr(node, name, None)
+            if isinstance(field, ast.AST):
+                kids.append(field)
+            elif isinstance(field, list):
+                kids += [item for item in field if isinstance(item, ast.AST)]
+        for child in kids:
+            if type(child) is call or type(child) is await_:
+                parents[child] = node
+        kids.reverse()
+        todo += kids
+    return calls, subscripts, compares, parents
+
+
 class _Function:
     """One parsed host function, read once for the calls of every member it makes: its own
-    nodes, their parents, its method calls and the sources of their receivers and arguments."""
+    method calls (and their parents), subscripts and comparisons, and the sources of the calls'
+    receivers and arguments."""
 
     def __init__(self, func: ast.AST) -> None:
-        nodes, self.parents = _own_tree(func)
-        self.nodes = nodes
-        self.calls = [
-            n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-        ]
+        self.calls, self.subscripts, self.compares, self.parents = _own_reads(func)
         self._receivers: dict[int, str] = {}
         self._args: dict[int, tuple[str, ...]] = {}
         self._zero: set[str] | None = None
@@ -276,9 +339,8 @@ class _Function:
         if self._zero is None:
             self._zero = {
                 n.value.id
-                for n in self.nodes
-                if isinstance(n, ast.Subscript)
-                and isinstance(n.value, ast.Name)
+                for n in self.subscripts
+                if isinstance(n.value, ast.Name)
                 and isinstance(n.slice, ast.Constant)
                 and n.slice.value == 0
             }
@@ -288,10 +350,9 @@ class _Function:
         """Each name the function compares with None (``is``/``is not``): its last such line."""
         if self._none_tested is None:
             self._none_tested = {}
-            for n in self.nodes:
+            for n in self.compares:
                 if (
-                    isinstance(n, ast.Compare)
-                    and isinstance(n.left, ast.Name)
+                    isinstance(n.left, ast.Name)
                     and any(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops)
                     and any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
                 ):

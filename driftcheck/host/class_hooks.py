@@ -14,10 +14,12 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Literal
 
 from driftcheck.host.api import HostAPI
+from driftcheck.host.walk import walk
 
 #: What a host does with a name it reads: reads it (a hook it calls, an attribute it uses),
 #: warns about it, or rejects it (raises).
@@ -212,10 +214,37 @@ def _first_verdict(body: list[ast.stmt]) -> tuple[Treatment, str, int, bool] | N
     return None
 
 
+def _key_lines(tree: ast.Module, constants: dict[str, str]) -> list[int]:
+    """The lines of every node that :func:`_name_of` reads a hook name from (a hook's literal,
+    a constant holding one), sorted: an expression none of them falls in looks none up."""
+    return sorted(
+        {
+            node.lineno
+            for node in walk(tree)
+            if (
+                type(node) is ast.Constant
+                and isinstance(node.value, str)
+                and is_host_hook(node.value)
+            )
+            or (type(node) is ast.Name and node.id in constants)
+        }
+    )
+
+
 def _treats(tree: ast.Module, file: str, constants: dict[str, str]) -> list[Treat]:
     """What the module's statements do with each hook name they look up."""
     out: list[Treat] = []
     seen: set[tuple[str, int]] = set()
+    keys = _key_lines(tree, constants)
+
+    def lookups(node: ast.AST) -> set[str]:
+        """:func:`_lookups` of a statement or expression, walked only where some line it spans
+        holds a hook's name (most of a module's statements hold none)."""
+        at = bisect_left(keys, node.lineno)  # type: ignore[attr-defined]
+        end = node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        if at == len(keys) or keys[at] > end:
+            return set()
+        return _lookups(node, constants)
 
     def block(body: list[ast.stmt], bound: dict[str, str], under: frozenset[str]) -> None:
         bound = dict(bound)
@@ -224,11 +253,13 @@ def _treats(tree: ast.Module, file: str, constants: dict[str, str]) -> list[Trea
                 block(stmt.body, {}, frozenset())
                 continue
             if isinstance(stmt, ast.If | ast.While):
-                names = _lookups(stmt.test, constants) | {
-                    bound[n.id]
-                    for n in ast.walk(stmt.test)
-                    if isinstance(n, ast.Name) and n.id in bound
-                }
+                names = lookups(stmt.test)
+                if bound:
+                    names |= {
+                        bound[n.id]
+                        for n in ast.walk(stmt.test)
+                        if isinstance(n, ast.Name) and n.id in bound
+                    }
                 for name in sorted(names):
                     if (v := _first_verdict(stmt.body)) is not None:
                         add(name, v, under)
@@ -238,7 +269,7 @@ def _treats(tree: ast.Module, file: str, constants: dict[str, str]) -> list[Trea
                 block(stmt.orelse, bound, under | names)
                 continue
             if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
-                names = _lookups(stmt.value, constants)
+                names = lookups(stmt.value)
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for name in sorted(names):
                     for t in targets:
@@ -249,7 +280,7 @@ def _treats(tree: ast.Module, file: str, constants: dict[str, str]) -> list[Trea
                     else:
                         add(name, ("reads", ast.unparse(stmt.value), stmt.lineno, False), under)
                 continue
-            for name in sorted(_lookups(stmt, constants)):
+            for name in sorted(lookups(stmt)):
                 add(name, ("reads", ast.unparse(stmt)[:120], stmt.lineno, False), under)
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(stmt, field, None)

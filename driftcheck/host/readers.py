@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 
 from driftcheck.host.api import HostAPI
 from driftcheck.host.values import absolute, dotted
-from driftcheck.host.walk import walk
 
 FORMAT = 1
 
@@ -82,19 +82,73 @@ def _mine(api: HostAPI, names: list[str]) -> dict[str, list[Read]]:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        for n, found in _in_file(api, tree, rel, hits).items():
+        for n, found in _in_file(api, tree, rel, hits, text).items():
             out[n].extend(found)
     return out
 
 
-def _in_file(api: HostAPI, tree: ast.Module, rel: str, names: set[str]) -> dict[str, list[Read]]:
+#: The statements and the nodes between statements: every import is among them.
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(tree: ast.Module) -> list[ast.AST]:
+    """The module's statements (and except handlers, match cases), in :func:`ast.walk`'s order
+    among themselves: a statement is never inside an expression, so the walk of these alone
+    meets them in the order the walk of every node does."""
+    out: list[ast.AST] = [tree]
+    append = out.append
+    for cur in out:
+        for name in cur._fields:
+            field = getattr(cur, name, None)
+            if isinstance(field, list):
+                for item in field:
+                    if isinstance(item, _BLOCKS):
+                        append(item)
+    return out
+
+
+def _spanning(tree: ast.Module, lines: list[int]) -> list[ast.AST]:
+    """The nodes of :func:`ast.walk`, in its order, left out those whose lines hold none of
+    ``lines`` (sorted): a node lies within its parent's lines, but for a decorated definition's
+    decorators (above its ``def``) and the parts of an f-string (whose positions older Pythons
+    did not keep), which are walked whole."""
+    out: list[ast.AST] = [tree]
+    whole: set[int] = set()  # ids of the nodes walked without looking at their lines
+    append = out.append
+    for cur in out:
+        free = id(cur) in whole or type(cur) is ast.JoinedStr
+        for name in cur._fields:
+            field = getattr(cur, name, None)
+            items = field if isinstance(field, list) else (field,)
+            for item in items:
+                if not isinstance(item, ast.AST):
+                    continue
+                if free:
+                    whole.add(id(item))
+                else:
+                    start = getattr(item, "lineno", None)
+                    if start is not None:
+                        decorators = getattr(item, "decorator_list", None)
+                        if decorators:
+                            start = min(start, *(d.lineno for d in decorators))
+                        at = bisect_left(lines, start)
+                        end = getattr(item, "end_lineno", None) or start
+                        if at == len(lines) or lines[at] > end:
+                            continue
+                append(item)
+    return out
+
+
+def _in_file(
+    api: HostAPI, tree: ast.Module, rel: str, names: set[str], text: str
+) -> dict[str, list[Read]]:
     """The reads of each of ``names`` in one file; imports anywhere in it bind its names (a
-    function's own ``import`` included: a local name is read the same way)."""
+    function's own ``import`` included: a local name is read the same way). Only the nodes on
+    the lines that hold one of the names (or a local copy of one) as a word are walked."""
     module = api.tree.module_name(rel)
     copies: dict[str, dict[str, str]] = {}  # name -> local name -> module it was copied from
     bound: list[tuple[str, str, str]] = []  # (local name, module it is bound to, name imported)
-    nodes = walk(tree)  # walked once for the imports and the reads
-    for node in nodes:
+    for node in _statements(tree):
         if isinstance(node, ast.ImportFrom):
             base = absolute(module, node.module, node.level, api)
             if base is None:
@@ -125,9 +179,16 @@ def _in_file(api: HostAPI, tree: ast.Module, rel: str, names: set[str]) -> dict[
     for n, locals_ in copies.items():
         for local in locals_:
             copied.setdefault(local, []).append(n)
+    words = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in {*names, *copied}) + r")\b")
+    starts = _line_starts(text)
+    lines = sorted({bisect_right(starts, m.start()) for m in words.finditer(text)})
     out: dict[str, list[Read]] = {n: [] for n in names}
-    for node in nodes:
-        if isinstance(node, ast.Attribute) and node.attr in names:
+    for node in _spanning(tree, lines):
+        kind = type(node)
+        if kind is ast.Attribute:
+            assert isinstance(node, ast.Attribute)
+            if node.attr not in names:
+                continue
             chain = dotted(node.value)
             if not chain:
                 continue
@@ -136,7 +197,10 @@ def _in_file(api: HostAPI, tree: ast.Module, rel: str, names: set[str]) -> dict[
             if head in mods:
                 via = mods[head] + (f".{rest}" if rest else "")
                 out[node.attr].append(Read(rel, node.lineno, via, "attribute"))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        elif kind is ast.Name:
+            assert isinstance(node, ast.Name)
+            if not isinstance(node.ctx, ast.Load):
+                continue
             for n in copied.get(node.id, ()):
                 out[n].append(Read(rel, node.lineno, copies[n][node.id], "imported"))
             if node.id in names and node.id not in copies.get(node.id, {}):
@@ -144,3 +208,15 @@ def _in_file(api: HostAPI, tree: ast.Module, rel: str, names: set[str]) -> dict[
                 # counted too, which can only make a patch look read, never unread).
                 out[node.id].append(Read(rel, node.lineno, module, "global"))
     return {n: sorted(found, key=lambda r: (r.line, r.via)) for n, found in out.items() if found}
+
+
+def _line_starts(text: str) -> list[int]:
+    """Where each line of ``text`` starts (line ``n`` at index ``n - 1``), split at the line
+    ends the parser counts."""
+    starts = [0]
+    for m in _LINE_END.finditer(text):
+        starts.append(m.end())
+    return starts
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
