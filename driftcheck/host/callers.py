@@ -236,6 +236,18 @@ def _own_nodes(func: ast.AST) -> list[ast.AST]:
     return _own_tree(func)[0]
 
 
+def _kids(node: ast.AST) -> list[ast.AST]:
+    """A node's children as :func:`ast.iter_child_nodes` gives them, as a list."""
+    kids: list[ast.AST] = []
+    for name in node._fields:
+        field = getattr(node, name, None)
+        if isinstance(field, ast.AST):
+            kids.append(field)
+        elif isinstance(field, list):
+            kids += [item for item in field if isinstance(item, ast.AST)]
+    return kids
+
+
 def _own_tree(func: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
     """:func:`_own_nodes` and the parent of each child of the function and of its own nodes,
     read in one walk (each node's children as :func:`ast.iter_child_nodes` gives them, without
@@ -249,13 +261,7 @@ def _own_tree(func: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
             if isinstance(node, _NESTED):
                 continue
             out.append(node)
-        kids: list[ast.AST] = []
-        for name in node._fields:
-            field = getattr(node, name, None)
-            if isinstance(field, ast.AST):
-                kids.append(field)
-            elif isinstance(field, list):
-                kids += [item for item in field if isinstance(item, ast.AST)]
+        kids = _kids(node)
         for child in kids:
             parents[child] = node
         kids.reverse()
@@ -293,13 +299,7 @@ def _own_reads(
                 subscripts.append(node)  # type: ignore[arg-type]
             elif kind is compare:
                 compares.append(node)  # type: ignore[arg-type]
-        kids: list[ast.AST] = []
-        for name in node._fields:
-            field = getattr(node, name, None)
-            if isinstance(field, ast.AST):
-                kids.append(field)
-            elif isinstance(field, list):
-                kids += [item for item in field if isinstance(item, ast.AST)]
+        kids = _kids(node)
         for child in kids:
             if type(child) is call or type(child) is await_:
                 parents[child] = node
