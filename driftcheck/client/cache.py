@@ -51,6 +51,8 @@ def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
     try:
         with open(_path(key), "rb") as f:
             data = pickle.load(f)
+            columns = [pickle.load(f) for _ in data["uses"]["fields"]]
+        data["uses"]["columns"] = columns
         return _from_columns(data["uses"]), data["skipped"], data["mixed"], data["names"]
     except (
         OSError,
@@ -68,8 +70,9 @@ def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
 _FIELDS = tuple(f.name for f in fields(Use))
 
 
-def _columns(uses: list[Use]) -> dict:
-    """The uses as one list per field (plain ``Use`` records) and the others as they are.
+def _split(uses: list[Use]) -> tuple[list[Use], list[tuple[int, Use]]]:
+    """The plain ``Use`` records (stored as one list per field) and the others, with their
+    places.
 
     Pickled one by one, each slotted record's state is a dict of its 27 fields that the
     pickler's memo keeps until the end of the dump, and the unpickler's until the end of the
@@ -77,15 +80,11 @@ def _columns(uses: list[Use]) -> dict:
     per-record container."""
     plain = [u for u in uses if type(u) is Use]
     others = [(i, u) for i, u in enumerate(uses) if type(u) is not Use]
-    return {
-        "fields": _FIELDS,
-        "columns": [[getattr(u, name) for u in plain] for name in _FIELDS],
-        "others": others,
-    }
+    return plain, others
 
 
 def _from_columns(data: dict) -> list[Use]:
-    """The uses :func:`_columns` stored, in their order."""
+    """The uses :func:`save_uses` stored, in their order."""
     if data["fields"] != _FIELDS:
         raise ValueError("the uses were stored with other fields")
     uses = [Use(*values) for values in zip(*data["columns"], strict=True)]
@@ -100,14 +99,20 @@ def save_uses(key: str, uses: list[Use], skipped: list, mixed: dict, names: set)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.part"
+        plain, others = _split(uses)
         data = {
-            "uses": _columns(uses),
+            "uses": {"fields": _FIELDS, "others": others},
             "skipped": list(skipped),
             "mixed": mixed,
             "names": names,
         }
         with open(tmp, "wb") as f:
             pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+            # One pickle per column, each built and written alone: one pickle of every column
+            # held them all at once, with the pickler's memo of every object they hold (70 MB
+            # of transformers' peak, which comes while its uses are stored).
+            for name in _FIELDS:
+                pickle.dump([getattr(u, name) for u in plain], f, pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except (OSError, pickle.PicklingError, TypeError):
         pass

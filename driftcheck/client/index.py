@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from driftcheck.client.compact import compact
 from driftcheck.client.names import NameTable, Source, Walker, parse
 
 
@@ -99,21 +100,6 @@ class _Indexer(Walker):
         self.module = module
         self.class_stack: list[ClassInfo] = []
         self.func_stack: list[FunctionInfo] = []
-        self._lines: dict[int, int] = {}
-
-    def _walk(self, node: ast.AST) -> None:
-        # The parser gives every node its own ``int`` for its first and last line (past 256,
-        # the numbers Python does not share): one per line number for the whole tree instead
-        # (145 MB of transformers' 1.4 GB of trees, which are all held at the scan's peak).
-        fields = node.__dict__
-        line = fields.get("lineno")
-        if line is not None:
-            shared = self._lines.setdefault(line, line)
-            fields["lineno"] = shared
-            end = fields["end_lineno"]
-            if end is not None:
-                fields["end_lineno"] = shared if end == line else self._lines.setdefault(end, end)
-        super()._walk(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         prefix = self.class_stack[-1].qualname if self.class_stack else self.module.name
@@ -233,6 +219,10 @@ def first_param(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
 def parse_module(name: str, file: str, code: str) -> ModuleInfo:
     """Parse one client file (raises SyntaxError, ValueError, RecursionError, MemoryError)."""
     tree = parse(code)
+    try:
+        tree = compact(tree)
+    except RecursionError:
+        pass  # the tree as parsed (the index says it is too deeply nested to analyse)
     names = NameTable(name, is_package=file.endswith("__init__.py")).collect(tree)
     return ModuleInfo(name=name, file=file, tree=tree, source=Source(code), names=names)
 

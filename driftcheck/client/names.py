@@ -16,10 +16,12 @@ import re
 import warnings
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 from operator import add
-from typing import cast
+from typing import Any, cast
+
+from driftcheck.client.compact import COMPACT
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 #: Node classes CPython shares between trees (contexts and operators): never walked.
@@ -139,29 +141,9 @@ def children(node: ast.AST) -> list[ast.AST]:
     """Child nodes in source order (decorators before the body; call arguments and dict
     entries as written)."""
     kind = type(node)
-    if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-        func = cast(ast.FunctionDef, node)
-        out: list[ast.AST] = [*func.decorator_list, func.args]
-        if func.returns is not None:
-            out.append(func.returns)
-        out += func.body
-        return out
-    if kind is ast.ClassDef:
-        cls = cast(ast.ClassDef, node)
-        return [*cls.decorator_list, *cls.bases, *cls.keywords, *cls.body]
-    if kind is ast.Call:
-        call = cast(ast.Call, node)
-        if call.keywords and call.args:
-            return [call.func, *sorted([*call.args, *call.keywords], key=place)]
-        return [call.func, *call.args, *call.keywords]
-    if kind is ast.Dict:
-        entries = cast(ast.Dict, node)
-        out = []
-        for key, value in zip(entries.keys, entries.values, strict=True):
-            if key is not None:
-                out.append(key)
-            out.append(value)
-        return out
+    ordered = _ORDERED.get(kind)
+    if ordered is not None:
+        return ordered(node)
     fields = _FIELDS.get(kind)
     if fields is None:
         fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NO_NODES)
@@ -178,13 +160,56 @@ def children(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+def _function_children(func: ast.FunctionDef) -> list[ast.AST]:
+    out: list[ast.AST] = [*func.decorator_list, func.args]
+    if func.returns is not None:
+        out.append(func.returns)
+    out += func.body
+    return out
+
+
+def _class_children(cls: ast.ClassDef) -> list[ast.AST]:
+    return [*cls.decorator_list, *cls.bases, *cls.keywords, *cls.body]
+
+
+def _call_children(call: ast.Call) -> list[ast.AST]:
+    if call.keywords and call.args:
+        return [call.func, *sorted([*call.args, *call.keywords], key=place)]
+    return [call.func, *call.args, *call.keywords]
+
+
+def _dict_children(entries: ast.Dict) -> list[ast.AST]:
+    out = []
+    for key, value in zip(entries.keys, entries.values, strict=True):
+        if key is not None:
+            out.append(key)
+        out.append(value)
+    return out
+
+
+#: The node classes whose children are not in the order of their fields, plain and compact.
+_ORDERED: dict[type, Callable[[Any], list[ast.AST]]] = {
+    kind: order
+    for plain, order in (
+        (ast.FunctionDef, _function_children),
+        (ast.AsyncFunctionDef, _function_children),
+        (ast.ClassDef, _class_children),
+        (ast.Call, _call_children),
+        (ast.Dict, _dict_children),
+    )
+    for kind in (plain, COMPACT[plain])
+}
+
+
 #: Fields that never hold a node to walk: names, numbers, strings, and the shared context and
 #: operator nodes (skipping them saves a look at each on every node).
 _NO_NODES = frozenset(
     "ctx op ops id attr arg name kind type_comment level module conversion is_async simple".split()
 )
 #: Node class -> the fields :func:`children` looks at (``_fields`` less :data:`_NO_NODES`).
-_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.MatchSingleton: ()}
+_FIELDS: dict[type, tuple[str, ...]] = {
+    kind: () for plain in (ast.Constant, ast.MatchSingleton) for kind in (plain, COMPACT[plain])
+}
 
 
 def place(node: ast.AST) -> tuple[int, int]:
