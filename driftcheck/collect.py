@@ -10,6 +10,8 @@ import functools
 import gc
 import os
 import re
+from collections import ChainMap
+from collections.abc import Mapping
 
 from driftcheck.client.bindings import apply_bindings
 from driftcheck.client.gate_reader import GateReader
@@ -139,10 +141,10 @@ def _collect_uses(
         from driftcheck.client.http.collect import http_uses
 
         uses.extend(http_uses(client, index, gates, roots, types_api))
-    unread = [
+    unread = (
         (client.tree.module_name(rel), rel.endswith("__init__.py"), text)
         for rel, text in client.unread.items()
-    ]
+    )
     imported = [*sites, *unread_sites(unread)]
     reach = module_gates(imported, set(client.modules))
     plain = {
@@ -175,7 +177,8 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
                 wanted.setdefault(name, set()).add(module.name.rsplit(".", 1)[-1])
     if not wanted:
         return
-    for rel, text in list(client.unread.items()):
+    for rel in list(client.unread):
+        text = client.unread[rel]
         if "import" not in text:
             continue
         # the words first (one pass over the text), the two forms only for names it holds
@@ -183,13 +186,12 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
         if not any(_names_it(text, name, frozenset(wanted[name])) for name in sorted(present)):
             continue
         try:
-            info = parse_module(client.tree.module_name(rel), rel, text)
+            info = parse_module(client.tree.module_name(rel), rel, text, client.unread.kept(rel))
             index.add_module(info)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # a file the host never reaches otherwise: left unread
-        del client.unread[rel]
-        client.texts[rel] = text
-        client.lines.add(rel, text)
+        client.unread.move(rel, client.texts)
+        client.lines.add(rel, client.texts.kept(rel))
         client.modules[info.name] = info
 
 
@@ -212,9 +214,8 @@ def _promote_hook_files(client: Client, api: HostAPI) -> None:
     hooks = class_hooks(api).keys()
     for rel, names in declared.items():
         if names & hooks:
-            text = client.unread.pop(rel)
-            client.texts[rel] = text
-            client.lines.add(rel, text)
+            client.unread.move(rel, client.texts)
+            client.lines.add(rel, client.texts.kept(rel))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -237,17 +238,18 @@ def _names_it(text: str, name: str, modules: frozenset[str]) -> bool:
 _PACKAGING = ("entry_points.txt", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".json", ".sh", ".md")
 
 
-def _named_texts(client: Client) -> dict[str, str]:
+def _named_texts(client: Client) -> Mapping[str, str]:
     """Every text of the client that may name one of its modules: its Python files, parsed or
-    not, and its packaging, configuration and script files."""
-    texts = {**client.unread, **client.texts}
+    not, and its packaging, configuration and script files (each Python file's text decoded
+    only when it is read)."""
+    others: dict[str, str] = {}
     for rel in client.tree.files():
-        if rel not in texts and rel.endswith(_PACKAGING):
+        if rel not in client.texts and rel not in client.unread and rel.endswith(_PACKAGING):
             try:
-                texts[rel] = client.tree.read_text(rel)
+                others[rel] = client.tree.read_text(rel)
             except (OSError, UnicodeDecodeError, ValueError):
                 continue
-    return texts
+    return ChainMap(client.texts, client.unread, others)
 
 
 def _function_gate(gates: dict[str, Gate], scope: str) -> Gate | None:

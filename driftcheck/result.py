@@ -31,7 +31,8 @@ class ScanResult:
     uses: list[Use]
     client_lines: Mapping[str, list[str]]
     stats: dict[str, Any] = field(default_factory=dict)
-    client_texts: dict[str, str] = field(default_factory=dict)
+    #: The client's analysed texts (a :class:`~driftcheck.client.texts.Texts` from a scan).
+    client_texts: Mapping[str, str] = field(default_factory=dict)
     client_root: Path | None = None
     #: The client's files that do not name the host (read, not analysed): a re-scan of a fixed
     #: copy needs the whole tree.

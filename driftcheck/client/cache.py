@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+from collections.abc import Mapping
 from dataclasses import fields
 from importlib import metadata
 
@@ -27,7 +28,9 @@ def _own_version() -> str:
         return "0"
 
 
-def uses_key(texts: dict[str, str], api: HostAPI, roots: set[str], rules_digest: str) -> str:
+def uses_key(
+    texts: Mapping[str, str | bytes], api: HostAPI, roots: set[str], rules_digest: str
+) -> str:
     """Cache key of a client analysis (``rules_digest``: the rule set's, binding rules shape
     receiver inference)."""
     h = hashlib.sha256()
@@ -38,7 +41,8 @@ def uses_key(texts: dict[str, str], api: HostAPI, roots: set[str], rules_digest:
     h.update("\0".join(sorted(roots)).encode())
     for rel in sorted(texts):
         h.update(rel.encode())
-        h.update(hashlib.sha256(texts[rel].encode()).digest())
+        text = texts[rel]  # a kept text: its UTF-8 bytes, or the string
+        h.update(hashlib.sha256(text if isinstance(text, bytes) else text.encode()).digest())
     return h.hexdigest()
 
 

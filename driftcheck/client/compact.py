@@ -33,7 +33,8 @@ _NO_NODES = frozenset(
 def _reduce(node: ast.AST) -> tuple[Any, ...]:
     """Copies and pickles of a compact node are plain nodes of its :mod:`ast` class."""
     plain = PLAIN[type(node)]
-    state = {name: getattr(node, name) for name in type(node).__slots__ if hasattr(node, name)}
+    slots: tuple[str, ...] = getattr(type(node), "__slots__", ())
+    state = {name: getattr(node, name) for name in slots if hasattr(node, name)}
     return plain, (), state
 
 
@@ -70,14 +71,14 @@ def _leaf_classes() -> list[type[ast.AST]]:
 
 
 #: Plain node class -> its compact class.
-COMPACT: dict[type, type] = {cls: _compact_class(cls) for cls in _leaf_classes()}
+COMPACT: dict[type[ast.AST], type[ast.AST]] = {cls: _compact_class(cls) for cls in _leaf_classes()}
 #: Compact node class -> its plain :mod:`ast` class (and each plain class -> itself).
-PLAIN: dict[type, type] = {
+PLAIN: dict[type[ast.AST], type[ast.AST]] = {
     **{cls: cls for cls in COMPACT},
     **{sub: cls for cls, sub in COMPACT.items()},
 }
 #: Plain node class -> (compact class, the fields that may hold a node).
-_PLAN: dict[type, tuple[type, tuple[str, ...]]] = {
+_PLAN: dict[type[ast.AST], tuple[type[ast.AST], tuple[str, ...]]] = {
     cls: (sub, tuple(f for f in cls._fields if f not in _NO_NODES)) for cls, sub in COMPACT.items()
 }
 # ``value`` holds a node everywhere but in ``Constant`` (and ``MatchSingleton``, ``keyword``'s is a
@@ -94,26 +95,29 @@ def compact(tree: ast.AST) -> ast.AST:
     return _rebuild(tree, {})
 
 
-def _rebuild(node: ast.AST, lines: dict[int, int]) -> ast.AST:
-    plan = _PLAN.get(type(node))
+def _rebuild(node: ast.AST, lines: dict[int, int], plans: dict = _PLAN) -> ast.AST:
+    plan = plans.get(type(node))
     if plan is None:
         return node  # shared, or already compact
     sub, fields = plan
-    values = node.__dict__
+    values: dict[str, Any] = node.__dict__
     for name in fields:
         value = values.get(name)
         if value is None:
             continue
         if type(value) is list:
             for i, item in enumerate(value):
-                if type(item) in _PLAN:
+                if type(item) in plans:
                     value[i] = _rebuild(item, lines)
-        elif type(value) in _PLAN:
+        elif type(value) in plans:
             values[name] = _rebuild(value, lines)
     line = values.get("lineno")
-    if line is not None:
+    if line is not None and line > 256:  # the interpreter shares the small ints already
         values["lineno"] = line = lines.setdefault(line, line)
         end = values["end_lineno"]
-        if end is not None:
-            values["end_lineno"] = line if end == line else lines.setdefault(end, end)
+        values["end_lineno"] = line if end == line else lines.setdefault(end, end)
+    elif line is not None:
+        end = values["end_lineno"]
+        if end is not None and end > 256:
+            values["end_lineno"] = lines.setdefault(end, end)
     return sub(**values)

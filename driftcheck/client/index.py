@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import cast
 
 from driftcheck.client.compact import compact
 from driftcheck.client.names import NameTable, Source, Walker, parse
@@ -216,15 +217,22 @@ def first_param(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return params[0].arg if params else None
 
 
-def parse_module(name: str, file: str, code: str) -> ModuleInfo:
-    """Parse one client file (raises SyntaxError, ValueError, RecursionError, MemoryError)."""
+def parse_module(
+    name: str, file: str, code: str | bytes, kept: str | bytes | None = None
+) -> ModuleInfo:
+    """Parse one client file (raises SyntaxError, ValueError, RecursionError, MemoryError).
+
+    ``code`` is its text or the kept form of it (:mod:`driftcheck.client.texts`), ``kept`` the
+    kept form where ``code`` is the text: the module's source shares it."""
     tree = parse(code)
     try:
-        tree = compact(tree)
+        tree = cast(ast.Module, compact(tree))
     except RecursionError:
         pass  # the tree as parsed (the index says it is too deeply nested to analyse)
     names = NameTable(name, is_package=file.endswith("__init__.py")).collect(tree)
-    return ModuleInfo(name=name, file=file, tree=tree, source=Source(code), names=names)
+    return ModuleInfo(
+        name=name, file=file, tree=tree, source=Source(code if kept is None else kept), names=names
+    )
 
 
 def assigns_class_attr(node: ast.ClassDef, name: str) -> bool:

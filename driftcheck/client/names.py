@@ -22,8 +22,23 @@ from operator import add
 from typing import Any, cast
 
 from driftcheck.client.compact import COMPACT
+from driftcheck.client.texts import keep
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_NEWLINE_BYTES = re.compile(rb"\r\n|\r|\n")
+#: An encoding declaration (PEP 263) that is not UTF-8's.
+_OTHER_CODING = re.compile(
+    rb"^[ \t\f]*#.*?coding[:=][ \t]*(?!(?:utf[-_]?8|UTF[-_]?8)(?:-sig)?\b)[-\w.]+", re.M
+)
+
+
+def _head_end(code: bytes) -> int:
+    """Where a text's first two lines end (an encoding is declared in one of them)."""
+    first = code.find(b"\n")
+    second = code.find(b"\n", first + 1) if first >= 0 else -1
+    return len(code) if second < 0 else second
+
+
 #: Node classes CPython shares between trees (contexts and operators): never walked.
 _SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -32,11 +47,15 @@ _FROM = re.compile(r"from\s+")
 _CLASS = re.compile(r"class\s+")
 
 
-def parse(code: str) -> ast.Module:
+def parse(code: str | bytes) -> ast.Module:
     """Parse a client file (raises SyntaxError, ValueError, RecursionError or MemoryError).
 
-    Warnings the compiler emits about the client's code (invalid escapes, ...) are not ours to
-    print."""
+    ``code`` may be a kept text's UTF-8 bytes (:mod:`driftcheck.client.texts`): parsed as they
+    are, with the same positions, without a decoded copy (one declaring another encoding is
+    decoded first: its bytes are UTF-8 whatever it declares). Warnings the compiler emits about
+    the client's code (invalid escapes, ...) are not ours to print."""
+    if isinstance(code, bytes) and _OTHER_CODING.search(code, 0, _head_end(code)):
+        code = code.decode("utf-8")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(code)
@@ -47,13 +66,17 @@ class Source:
 
     Its lines are kept as where each starts and ends in the text, not as strings: a string per
     line was 97 MB for transformers' 1,436 files, held while every tree is, at the scan's peak.
+    The text is held as :func:`~driftcheck.client.texts.keep` gives it (given bytes, a kept
+    form shared with the client's texts): as UTF-8 bytes, lines are where each starts and ends
+    in them, and a line is decoded when it is read.
     """
 
-    def __init__(self, code: str) -> None:
-        self.code = code
-        self._ascii = code.isascii()
-        lines = _NEWLINE.split(code)
-        seps = map(len, _NEWLINE.findall(code))
+    def __init__(self, code: str | bytes) -> None:
+        self.code = keep(code)
+        self._ascii = self.code.isascii()
+        newline = _NEWLINE if type(self.code) is str else _NEWLINE_BYTES
+        lines = newline.split(self.code)  # type: ignore[arg-type]
+        seps = map(len, newline.findall(self.code))  # type: ignore[arg-type]
         self._starts = array("I", accumulate(map(add, map(len, lines[:-1]), seps), initial=0))
         self._ends = array("I", map(add, self._starts, map(len, lines)))
 
@@ -64,7 +87,8 @@ class Source:
     def line(self, line: int) -> str:
         """The text of 1-based ``line`` (without its line break)."""
         i = line - 1
-        return self.code[self._starts[i] : self._ends[i]]
+        text = self.code[self._starts[i] : self._ends[i]]
+        return text if isinstance(text, str) else text.decode("utf-8", errors="replace")
 
     def column(self, line: int, offset: int) -> int:
         """0-based character column of a UTF-8 byte ``offset`` in 1-based ``line``."""
@@ -179,7 +203,7 @@ def _call_children(call: ast.Call) -> list[ast.AST]:
 
 
 def _dict_children(entries: ast.Dict) -> list[ast.AST]:
-    out = []
+    out: list[ast.AST] = []
     for key, value in zip(entries.keys, entries.values, strict=True):
         if key is not None:
             out.append(key)

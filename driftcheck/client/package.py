@@ -11,6 +11,7 @@ from driftcheck.client import notebooks
 from driftcheck.client.discovery import Discovered, discover
 from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
 from driftcheck.client.lines import FileLines
+from driftcheck.client.texts import Kept, Texts
 from driftcheck.errors import SourceError
 from driftcheck.sources.specs import PackageSpec
 from driftcheck.sources.trees import (
@@ -33,9 +34,9 @@ class Client:
     modules: dict[str, ModuleInfo] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     lines: FileLines = field(default_factory=FileLines)
-    texts: dict[str, str] = field(default_factory=dict)
+    texts: Texts = field(default_factory=Texts)
     #: The client's other Python files (they never name the host): only searched, not parsed.
-    unread: dict[str, str] = field(default_factory=dict)
+    unread: Texts = field(default_factory=Texts)
     index: ClientIndex | None = None
     uses_key: str | None = None
     #: Which files were read and why (:mod:`driftcheck.client.discovery`).
@@ -67,10 +68,14 @@ class Client:
             return set()
         return set(self.index.modules) | set(self.index.classes)
 
-    def key_texts(self) -> dict[str, str]:
-        """What the analysis depends on: every file read, and each file's module name."""
+    def key_texts(self) -> dict[str, Kept]:
+        """What the analysis depends on: every file read (as kept), and each file's module
+        name."""
         names = "\n".join(f"{r}={m}" for r, m in sorted(self.discovered.modules.items()))
-        return {**self.texts, **self.unread, "\0modules": names}
+        kept = {rel: self.unread.kept(rel) for rel in self.unread}
+        kept.update((rel, self.texts.kept(rel)) for rel in self.texts)
+        kept["\0modules"] = names
+        return kept
 
     def summary(self) -> dict:
         """The files read and the roots they came from (reports list them)."""
@@ -125,8 +130,8 @@ def load_client(
         if roots and not _mentions(code, roots):
             client.unread[rel] = code
             continue
-        client.lines.add(rel, code)
         client.texts[rel] = code
+        client.lines.add(rel, client.texts.kept(rel))
         if data.startswith(BOM_UTF8) and rel not in client.raw:
             client.raw[rel] = BOM + code  # written back with its BOM (fixes.notebook_fix.on_disk)
     return client
@@ -135,12 +140,12 @@ def load_client(
 def parse_client(client: Client, then: Callable[[ModuleInfo], None] | None = None) -> None:
     """Parse the client's files that name the host (syntax errors become skipped entries),
     handing each parsed module to ``then`` before the next file is parsed."""
-    for rel, code in list(client.texts.items()):
-        try:
-            info = parse_module(client.tree.module_name(rel), rel, code)
+    for rel in list(client.texts):
+        try:  # parsed as kept: a text kept as UTF-8 is not decoded to be parsed
+            info = parse_module(client.tree.module_name(rel), rel, client.texts.kept(rel))
         except SyntaxError as exc:
             where = f" at line {exc.lineno}" if exc.lineno else ""
-            cell = notebooks.cell_of(code.splitlines(), exc.lineno or 0)
+            cell = notebooks.cell_of(client.texts[rel].splitlines(), exc.lineno or 0)
             if rel.endswith(".ipynb") and cell is not None:
                 where = f" in cell {cell[0]}, line {cell[1]}"
             client.skipped.append((rel, f"syntax error{where}: {exc.msg}"))

@@ -22,7 +22,7 @@ are at most info, with that reason.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from driftcheck.gates import TYPE_ONLY, Gate
 
@@ -61,7 +61,7 @@ def unread_sites(unread: Iterable[tuple[str, bool, str]]) -> list[Site]:
 
 
 def dead_modules(
-    sites: Iterable[Site], modules: dict[str, str], texts: Callable[[], dict[str, str]]
+    sites: Iterable[Site], modules: dict[str, str], texts: Callable[[], Mapping[str, str]]
 ) -> dict[str, str]:
     """Module -> why it is dead, for the modules of ``modules`` (module -> its file) that are
     private, imported by no client module, and named in no client text but their own
@@ -82,7 +82,7 @@ def dead_modules(
     if not candidates:
         return {}
     every = texts()
-    out: dict[str, str] = {}
+    words: dict[str, tuple[str, re.Pattern[str]]] = {}
     for module in candidates:
         own = modules[module]
         if _MAIN.search(every.get(own, "")):
@@ -90,13 +90,22 @@ def dead_modules(
         word = re.compile(
             rf"(?<![\w.]){re.escape(module)}(?!\w)|{re.escape(own.rpartition('/')[2])}"
         )
-        if any(word.search(text) for rel, text in every.items() if rel != own):
-            continue
-        out[module] = (
+        words[module] = own, word
+    named: set[str] = set()
+    for rel, text in every.items():  # each text read once (a kept text is decoded to read it)
+        for module, (own, word) in words.items():
+            if rel != own and module not in named and word.search(text):
+                named.add(module)
+        if len(named) == len(words):
+            break
+    return {
+        module: (
             f"dead code: {module} is private, no module of the client imports it, and no entry "
             "point or other text of the client names it"
         )
-    return out
+        for module in words
+        if module not in named
+    }
 
 
 _MAIN = re.compile(r"^if\s+__name__\s*==\s*[\"']__main__[\"']", re.M)

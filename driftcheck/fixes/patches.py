@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -150,7 +151,7 @@ def _import_spans(code: str) -> list[tuple[int, int]]:
 
 def plan(
     findings: list[Finding],
-    texts: dict[str, str],
+    texts: Mapping[str, str],
     *,
     unsafe: bool = False,
     raw: dict[str, str] | None = None,

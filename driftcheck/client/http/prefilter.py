@@ -51,11 +51,10 @@ def script_strings(scripts: frozenset[str]) -> re.Pattern[str] | None:
 def promote_http_files(client: Client) -> None:
     """Move the client's files that do not name the host but import an HTTP client (or start
     processes) into the analysed ones: they are parsed and their lines kept for reports."""
-    for rel, text in list(client.unread.items()):
-        if IMPORTS.search(text):
-            del client.unread[rel]
-            client.texts[rel] = text
-            client.lines.add(rel, text)
+    for rel in list(client.unread):
+        if IMPORTS.search(client.unread[rel]):
+            client.unread.move(rel, client.texts)
+            client.lines.add(rel, client.texts.kept(rel))
 
 
 def any_may_talk(client: Client, api: HostAPI) -> bool:

@@ -1,0 +1,74 @@
+"""The client's texts kept in their smallest form: the same text to every reader."""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+from driftcheck.client.index import parse_module
+from driftcheck.client.lines import FileLines
+from driftcheck.client.names import Source
+from driftcheck.client.texts import Texts, keep, text_of
+
+WIDE = 'def greet(name):\n    """Say hello \U0001f917 to ``name``."""\n    return "h\u00e9llo " + name\n'
+LATIN = "x = 'caf\u00e9'\n" * 50
+
+
+def test_each_text_is_kept_in_its_smallest_form() -> None:
+    assert keep("plain = 1\n") == "plain = 1\n"
+    assert isinstance(keep(WIDE * 100), bytes)  # four bytes a character as a string
+    assert len(keep(WIDE * 100)) < sys.getsizeof(WIDE * 100) / 3
+    assert keep(LATIN) == LATIN  # one byte a character already: UTF-8 would be larger
+    assert keep("lone \ud800 surrogate") == "lone \ud800 surrogate"
+    for text in (WIDE, LATIN, "", "a\r\nb\rc"):
+        assert text_of(keep(text)) == text
+
+
+def test_the_store_reads_back_what_it_was_given() -> None:
+    texts = Texts()
+    texts["a.py"], texts["b.py"] = WIDE, "b = 1\n"
+    assert dict(texts) == {"a.py": WIDE, "b.py": "b = 1\n"}
+    assert {**texts} == dict(texts.items())
+    assert isinstance(texts.kept("a.py"), bytes) and texts.utf8("b.py") == b"b = 1\n"
+    other = Texts()
+    kept = texts.kept("a.py")
+    texts.move("a.py", other)
+    assert "a.py" not in texts and other.kept("a.py") is kept and other["a.py"] == WIDE
+    del other["a.py"]
+    assert len(other) == 0
+
+
+def test_sources_lines_and_spans_agree_with_the_string() -> None:
+    code = WIDE * 3 + "\r\nvalue = greet('\u00fc')  # \U0001f600\r\n"
+    as_text, as_kept = Source(code), Source(keep(code))
+    assert isinstance(as_kept.code, bytes)
+    assert len(as_text) == len(as_kept)
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr):
+            assert as_kept.span(node) == as_text.span(node)
+            assert as_kept.segment(node) == as_text.segment(node)
+    for i in range(1, len(as_text) + 1):
+        assert as_kept.line(i) == as_text.line(i)
+
+
+def test_a_parsed_module_and_the_lines_share_the_kept_text() -> None:
+    texts, lines = Texts(), FileLines()
+    texts["m.py"] = WIDE
+    lines.add("m.py", texts.kept("m.py"))
+    info = parse_module("m", "m.py", texts["m.py"], texts.kept("m.py"))
+    assert info.source.code is texts.kept("m.py")
+    assert lines.text("m.py") == WIDE and lines["m.py"] == WIDE.splitlines()
+
+
+def test_a_kept_text_parses_as_its_string_whatever_encoding_it_declares() -> None:
+    from driftcheck.client.names import parse
+
+    for head in ("", "# -*- coding: utf-8 -*-\n", "#!/usr/bin/env python\n# coding=latin-1\n"):
+        code = head + WIDE + "s = '\u00e9\U0001f917'\n"
+        kept = keep(code)
+        assert isinstance(kept, bytes)
+        plain, from_kept = parse(code), parse(kept)
+        assert ast.dump(from_kept, include_attributes=True) == ast.dump(
+            plain, include_attributes=True
+        )
