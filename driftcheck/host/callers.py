@@ -14,9 +14,11 @@ import ast
 import copy
 import re
 import textwrap
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
+from itertools import accumulate
 
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.values import absolute
@@ -108,13 +110,11 @@ def _mine(api: HostAPI, members: list[str]) -> dict[str, list[CallSite]]:
         if found.search(text) is None:
             continue
         lines = text.splitlines()
+        # each match's line (no match spans two), from where each line of ``lines`` ends
+        ends = list(accumulate(map(len, text.splitlines(True))))
         hits: dict[int, set[str]] = {}
-        for n, line in enumerate(lines):
-            if "(" not in line:
-                continue
-            on_line = {m.group(1) for m in found.finditer(line)}
-            if on_line:
-                hits[n] = on_line
+        for m in found.finditer(text):
+            hits.setdefault(bisect_right(ends, m.start()), set()).add(m.group(1))
         starts = _enclosing_defs(lines, hits)
         # each member's functions, in the order of their first line that calls it
         order: dict[str, dict[int, None]] = {}
@@ -272,19 +272,46 @@ def _own_tree(func: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
 _NESTED_TYPES = frozenset(_NESTED)
 
 
+#: Fields that hold only leaves no read of :func:`_own_reads` looks at (``Load()``, ``Add()``,
+#: ``[Eq()]``): the walk skips them, a third of a function's nodes; and fields that hold no
+#: node at all (names, a constant's value).
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comment"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """A node type's fields, less :data:`_LEAF_FIELDS` (computed once per type)."""
+    got = _CHILD_FIELDS.get(kind)
+    if got is None:
+        got = _CHILD_FIELDS[kind] = tuple(
+            f
+            for f in kind._fields  # type: ignore[attr-defined]  # an ast node type
+            if f not in _LEAF_FIELDS and not (kind is ast.Constant and f == "value")
+        )
+    return got
+
+
 def _own_reads(
     func: ast.AST,
 ) -> tuple[list[ast.Call], list[ast.Subscript], list[ast.Compare], dict[ast.AST, ast.AST]]:
     """What :class:`_Function` reads of :func:`_own_tree`, in its order and in one walk: the
     method calls, subscripts and comparisons among the function's own nodes, and the parent of
     each call and ``await`` (the only parents :func:`_result` asks for); a parent kept for
-    every node cost the host's call sites a dict entry for each of millions of nodes."""
+    every node cost the host's call sites a dict entry for each of millions of nodes. The
+    expression contexts and operators, leaves that are none of these, are not walked."""
     calls: list[ast.Call] = []
     subscripts: list[ast.Subscript] = []
     compares: list[ast.Compare] = []
     parents: dict[ast.AST, ast.AST] = {}
-    call, await_, subscript, compare = ast.Call, ast.Await, ast.Subscript, ast.Compare
+    call, await_, subscript, compare, node_type = (
+        ast.Call,
+        ast.Await,
+        ast.Subscript,
+        ast.Compare,
+        ast.AST,
+    )
     nested = _NESTED_TYPES
+    fields_of, known = _child_fields, _CHILD_FIELDS
     todo: list[ast.AST] = [func]  # a stack: the next node last
     while todo:
         node = todo.pop()
@@ -299,7 +326,13 @@ def _own_reads(
                 subscripts.append(node)  # type: ignore[arg-type]
             elif kind is compare:
                 compares.append(node)  # type: ignore[arg-type]
-        kids = _kids(node)
+        kids: list[ast.AST] = []
+        for name in known.get(kind) or fields_of(kind):
+            field = getattr(node, name, None)
+            if isinstance(field, node_type):
+                kids.append(field)
+            elif type(field) is list:
+                kids += [item for item in field if isinstance(item, node_type)]
         for child in kids:
             if type(child) is call or type(child) is await_:
                 parents[child] = node

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from driftcheck.host.api import HostAPI
+from driftcheck.host.code_text import code_only, line_starts
 from driftcheck.host.values import absolute, dotted
+from driftcheck.host.walk import statements
 
 FORMAT = 1
 
@@ -69,8 +71,9 @@ def _rows(found: list[Read]) -> list[list]:
 
 
 def _mine(api: HostAPI, names: list[str]) -> dict[str, list[Read]]:
-    """One pass over the host's files for every name: a file that holds some of them as words
-    is parsed once and walked once for all of them."""
+    """One pass over the host's files for every name: a file whose code holds some of them as
+    words is parsed once and walked once for all of them (one that names them only in its
+    comments and strings holds no node that reads one: :func:`code_only`)."""
     words = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
     wanted = set(names)
     out: dict[str, list[Read]] = {n: [] for n in names}
@@ -78,32 +81,15 @@ def _mine(api: HostAPI, names: list[str]) -> dict[str, list[Read]]:
         hits = {m.group(0) for m in words.finditer(text)} & wanted
         if not hits:
             continue
+        code = code_only(text)
+        if code is not None and words.search(code) is None:
+            continue  # named in its comments and strings only: no node of it reads one
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
         for n, found in _in_file(api, tree, rel, hits, text).items():
             out[n].extend(found)
-    return out
-
-
-#: The statements and the nodes between statements: every import is among them.
-_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
-
-
-def _statements(tree: ast.Module) -> list[ast.AST]:
-    """The module's statements (and except handlers, match cases), in :func:`ast.walk`'s order
-    among themselves: a statement is never inside an expression, so the walk of these alone
-    meets them in the order the walk of every node does."""
-    out: list[ast.AST] = [tree]
-    append = out.append
-    for cur in out:
-        for name in cur._fields:
-            field = getattr(cur, name, None)
-            if isinstance(field, list):
-                for item in field:
-                    if isinstance(item, _BLOCKS):
-                        append(item)
     return out
 
 
@@ -148,7 +134,7 @@ def _in_file(
     module = api.tree.module_name(rel)
     copies: dict[str, dict[str, str]] = {}  # name -> local name -> module it was copied from
     bound: list[tuple[str, str, str]] = []  # (local name, module it is bound to, name imported)
-    for node in _statements(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
             base = absolute(module, node.module, node.level, api)
             if base is None:
@@ -180,7 +166,7 @@ def _in_file(
         for local in locals_:
             copied.setdefault(local, []).append(n)
     words = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in {*names, *copied}) + r")\b")
-    starts = _line_starts(text)
+    starts = line_starts(text)
     lines = sorted({bisect_right(starts, m.start()) for m in words.finditer(text)})
     out: dict[str, list[Read]] = {n: [] for n in names}
     for node in _spanning(tree, lines):
@@ -208,15 +194,3 @@ def _in_file(
                 # counted too, which can only make a patch look read, never unread).
                 out[node.id].append(Read(rel, node.lineno, module, "global"))
     return {n: sorted(found, key=lambda r: (r.line, r.via)) for n, found in out.items() if found}
-
-
-def _line_starts(text: str) -> list[int]:
-    """Where each line of ``text`` starts (line ``n`` at index ``n - 1``), split at the line
-    ends the parser counts."""
-    starts = [0]
-    for m in _LINE_END.finditer(text):
-        starts.append(m.end())
-    return starts
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")

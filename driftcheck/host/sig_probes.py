@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left, bisect_right
 
 from driftcheck.host.api import HostAPI
+from driftcheck.host.code_text import code_only, line_starts
+from driftcheck.host.walk import statements
 
 FORMAT = 1
 _IN_SIGNATURE = re.compile(
     r"""["'](\w+)["']\s+(?:not\s+)?in\s+(?:inspect\.)?signature\([^()]*\)\.parameters"""
 )
+#: The names of the calls that read a signature, as words.
+_READERS = re.compile(r"\b(?:signature|getfullargspec|getargspec)\b")
 
 
 def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
@@ -36,7 +41,9 @@ def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
         tested: dict[str, list[tuple[str, int]]] = {}
         for rel, text in texts.items():
             if "signature(" in text or "getargspec(" in text:
-                probes.update(_probe_functions(text))
+                code = code_only(text)  # spelt in its docstrings only: no function reads one
+                if code is None or _READERS.search(code):
+                    probes.update(_probe_functions(text))
                 if ".parameters" in text:
                     tested[rel] = _matches(_IN_SIGNATURE, text)
         # Second pass, only when the host has probes: the string literals passed to them (the
@@ -72,10 +79,25 @@ def _probe_functions(text: str) -> set[str]:
         module = ast.parse(text)
     except SyntaxError:
         return set()
+    # The lines that spell a reader's name: a function (its decorators included) that spans
+    # none of them calls none (an identifier outside ASCII may fold to one: then every
+    # function is walked).
+    starts = line_starts(text) if text.isascii() else None
+    lines = None
+    if starts is not None:
+        lines = sorted({bisect_right(starts, m.start()) for m in _READERS.finditer(text)})
     out = set()
-    for node in ast.walk(module):
-        if not isinstance(node, ast.FunctionDef) or len(node.args.args) < 2:
+    for node in statements(module):  # a definition is a statement
+        if type(node) is not ast.FunctionDef:
             continue
+        assert isinstance(node, ast.FunctionDef)
+        if len(node.args.args) < 2:
+            continue
+        if lines is not None:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            at = bisect_left(lines, first)
+            if at == len(lines) or lines[at] > (node.end_lineno or node.lineno):
+                continue
         reads = any(
             isinstance(call, ast.Call)
             and (getattr(call.func, "attr", None) or getattr(call.func, "id", None))

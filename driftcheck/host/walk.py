@@ -43,3 +43,24 @@ def walk_with_parents(node: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.A
                         append(item)
                         parents[item] = cur
     return out, parents
+
+
+#: The statements and the nodes between statements: every import and every definition is
+#: among them.
+BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def statements(tree: ast.AST) -> list[ast.AST]:
+    """The tree's statements (and except handlers, match cases), in :func:`ast.walk`'s order
+    among themselves: a statement is never inside an expression, so the walk of these alone
+    meets them in the order the walk of every node does."""
+    out: list[ast.AST] = [tree]
+    append = out.append
+    for cur in out:
+        for name in cur._fields:
+            field = getattr(cur, name, None)
+            if isinstance(field, list):
+                for item in field:
+                    if isinstance(item, BLOCKS):
+                        append(item)
+    return out

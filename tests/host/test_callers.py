@@ -118,3 +118,30 @@ def test_enclosing_defs_in_one_pass_read_as_each_line_scanned_back():
     assert scanned[5] == 4 and scanned[11] == 8 and scanned[15] == 14 and scanned[16] is None
     assert scanned[13] is None  # text at column 0 ends what the scan back reads as inside
     assert scanned[22] == 21 and scanned[23] == 17 and scanned[24] == 17 and scanned[25] is None
+
+
+def test_the_walk_that_skips_leaf_fields_reads_what_the_whole_walk_reads():
+    import ast
+
+    from driftcheck.host.callers import _own_reads, _own_tree
+
+    func = ast.parse(
+        "async def f(self, a, *, k=x.y(1)):\n"
+        "    b = [c.m(i)[0] for i in a if i is not None and -i < 2 != 3]\n"
+        "    d: dict = {k: await e.n(v) for k, v in a.items()}\n"
+        "    f'{self.p(b)!r:>{w.q()}}'\n"
+        "    del a[0], self.z\n"
+        "    match a:\n"
+        "        case {'k': [x, *rest]} if x.r() in b: return (yield self.s(x))\n"
+        "    lambda: self.t()\n"
+        "    return await (self.u(b) + ~self.v(*b, **d))\n"
+    ).body[0]
+    nodes, every_parent = _own_tree(func)
+    calls, subscripts, compares, parents = _own_reads(func)
+    assert calls == [
+        n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    ]
+    assert subscripts == [n for n in nodes if isinstance(n, ast.Subscript)]
+    assert compares == [n for n in nodes if isinstance(n, ast.Compare)]
+    assert parents == {c: p for c, p in every_parent.items() if isinstance(c, ast.Call | ast.Await)}
+    assert len(calls) == 10 and len(subscripts) == 2 and len(compares) == 3

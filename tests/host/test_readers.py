@@ -51,3 +51,15 @@ def test_names_searched_together_read_as_each_searched_alone(tmp_path: Path):
     assert got == alone
     assert alone["fn"] and alone["kernels"]  # reads of a function and through a package
     assert set(together.__dict__["_facts"]) == {f"reads:1:{n}" for n in names}  # one pass
+
+
+def test_a_file_that_names_it_only_in_comments_and_strings_is_not_parsed(tmp_path, monkeypatch):
+    import driftcheck.host.readers as readers
+
+    parsed: list[str] = []
+    parse = readers.ast.parse
+    monkeypatch.setattr(readers.ast, "parse", lambda text: parsed.append(text) or parse(text))
+    files = {**FILES, "pkg/docs.py": '"""Call fn(x) first."""\n\nX = 1  # not fn\n'}
+    got = reads(host_api_of(tmp_path, files), "fn")
+    assert not any("Call fn(x)" in t for t in parsed)
+    assert {r.file for r in got} == {"pkg/engine.py", "pkg/kernels.py"}
