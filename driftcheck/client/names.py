@@ -50,9 +50,13 @@ class Source:
     def __init__(self, code: str) -> None:
         self.code = code
         self._ascii = code.isascii()
-        lines = _NEWLINE.split(code)
-        seps = map(len, _NEWLINE.findall(code))
-        self._starts = array("I", accumulate(map(add, map(len, lines[:-1]), seps), initial=0))
+        if "\r" in code:  # line breaks of more than one kind, or of two characters
+            lines = _NEWLINE.split(code)
+            seps = map(len, _NEWLINE.findall(code))
+            self._starts = array("I", accumulate(map(add, map(len, lines[:-1]), seps), initial=0))
+        else:  # only ``\n``: a plain split, three times faster than the pattern's
+            lines = code.split("\n")
+            self._starts = array("I", accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
         self._ends = array("I", map(add, self._starts, map(len, lines)))
 
     def __len__(self) -> int:
@@ -300,7 +304,10 @@ class NameTable:
 
     def collect(self, tree: ast.Module) -> NameTable:
         """Read the imports and top-level definitions of a parsed module (statements only)."""
+        tries: list[ast.Try] = []
         for stmt, depth in statements(tree.body):
+            if isinstance(stmt, ast.Try):
+                tries.append(stmt)
             if isinstance(stmt, ast.Import):
                 self._import(stmt)
             elif isinstance(stmt, ast.ImportFrom):
@@ -312,14 +319,15 @@ class NameTable:
                     for target in stmt.targets:
                         if isinstance(target, ast.Name):
                             self.defined.add(target.id)
-        self._prefer_try_imports(tree)
+        self._prefer_try_imports(tries)
         return self
 
-    def _prefer_try_imports(self, tree: ast.Module) -> None:
+    def _prefer_try_imports(self, tries: list[ast.Try]) -> None:
         """``try: from new import X / except ImportError: from old import X``: X is the try's
-        import wherever that import works, so that is the one a name refers to."""
-        for stmt, _ in statements(tree.body):
-            if not isinstance(stmt, ast.Try) or not any(_catches_import(h) for h in stmt.handlers):
+        import wherever that import works, so that is the one a name refers to (``tries``:
+        the module's ``try`` statements in :func:`statements` order, found by the one walk)."""
+        for stmt in tries:
+            if not any(_catches_import(h) for h in stmt.handlers):
                 continue
             saved = dict(self.imports)
             for inner in stmt.body:
