@@ -170,19 +170,26 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
     """Parse the client's files that do not name the host but may import an instance of a host
     class another module builds (``from app.state import ENGINE``; ``state.ENGINE.step()``):
     those that name such a module-level name are indexed with the others."""
+    # the words of each file first (one pass over its text): a name no file holds is never
+    # inferred, and the two forms are looked for only for the names a file holds
+    words = {
+        rel: set(_WORD.findall(text)) for rel, text in client.unread.items() if "import" in text
+    }
+    named = set().union(*words.values())
     wanted: dict[str, set[str]] = {}  # a module-level name -> the last parts of its modules
     for module in list(index.modules.values()):
         for name, values in module.globals.items():
+            if name not in named:
+                continue
             if any(types.host_class(types.infer(v, None, module)) is not None for v in values):
                 wanted.setdefault(name, set()).add(module.name.rsplit(".", 1)[-1])
     if not wanted:
         return
     for rel in list(client.unread):
-        text = client.unread[rel]
-        if "import" not in text:
+        if rel not in words:
             continue
-        # the words first (one pass over the text), the two forms only for names it holds
-        present = wanted.keys() & set(_WORD.findall(text))
+        text = client.unread[rel]
+        present = wanted.keys() & words[rel]
         if not any(_names_it(text, name, frozenset(wanted[name])) for name in sorted(present)):
             continue
         try:
@@ -219,19 +226,39 @@ def _promote_hook_files(client: Client, api: HostAPI) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _forms(name: str, modules: frozenset[str]) -> re.Pattern[str]:
-    """``from m import (A,\n NAME)`` (imported by name) or ``m.NAME`` (read off its module)."""
-    lasts = "|".join(sorted(re.escape(m) for m in modules))
+def _imported_by_name(name: str) -> re.Pattern[str]:
+    """``from m import (A,\n NAME)``: ``name`` imported by name."""
     return re.compile(
-        rf"^[ \t]*from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*|[^\n]*)\b{re.escape(name)}\b"
-        rf"|\b(?:{lasts})\.{re.escape(name)}\b",
+        rf"^[ \t]*from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*|[^\n]*)\b{re.escape(name)}\b",
         re.MULTILINE,
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _read_off(name: str) -> re.Pattern[str]:
+    """``.NAME``, ``name`` read off something: a pattern with a literal head, which the regex
+    engine finds fast (an alternation of the module names was tried at every character)."""
+    return re.compile(rf"\.{re.escape(name)}\b")
+
+
 def _names_it(text: str, name: str, modules: frozenset[str]) -> bool:
-    """Does ``text`` import ``name`` by name, or read it off one of ``modules``?"""
-    return _forms(name, modules).search(text) is not None
+    """Does ``text`` import ``name`` by name, or read it off one of ``modules`` (``m.NAME``,
+    ``m`` a whole word)?"""
+    if _imported_by_name(name).search(text) is not None:
+        return True
+    if not all(_WHOLE_WORD.fullmatch(m) for m in modules):
+        lasts = "|".join(sorted(re.escape(m) for m in modules))
+        return re.search(rf"\b(?:{lasts})\.{re.escape(name)}\b", text) is not None
+    for found in _read_off(name).finditer(text):
+        end = start = found.start()
+        while start and (text[start - 1].isalnum() or text[start - 1] == "_"):  # ``\w``
+            start -= 1
+        if text[start:end] in modules:
+            return True
+    return False
+
+
+_WHOLE_WORD = re.compile(r"\w+")
 
 
 #: Files that name modules to run (entry points, ``python -m``) besides the Python sources.

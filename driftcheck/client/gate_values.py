@@ -92,7 +92,24 @@ class HostValues:
 
     # -- values ------------------------------------------------------------------------------
     def version_form(self, expr: ast.expr, scope: Scope) -> str:
-        """How ``expr`` reads the host's version ("" when it does not)."""
+        """How ``expr`` reads the host's version ("" when it does not). Read once per
+        expression and scope without bound arguments: every ``if`` is read twice (its
+        assignments' gates, then the walk), and a flag's values once per test that names it
+        (transformers' are read 180,000 times)."""
+        if scope.env:
+            return self._version_form(expr, scope)
+        memo: dict[tuple[int, int, int, int], tuple[ast.expr, str]] = self.__dict__.setdefault(
+            "_version_forms", {}
+        )
+        key = (id(expr), id(scope.module), id(scope.func), scope.depth)
+        got = memo.get(key)
+        if got is not None and got[0] is expr:
+            return got[1]
+        form = self._version_form(expr, scope)
+        memo[key] = (expr, form)
+        return form
+
+    def _version_form(self, expr: ast.expr, scope: Scope) -> str:
         if scope.depth > DEPTH:
             return ""
         if isinstance(expr, ast.Attribute):

@@ -375,6 +375,28 @@ def _bound_names(body: list[ast.stmt], roots: set[str]) -> dict[str, str]:
     return out
 
 
+#: Statements that hold no statement list (most of a module's): nothing below them to read.
+_NO_BLOCKS = frozenset(
+    (
+        ast.Expr,
+        ast.Assign,
+        ast.AnnAssign,
+        ast.AugAssign,
+        ast.Return,
+        ast.Import,
+        ast.ImportFrom,
+        ast.Raise,
+        ast.Pass,
+        ast.Break,
+        ast.Continue,
+        ast.Delete,
+        ast.Global,
+        ast.Nonlocal,
+        ast.Assert,
+    )
+)
+
+
 def assignment_gates(module: ModuleInfo, reader: GateReader) -> dict[int, Gate]:
     r"""``id()`` of each assigned value -> the gate its assignment runs under, for assignments in
     the arms of ``if``\ s on the host (a statement walk: no expression is visited)."""
@@ -391,6 +413,8 @@ def assignment_gates(module: ModuleInfo, reader: GateReader) -> dict[int, Gate]:
                 continue
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and gates and stmt.value is not None:
                 out[id(stmt.value)] = cast(Gate, all_of(gates))  # gates is not empty
+                continue
+            if type(stmt) in _NO_BLOCKS:
                 continue
             if isinstance(stmt, ast.If):
                 gate = reader.gate(stmt.test, Scope(module, func))

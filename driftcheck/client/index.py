@@ -237,11 +237,15 @@ def parse_module(
 
 def assigns_class_attr(node: ast.ClassDef, name: str) -> bool:
     """Whether a class body assigns ``name`` (``x = ...`` or ``x: T = ...``)."""
+    return name in class_attrs(node)
+
+
+def class_attrs(node: ast.ClassDef) -> list[str]:
+    """The names a class body assigns (``x = ...`` or ``x: T = ...``)."""
+    out: list[str] = []
     for stmt in node.body:
         if isinstance(stmt, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-                return True
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            if stmt.target.id == name:
-                return True
-    return False
+            out += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.append(stmt.target.id)
+    return out

@@ -20,6 +20,11 @@ _MEMO: weakref.WeakKeyDictionary[ClientIndex, dict[str, frozenset[str]]] = (
 _OWN: weakref.WeakKeyDictionary[ClientIndex, dict[str, frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
+#: Per index (and its count of classes): what each class's own machinery puts on the classes
+#: below it.
+_BY: weakref.WeakKeyDictionary[
+    ClientIndex, tuple[int, dict[str, tuple[ClassInfo, frozenset[str]]]]
+] = weakref.WeakKeyDictionary()
 _CHILDREN: weakref.WeakKeyDictionary[ClientIndex, tuple[int, dict[str, list[ClassInfo]]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -45,6 +50,21 @@ def injected_names(index: ClientIndex, info: ClassInfo) -> frozenset[str]:
 def _own_injected(index: ClientIndex, info: ClassInfo) -> set[str]:
     names: set[str] = set()
     for cls in client_mro(index, info):
+        names |= _injected_by(index, cls)
+    return names
+
+
+def _injected_by(index: ClientIndex, cls: ClassInfo) -> frozenset[str]:
+    """What ``cls``'s own ``__init_subclass__`` and its metaclass put on the classes below it:
+    read once per class, not once per class whose MRO holds it (a base of transformers' models
+    is in thousands, and each read walks the methods of its metaclass)."""
+    count, memo = _BY.get(index) or (-1, {})
+    if count != len(index.classes):  # a class added since: a metaclass may resolve now
+        memo = {}
+        _BY[index] = (len(index.classes), memo)
+    got = memo.get(cls.qualname)
+    if got is None or got[0] is not cls:
+        names: set[str] = set()
         init = next(
             (
                 s
@@ -59,7 +79,8 @@ def _own_injected(index: ClientIndex, info: ClassInfo) -> set[str]:
         if meta is not None:
             for m in client_mro(index, meta):
                 names |= _metaclass_writes(m.node)
-    return names
+        got = memo[cls.qualname] = (cls, frozenset(names))
+    return got[1]
 
 
 def client_mro(index: ClientIndex, info: ClassInfo) -> list[ClassInfo]:

@@ -12,7 +12,7 @@ from driftcheck.client.index import (
     ClassInfo,
     ClientIndex,
     TypeRef,
-    assigns_class_attr,
+    class_attrs,
     first_param,
 )
 from driftcheck.client.injected import client_mro, injected_names
@@ -164,17 +164,16 @@ class MemberUses:
 
 def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
     """Whether the client's class, a client base of it, or the client's own class machinery
-    (:mod:`driftcheck.client.injected`) gives it the member (read once per class and member:
-    every read of the member off an instance asks; the index is complete by then)."""
-    memo: dict[tuple[str, str], bool] = index.__dict__.setdefault("_client_defines", {})
-    key = (info.qualname, member)
-    got = memo.get(key)
-    if got is None:
-        got = memo[key] = member in injected_names(index, info) or any(
-            member in cur.methods or member in cur.attrs or assigns_class_attr(cur.node, member)
-            for cur in client_mro(index, info)
-        )
-    return got
+    (:mod:`driftcheck.client.injected`) gives it the member (the names read once per class:
+    every read of a member off an instance asks; the index is complete by then)."""
+    memo: dict[str, frozenset[str]] = index.__dict__.setdefault("_client_defines", {})
+    names = memo.get(info.qualname)
+    if names is None:
+        found = set(injected_names(index, info))
+        for cur in client_mro(index, info):
+            found.update(cur.methods, cur.attrs, class_attrs(cur.node))
+        names = memo[info.qualname] = frozenset(found)
+    return member in names
 
 
 def _setting(test: ast.expr) -> str:
@@ -219,6 +218,7 @@ def own_stores(index: ClientIndex) -> OwnStores:
     functions: dict[int, list[FunctionInfo]] = {}
     for info in index.function_of_node.values():
         functions.setdefault(id(info.module), []).append(info)
+    stored: dict[int, set[str]] = {}  # a statement's id -> the names it stores, walked once
     for module in index.modules.values():
         for owner, block in _blocks(module.tree):
             setting: str | None = None  # read once a store is found under it
@@ -228,7 +228,7 @@ def own_stores(index: ClientIndex) -> OwnStores:
                 targets = [t for t in node.targets if isinstance(t, ast.Attribute)]
                 if not targets:
                     continue
-                value = _latest(block[:i], node.value)
+                value = _latest(block, i, node.value, stored)
                 if isinstance(value, ast.Call):  # a call is read without its function's locals
                     made = _instance_of(index, module, None, value)
                 elif isinstance(value, ast.Name):
@@ -262,20 +262,28 @@ def _blocks(tree: ast.AST) -> list[tuple[ast.AST, list[ast.stmt]]]:
     return out
 
 
-def _latest(before: list[ast.stmt], value: ast.expr) -> ast.expr:
-    """``value``, or for a name the value the statements just before it in the same block bound
-    it to last (``x = Cls.make(...); obj.attr = x``)."""
+def _latest(
+    block: list[ast.stmt], i: int, value: ast.expr, stored: dict[int, set[str]]
+) -> ast.expr:
+    """``value``, or for a name the value the statements just before ``block[i]`` bound it to
+    last (``x = Cls.make(...); obj.attr = x``). ``stored`` keeps the names each statement
+    stores: an ``__init__`` of many ``self.a = a`` asked about each of them every time."""
     if not isinstance(value, ast.Name):
         return value
-    for stmt in reversed(before):
+    for j in range(i - 1, -1, -1):
+        stmt = block[j]
         if isinstance(stmt, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == value.id for t in stmt.targets
         ):
             return stmt.value
-        if any(
-            isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Store)
-            for n in ast.walk(stmt)
-        ):
+        names = stored.get(id(stmt))
+        if names is None:
+            names = stored[id(stmt)] = {
+                n.id
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+        if value.id in names:
             return value  # rebound in a way not read here
     return value
 

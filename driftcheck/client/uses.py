@@ -421,7 +421,8 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
         indexed = result == "subscripted" or (
             result == "assigned" and self._assigned_name_indexed(node)
         )
-        for name in self.module.qualified(node.func):
+        qualified = self.module.qualified(node.func)
+        for name in qualified:
             if self._host(name) and (
                 not isinstance(node.func, ast.Attribute)
                 or self.module.names.imported_root(node.func)
@@ -446,7 +447,7 @@ class UseCollector(MemberUses, KwargsFlow, GatedWalker):
             if use is not None:
                 self._string_args(node, use.symbol)
                 return
-        for name in self.module.qualified(node.func):  # ``MySettings(...)`` of a host class
+        for name in qualified:  # ``MySettings(...)`` of a host class
             if name in self.index.classes:
                 host_init = self.types.inherited_host_init(name)
                 if host_init is not None:

@@ -25,3 +25,10 @@ def test_columns_and_segments_count_characters_on_non_ascii_lines():
     z = tree.body[2].value
     assert src.span(z) == (3, 5, 3, 8) and src.segment(z) == "g()"
     assert src.column(9, 7) == 7  # a line past the end: the offset as it is
+
+
+def test_a_text_of_plain_line_breaks_splits_as_the_pattern_does():
+    for code in ("", "\n", "a\n\nbé\n", "a\nb", "x = 1\n\n\n"):
+        src = Source(code)
+        lines = code.split("\n")
+        assert [src.line(i) for i in range(1, len(src) + 1)] == lines

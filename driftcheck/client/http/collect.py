@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.http.calls import HttpCollector, Wrapper
-from driftcheck.client.http.prefilter import console_scripts, may_talk, script_strings
+from driftcheck.client.http.prefilter import console_scripts, script_strings, talks_alone
 from driftcheck.client.http.reads import ReadFinder
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.index import ClientIndex
@@ -34,9 +34,16 @@ def http_uses(
     modules = list(client.modules.values())
     wrappers: dict[str, Wrapper] = {}
     collectors: list[HttpCollector] = []
+    # what each file's text says is read once; only the wrappers' names change per round
+    texts = [client.texts.get(m.file, "") for m in modules]
+    alone = [talks_alone(text, scripts, quoted) for text in texts]
     for _ in range(_ROUNDS):
         names = {q.rsplit(".", 1)[-1] for q in wrappers}
-        chosen = [m for m in modules if may_talk(client.texts.get(m.file, ""), names, quoted)]
+        chosen = [
+            m
+            for m, text, talks in zip(modules, texts, alone, strict=True)
+            if talks or any(n in text for n in names)
+        ]
         collectors = []
         found: dict[str, Wrapper] = {}
         for info in chosen:

@@ -24,18 +24,35 @@ IMPORTS = re.compile(
 )
 
 
-def may_talk(text: str, wrappers: set[str], scripts: re.Pattern[str] | None) -> bool:
-    """Can the file send a request or start the server? (It imports an HTTP client or a way to
-    start processes, names a wrapper, starts a string with one of the host's console scripts
+def talks_alone(text: str, scripts: frozenset[str], quoted: re.Pattern[str] | None) -> bool:
+    """Can the file send a request or start the server by its text alone? (It imports an HTTP
+    client or a way to start processes, starts a string with one of the host's console scripts
     (``"vllm serve ..."``, ``["vllm", ...]``: a file that only imports the host does not), or
-    runs ``python -m``: ``os.execvp(sys.executable, [sys.executable, "-m", ...])``.)"""
+    runs ``python -m``: ``os.execvp(sys.executable, [sys.executable, "-m", ...])``.) A file
+    that names one of the client's wrappers may too: the caller asks that per round of them.
+    ``quoted`` is :func:`script_strings` of ``scripts``, searched for only in a text that holds
+    one of them."""
     return bool(
-        IMPORTS.search(text)
+        imports_talker(text)
         or '"-m"' in text
         or "'-m'" in text
-        or any(n in text for n in wrappers)
-        or (scripts is not None and scripts.search(text))
+        or (
+            quoted is not None
+            and any(s in text for s in scripts)
+            and quoted.search(text) is not None
+        )
     )
+
+
+def imports_talker(text: str) -> bool:
+    """Does the file import an HTTP client or a way to start processes (:data:`IMPORTS`)? The
+    modules' names are looked for first: a plain substring test skips most files, where the
+    pattern tried every line."""
+    return any(m in text for m in _TALKERS) and IMPORTS.search(text) is not None
+
+
+#: The modules :data:`IMPORTS` names.
+_TALKERS = ("httpx", "requests", "aiohttp", "openai", "subprocess", "shlex")
 
 
 def script_strings(scripts: frozenset[str]) -> re.Pattern[str] | None:
@@ -52,15 +69,16 @@ def promote_http_files(client: Client) -> None:
     """Move the client's files that do not name the host but import an HTTP client (or start
     processes) into the analysed ones: they are parsed and their lines kept for reports."""
     for rel in list(client.unread):
-        if IMPORTS.search(client.unread[rel]):
+        if imports_talker(client.unread[rel]):
             client.unread.move(rel, client.texts)
             client.lines.add(rel, client.texts.kept(rel))
 
 
 def any_may_talk(client: Client, api: HostAPI) -> bool:
     """Could any analysed file of the client talk to the host's server?"""
-    quoted = script_strings(frozenset(console_scripts(api)))
-    return any(may_talk(text, set(), quoted) for text in client.texts.values())
+    scripts = frozenset(console_scripts(api))
+    quoted = script_strings(scripts)
+    return any(talks_alone(text, scripts, quoted) for text in client.texts.values())
 
 
 def console_scripts(api: HostAPI) -> tuple[str, ...]:
