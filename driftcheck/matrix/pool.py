@@ -81,15 +81,22 @@ def _drain(
     flight when it broke (the queue keeps the ones not started)."""
     in_flight: dict[Future[PairOutcome], PairTask] = {}
     broken: list[PairTask] = []
-    grown = False
+    grown = dead = False
     pool = ProcessPoolExecutor(
         max_workers=max(1, jobs), mp_context=_context(), initializer=_ignore_interrupts
     )
     try:
         while queue or in_flight:
-            while queue and len(in_flight) < jobs and not broken and not grown:
+            while queue and len(in_flight) < jobs and not broken and not grown and not dead:
                 task = queue.pop()
-                in_flight[pool.submit(runner, task)] = task
+                try:
+                    in_flight[pool.submit(runner, task)] = task
+                except BrokenProcessPool:
+                    # A worker died since the last wait, before its future said so: this task
+                    # never started (it waits for the next pool); the dead one's future, in
+                    # flight, says so at the next wait.
+                    queue.append(task)
+                    dead = True
             if not in_flight:
                 break
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
