@@ -98,15 +98,23 @@ class HostValues:
         (transformers' are read 180,000 times)."""
         if scope.env:
             return self._version_form(expr, scope)
-        memo: dict[tuple[int, int, int, int], tuple[ast.expr, str]] = self.__dict__.setdefault(
-            "_version_forms", {}
-        )
-        key = (id(expr), id(scope.module), id(scope.func), scope.depth)
-        got = memo.get(key)
-        if got is not None and got[0] is expr:
-            return got[1]
+        # keyed by the expression itself, with the scope it was first read in (almost always
+        # its only one): a key of ``id()``\ s cost three ints and two tuples per entry
+        memo: dict[ast.expr, tuple[ModuleInfo, FunctionInfo | None, int, str]]
+        memo = self.__dict__.setdefault("_version_forms", {})
+        got = memo.get(expr)
+        if got is not None:
+            if got[0] is scope.module and got[1] is scope.func and got[2] == scope.depth:
+                return got[3]
+            others: dict[tuple[ast.expr, int, int, int], str]
+            others = self.__dict__.setdefault("_version_forms_other", {})
+            key = (expr, id(scope.module), id(scope.func), scope.depth)
+            form = others.get(key)
+            if form is None:
+                form = others[key] = self._version_form(expr, scope)
+            return form
         form = self._version_form(expr, scope)
-        memo[key] = (expr, form)
+        memo[expr] = (scope.module, scope.func, scope.depth, form)
         return form
 
     def _version_form(self, expr: ast.expr, scope: Scope) -> str:
