@@ -183,8 +183,7 @@ def client_defines(index: ClientIndex, info: ClassInfo, member: str) -> bool:
                 )
             sets.append(names)
         got = memo[info.qualname] = (injected_names(index, info), tuple(sets))
-    injected, sets = got
-    return member in injected or any(member in names for names in sets)
+    return member in got[0] or any(member in names for names in got[1])
 
 
 def _setting(test: ast.expr) -> str:
