@@ -74,6 +74,15 @@ class Source:
     def __init__(self, given: str | bytes) -> None:
         self.code = keep(given)
         self._ascii = self.code.isascii()
+        # Where each line starts and ends, found when a line is first asked for: most files'
+        # positions are read as they are (an ASCII text's byte column is its column), and
+        # the two arrays were 11 MB for transformers' files.
+        self._lines: tuple[array, array] | None = None
+
+    def _located(self) -> tuple[array, array]:
+        """(where each line starts, where it ends) in the kept text."""
+        if self._lines is not None:
+            return self._lines
         code: Any = self.code  # str or bytes: each split below gives what it is given
         wide = isinstance(code, bytes)
         cr: Any = b"\r" if wide else "\r"
@@ -82,25 +91,27 @@ class Source:
             newline: Any = _NEWLINE_BYTES if wide else _NEWLINE
             lines = newline.split(code)
             seps = map(len, newline.findall(code))
-            self._starts = array("I", accumulate(map(add, map(len, lines[:-1]), seps), initial=0))
+            starts = array("I", accumulate(map(add, map(len, lines[:-1]), seps), initial=0))
         else:  # only ``\n``: a plain split, three times faster than the pattern's
             lines = code.split(lf)
-            self._starts = array("I", accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
-        self._ends = array("I", map(add, self._starts, map(len, lines)))
+            starts = array("I", accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
+        self._lines = starts, array("I", map(add, starts, map(len, lines)))
+        return self._lines
 
     def __len__(self) -> int:
         """How many lines the text has."""
-        return len(self._starts)
+        return len(self._located()[0])
 
     def line(self, line: int) -> str:
         """The text of 1-based ``line`` (without its line break)."""
         i = line - 1
-        text = self.code[self._starts[i] : self._ends[i]]
+        starts, ends = self._located()
+        text = self.code[starts[i] : ends[i]]
         return text if isinstance(text, str) else text.decode("utf-8", errors="replace")
 
     def column(self, line: int, offset: int) -> int:
         """0-based character column of a UTF-8 byte ``offset`` in 1-based ``line``."""
-        if self._ascii or not 0 < line <= len(self._starts):
+        if self._ascii or not 0 < line <= len(self._located()[0]):
             return offset
         text = self.line(line)
         if text.isascii():
