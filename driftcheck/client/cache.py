@@ -17,6 +17,7 @@ from dataclasses import fields
 from importlib import metadata
 
 from driftcheck.cache import cache_root, code_digest, code_suffix
+from driftcheck.client.texts import Kept, utf8_of
 from driftcheck.client.use import Use
 from driftcheck.host.api import HostAPI
 
@@ -28,9 +29,7 @@ def _own_version() -> str:
         return "0"
 
 
-def uses_key(
-    texts: Mapping[str, str | bytes], api: HostAPI, roots: set[str], rules_digest: str
-) -> str:
+def uses_key(texts: Mapping[str, Kept], api: HostAPI, roots: set[str], rules_digest: str) -> str:
     """Cache key of a client analysis (``rules_digest``: the rule set's, binding rules shape
     receiver inference)."""
     h = hashlib.sha256()
@@ -42,7 +41,7 @@ def uses_key(
     for rel in sorted(texts):
         h.update(rel.encode())
         text = texts[rel]  # a kept text: its UTF-8 bytes, or the string
-        h.update(hashlib.sha256(text if isinstance(text, bytes) else text.encode()).digest())
+        h.update(hashlib.sha256(utf8_of(text)).digest())
     return h.hexdigest()
 
 

@@ -11,6 +11,7 @@ from typing import cast
 
 from driftcheck.client.compact import compact
 from driftcheck.client.names import NameTable, Source, Walker, parse
+from driftcheck.client.texts import Kept, Packed
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ def first_param(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
 
 
 def parse_module(
-    name: str, file: str, code: str | bytes, kept: str | bytes | None = None
+    name: str, file: str, code: str | bytes | Packed, kept: Kept | None = None
 ) -> ModuleInfo:
     """Parse one client file (raises SyntaxError, ValueError, RecursionError, MemoryError).
 

@@ -18,7 +18,7 @@ class FileLines(Mapping[str, list[str]]):
         self._texts: dict[str, Kept] = {}
         self._last: tuple[str, list[str]] | None = None
 
-    def add(self, rel: str, text: str | bytes) -> None:
+    def add(self, rel: str, text: Kept) -> None:
         """Keep one file's text (its lines are what ``text.splitlines()`` gives); bytes are a
         kept form (:func:`~driftcheck.client.texts.keep`), shared as they are."""
         self._texts[rel] = keep(text)

@@ -22,7 +22,7 @@ from operator import add
 from typing import Any, cast
 
 from driftcheck.client.compact import COMPACT
-from driftcheck.client.texts import keep
+from driftcheck.client.texts import Packed, keep, unpack
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _NEWLINE_BYTES = re.compile(rb"\r\n|\r|\n")
@@ -47,13 +47,14 @@ _FROM = re.compile(r"from\s+")
 _CLASS = re.compile(r"class\s+")
 
 
-def parse(code: str | bytes) -> ast.Module:
+def parse(code: str | bytes | Packed) -> ast.Module:
     """Parse a client file (raises SyntaxError, ValueError, RecursionError or MemoryError).
 
     ``code`` may be a kept text's UTF-8 bytes (:mod:`driftcheck.client.texts`): parsed as they
     are, with the same positions, without a decoded copy (one declaring another encoding is
     decoded first: its bytes are UTF-8 whatever it declares). Warnings the compiler emits about
     the client's code (invalid escapes, ...) are not ours to print."""
+    code = unpack(code)
     if isinstance(code, bytes) and _OTHER_CODING.search(code, 0, _head_end(code)):
         code = code.decode("utf-8")
     with warnings.catch_warnings():
@@ -71,7 +72,7 @@ class Source:
     in them, and a line is decoded when it is read.
     """
 
-    def __init__(self, given: str | bytes) -> None:
+    def __init__(self, given: str | bytes | Packed) -> None:
         self.code = keep(given)
         self._ascii = self.code.isascii()
         # Where each line starts and ends, found when a line is first asked for: most files'
@@ -83,7 +84,7 @@ class Source:
         """(where each line starts, where it ends) in the kept text."""
         if self._lines is not None:
             return self._lines
-        code: Any = self.code  # str or bytes: each split below gives what it is given
+        code: Any = unpack(self.code)  # str or bytes: each split below gives what it is given
         wide = isinstance(code, bytes)
         cr: Any = b"\r" if wide else "\r"
         lf: Any = b"\n" if wide else "\n"
@@ -106,7 +107,7 @@ class Source:
         """The text of 1-based ``line`` (without its line break)."""
         i = line - 1
         starts, ends = self._located()
-        text = self.code[starts[i] : ends[i]]
+        text = unpack(self.code)[starts[i] : ends[i]]
         return text if isinstance(text, str) else text.decode("utf-8", errors="replace")
 
     def column(self, line: int, offset: int) -> int:

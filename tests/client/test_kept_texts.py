@@ -8,7 +8,7 @@ import sys
 from driftcheck.client.index import parse_module
 from driftcheck.client.lines import FileLines
 from driftcheck.client.names import Source
-from driftcheck.client.texts import Texts, keep, text_of
+from driftcheck.client.texts import PACK_ABOVE, Packed, Texts, keep, text_of, unpack, utf8_of
 
 WIDE = 'def greet(name):\n    """Say hello \U0001f917 to ``name``."""\n    return "h\u00e9llo " + name\n'
 LATIN = "x = 'caf\u00e9'\n" * 50
@@ -16,8 +16,8 @@ LATIN = "x = 'caf\u00e9'\n" * 50
 
 def test_each_text_is_kept_in_its_smallest_form() -> None:
     assert keep("plain = 1\n") == "plain = 1\n"
-    assert isinstance(keep(WIDE * 100), bytes)  # four bytes a character as a string
-    assert len(keep(WIDE * 100)) < sys.getsizeof(WIDE * 100) / 3
+    assert isinstance(unpack(keep(WIDE * 100)), bytes)  # four bytes a character as a string
+    assert len(unpack(keep(WIDE * 100))) < sys.getsizeof(WIDE * 100) / 3
     assert keep(LATIN) == LATIN  # one byte a character already: UTF-8 would be larger
     assert keep("lone \ud800 surrogate") == "lone \ud800 surrogate"
     for text in (WIDE, LATIN, "", "a\r\nb\rc"):
@@ -29,7 +29,7 @@ def test_the_store_reads_back_what_it_was_given() -> None:
     texts["a.py"], texts["b.py"] = WIDE, "b = 1\n"
     assert dict(texts) == {"a.py": WIDE, "b.py": "b = 1\n"}
     assert {**texts} == dict(texts.items())
-    assert isinstance(texts.kept("a.py"), bytes) and texts.utf8("b.py") == b"b = 1\n"
+    assert isinstance(unpack(texts.kept("a.py")), bytes) and texts.utf8("b.py") == b"b = 1\n"
     other = Texts()
     kept = texts.kept("a.py")
     texts.move("a.py", other)
@@ -41,7 +41,7 @@ def test_the_store_reads_back_what_it_was_given() -> None:
 def test_sources_lines_and_spans_agree_with_the_string() -> None:
     code = WIDE * 3 + "\r\nvalue = greet('\u00fc')  # \U0001f600\r\n"
     as_text, as_kept = Source(code), Source(keep(code))
-    assert isinstance(as_kept.code, bytes)
+    assert isinstance(unpack(as_kept.code), bytes)
     assert len(as_text) == len(as_kept)
     tree = ast.parse(code)
     for node in ast.walk(tree):
@@ -67,8 +67,58 @@ def test_a_kept_text_parses_as_its_string_whatever_encoding_it_declares() -> Non
     for head in ("", "# -*- coding: utf-8 -*-\n", "#!/usr/bin/env python\n# coding=latin-1\n"):
         code = head + WIDE + "s = '\u00e9\U0001f917'\n"
         kept = keep(code)
-        assert isinstance(kept, bytes)
+        assert isinstance(unpack(kept), bytes)
         plain, from_kept = parse(code), parse(kept)
         assert ast.dump(from_kept, include_attributes=True) == ast.dump(
             plain, include_attributes=True
         )
+
+
+LONG = "def f(x):\n    return x + 1  # caf\u00e9\n" * 400  # Latin-1: kept as a string
+LONG_WIDE = WIDE * 200  # kept as UTF-8 bytes
+
+
+def test_long_texts_are_kept_packed_and_read_back_as_they_were_kept() -> None:
+    import pickle
+
+    for text in (LONG, LONG_WIDE, "x = 1\n" * 2000, "lone \ud800 surrogate " * 500):
+        kept = keep(text)
+        assert len(text) > PACK_ABOVE and isinstance(kept, Packed)
+        assert keep(kept) is kept  # a packed text is kept as it is
+        assert kept.isascii() == text.isascii()
+        assert text_of(kept) == text
+        assert unpack(kept) == (text.encode() if isinstance(unpack(kept), bytes) else text)
+        assert pickle.loads(pickle.dumps(kept)).unpacked() == unpack(kept)
+    assert isinstance(unpack(keep(LONG)), str) and isinstance(unpack(keep(LONG_WIDE)), bytes)
+    assert utf8_of(keep(LONG_WIDE)) == LONG_WIDE.encode()
+    assert len(keep(LONG)._data) < len(LONG) / 10  # what packing is for
+
+
+def test_many_packed_texts_each_read_back_its_own_text() -> None:
+    texts = [f"n{i} = {i}\n" * 1000 for i in range(20)]
+    kept = [keep(t) for t in texts]
+    for _ in range(3):  # more texts than are kept unpacked, read in turn and again
+        for t, k in zip(texts, kept, strict=True):
+            assert text_of(k) == t
+
+
+def test_a_packed_text_parses_and_locates_as_its_string() -> None:
+    from driftcheck.client.names import parse
+
+    code = LONG_WIDE + "\r\nvalue = greet('\u00fc')  # \U0001f600\r\n"
+    kept = keep(code)
+    assert isinstance(kept, Packed)
+    assert ast.dump(parse(kept), include_attributes=True) == ast.dump(
+        ast.parse(code), include_attributes=True
+    )
+    as_text, as_kept = Source(code), Source(kept)
+    assert len(as_text) == len(as_kept)
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call):
+            assert as_kept.span(node) == as_text.span(node)
+            assert as_kept.segment(node) == as_text.segment(node)
+    texts, lines = Texts(), FileLines()
+    texts["m.py"] = code
+    lines.add("m.py", texts.kept("m.py"))
+    info = parse_module("m", "m.py", texts.kept("m.py"))
+    assert info.source.code is texts.kept("m.py") and lines.text("m.py") == code

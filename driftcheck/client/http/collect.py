@@ -12,7 +12,7 @@ from driftcheck.client.http.prefilter import console_scripts, script_strings, ta
 from driftcheck.client.http.reads import ReadFinder
 from driftcheck.client.http.use import HttpUse
 from driftcheck.client.index import ClientIndex
-from driftcheck.client.texts import text_of
+from driftcheck.client.texts import text_of, unpack
 
 if TYPE_CHECKING:
     from driftcheck.client.package import Client
@@ -46,7 +46,7 @@ def http_uses(
         chosen = [
             m
             for m, text, talks in zip(modules, kept, alone, strict=True)
-            if talks or any((n if isinstance(text, str) else spelled[n]) in text for n in names)  # type: ignore[operator]
+            if talks or _names_any(unpack(text), names, spelled)
         ]
         collectors = []
         found: dict[str, Wrapper] = {}
@@ -77,3 +77,11 @@ def http_uses(
             if value is not None:
                 out += finder.reads(use, call, func, value)
     return out
+
+
+def _names_any(text: str | bytes, names: set[str], spelled: dict[str, bytes]) -> bool:
+    """Whether a text (a string, or UTF-8 bytes searched for each name's bytes) holds one of
+    the names."""
+    if isinstance(text, str):
+        return any(n in text for n in names)
+    return any(spelled[n] in text for n in names)
