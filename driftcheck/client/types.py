@@ -57,13 +57,11 @@ class TypeInferrer:
         self.index = index
         self.host = host
         self._busy: set[ast.AST] = set()
-        #: Inferred classes by expression, for the scope in :attr:`_scope_of` (an expression
-        #: is almost always asked about in one scope); other scopes in :attr:`_other_scopes`.
-        #: Keyed by the nodes themselves: a key of ``id()``\ s cost two ints and a tuple per
-        #: entry (transformers: 407,000 entries, 50 MB at the scan's peak).
-        self._memo: dict[ast.AST, TypeRef | None] = {}
-        self._scope_of: dict[ast.AST, FunctionInfo | None] = {}
-        self._other_scopes: dict[tuple[ast.AST, int], TypeRef | None] = {}
+        #: Inferred classes, by ``id()`` of the scope (the function, or None: scopes live as
+        #: long as the index), then by expression: keyed by the nodes themselves, not by a
+        #: tuple of two ``id()`` ints per entry (transformers: 407,000 entries, 50 MB at the
+        #: scan's peak); one table per scope, as most scopes ask about a few expressions.
+        self._memo: dict[int, dict[ast.AST, TypeRef | None]] = {}
         #: One :class:`TypeRef` per class for the results kept (200,000 equal ones in
         #: transformers' memo otherwise).
         self._refs: dict[TypeRef, TypeRef] = {}
@@ -84,13 +82,12 @@ class TypeInferrer:
         Results are memoised per expression and scope (the nodes live as long as the index):
         without it, long chains of local assignments are re-inferred at every use.
         """
-        got = self._memo.get(expr, _UNSET)
+        memo = self._memo.get(id(func))
+        if memo is None:
+            memo = self._memo[id(func)] = {}
+        got = memo.get(expr, _UNSET)
         if got is not _UNSET:  # one look-up: asked 600,000 times in transformers
-            if self._scope_of[expr] is func:
-                return cast("TypeRef | None", got)
-            got = self._other_scopes.get((expr, id(func)), _UNSET)
-            if got is not _UNSET:
-                return cast("TypeRef | None", got)
+            return cast("TypeRef | None", got)
         if expr in self._busy:
             return None
         self._busy.add(expr)
@@ -103,11 +100,7 @@ class TypeInferrer:
             self._busy.discard(expr)
         if result is not None:
             result = self._refs.setdefault(result, result)
-        if expr not in self._memo:
-            self._memo[expr] = result
-            self._scope_of[expr] = func
-        elif self._scope_of[expr] is not func:
-            self._other_scopes[(expr, id(func))] = result
+        memo[expr] = result
         return result
 
     def host_class(self, ref: TypeRef | None) -> Found | None:
