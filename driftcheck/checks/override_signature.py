@@ -474,7 +474,9 @@ def _trees_mentioning(
     found: dict[str, list[str]] = ctx.__dict__.setdefault("_mentioning", {})
     word = re.compile(rf"\b{re.escape(name)}\b")
     if name not in found:
-        found[name] = [rel for rel in ctx.client_lines if _holds(_text(ctx, rel), name, word)]
+        may_hold = getattr(ctx.client_lines, "may_hold", None)  # a filter of each file's words
+        candidates = may_hold(name) if may_hold is not None else ctx.client_lines
+        found[name] = [rel for rel in candidates if _holds(_text(ctx, rel), name, word)]
     out = []
     for rel in found[name]:
         tree = _tree(ctx, rel)

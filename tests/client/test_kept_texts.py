@@ -122,3 +122,33 @@ def test_a_packed_text_parses_and_locates_as_its_string() -> None:
     lines.add("m.py", texts.kept("m.py"))
     info = parse_module("m", "m.py", texts.kept("m.py"))
     assert info.source.code is texts.kept("m.py") and lines.text("m.py") == code
+
+
+def test_the_word_filter_never_misses_a_file_that_holds_the_word() -> None:
+    import random
+    import re
+
+    rng = random.Random(7)
+    vocab = [
+        "Model",
+        "model",
+        "Model2",
+        "_Model",
+        "caf\u00e9",
+        "x",
+        "Config",
+        "forward",
+        "\u00e9t\u00e9",
+    ]
+    lines = FileLines()
+    texts = {}
+    for i in range(60):
+        words = rng.choices(vocab, k=rng.randrange(0, 400))
+        seps = rng.choices([" ", ".", "(", "\n", "", "_", "1"], k=len(words))
+        texts[f"f{i}.py"] = "".join(w + s for w, s in zip(words, seps, strict=True))
+        lines.add(f"f{i}.py", texts[f"f{i}.py"])
+    for word in [*vocab, "absent", "Model.forward"]:
+        holds = {r for r, t in texts.items() if re.search(rf"\b{re.escape(word)}\b", t)}
+        assert holds <= set(lines.may_hold(word)), word
+    assert lines.may_hold("Model.forward") == list(texts)  # not one word: every file
+    assert len(lines.may_hold("absent")) < len(texts) / 4  # the filter does filter
