@@ -12,6 +12,7 @@ import ast
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, cast
 
@@ -399,22 +400,49 @@ class HostAPI(Signatures, ModuleNames):
     def def_node(
         self, found: Found
     ) -> ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None:
-        """The ``ast`` node of a host class or function, found by its line."""
-        module = found.obj.module
-        text = self.module_text(module.path)
+        """The ``ast`` node of a host class or function, found by its line (the same node each
+        time it is asked)."""
+        module = found.obj.module.path
+        text = self.module_text(module)
         if text is None:
             return None
-        defs = self.__dict__.setdefault("_defs", {})
-        table: dict[tuple[str, int], ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef] | None
-        table = defs.get(module.path)
-        if table is None:  # one walk per module: every definition by (name, line)
+        asked = self.__dict__.setdefault("_defs", {}).setdefault(module, {})
+        key = (found.obj.name, found.line)
+        if key not in asked:
+            asked[key] = self._definition(module, text, key)
+        return asked[key]
+
+    def _definition(self, module: str, text: str, key: tuple[str, int]) -> _Def | None:
+        """One definition of a module. Only what is asked for is kept: the module is parsed
+        once for where each definition lies, and a definition asked for later is parsed from
+        its own lines. Keeping the whole tree for the few definitions asked of it held 58 MB
+        at the peak of transformers' scan against torch (19 modules of stubs and large files).
+        A tree kept for other readers (:meth:`_ast`) gives its own node."""
+        kept = self.__dict__.get("_ast_cache", {})
+        spans = self.__dict__.setdefault("_def_spans", {})
+        if module not in kept and module in spans:
+            span = spans[module].get(key)
+            if span is None:
+                return None
+            node = _parse_definition(text, key[0], span)
+            if node is not None:
+                return node
+        tables = self.__dict__.setdefault("_kept_defs", {})
+        table = tables.get(module)
+        if table is None:
+            tree = kept[module] if module in kept else _parse(text)
             table = {}
-            defs[module.path] = table
-            tree = self._ast(module.path, text)
             for node in _definitions(tree.body if tree is not None else []):
                 for line in (node.lineno, *(d.lineno for d in node.decorator_list)):
                     table.setdefault((node.name, line), node)
-        return table.get((found.obj.name, found.line))
+            if module in kept or "\r" in text:
+                # nodes of a tree kept anyway; or lines the parser also ends at ``\r``,
+                # numbered otherwise than the spans count them: the table is kept
+                tables[module] = table
+            else:
+                starts = [0, *accumulate(len(line) + 1 for line in text.split("\n"))]
+                spans[module] = {k: _span(n, starts) for k, n in table.items()}
+        return table.get(key)
 
     def _ast(self, modpath: str, text: str) -> ast.Module | None:
         cache = self.__dict__.setdefault("_ast_cache", {})
@@ -427,6 +455,45 @@ class HostAPI(Signatures, ModuleNames):
 
 
 _DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_Def = ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+#: Where a definition lies: its first line (its first decorator's), its last line, its own line,
+#: whether it is indented, and where its first line starts and its last line ends in the text.
+_Span = tuple[int, int, int, bool, int, int]
+
+
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _span(node: _Def, starts: list[int]) -> _Span:
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    last = node.end_lineno or node.lineno
+    return first, last, node.lineno, node.col_offset > 0, starts[first - 1], starts[last] - 1
+
+
+def _parse_definition(text: str, name: str, span: _Span) -> _Def | None:
+    """Definition ``name`` at ``span`` parsed from its own lines, at the same lines and columns
+    as in the whole module (an indented one inside an ``if 1:`` on the line above); None where
+    what is parsed is not that definition."""
+    first, last, line, indented, start, end = span
+    head = "\n" * (first - 2) + "if 1:\n" if indented else "\n" * (first - 1)
+    try:
+        body = ast.parse(head + text[start:end]).body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if indented and len(body) == 1 and isinstance(body[0], ast.If):
+        body = body[0].body
+    node = body[0] if len(body) == 1 else None
+    if (
+        isinstance(node, _DEFS)
+        and node.name == name
+        and (node.lineno, node.end_lineno, node.col_offset > 0) == (line, last, indented)
+    ):
+        return node
+    return None
 
 
 def _definitions(
