@@ -54,7 +54,10 @@ def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
     try:
         with open(_path(key), "rb") as f:
             data = pickle.load(f)
-            columns = [pickle.load(f) for _ in data["uses"]["fields"]]
+            chunks = -(-data["uses"]["count"] // _CHUNK)
+            columns = [
+                [v for _ in range(chunks) for v in pickle.load(f)] for _ in data["uses"]["fields"]
+            ]
         data["uses"]["columns"] = columns
         return _from_columns(data["uses"]), data["skipped"], data["mixed"], data["names"]
     except (
@@ -69,6 +72,8 @@ def load_uses(key: str) -> tuple[list[Use], list, dict, set] | None:
         return None
 
 
+#: How many values of a column one pickle holds.
+_CHUNK = 8192
 #: The fields of a :class:`Use`, in the order its constructor takes them.
 _FIELDS = tuple(f.name for f in fields(Use))
 
@@ -104,18 +109,21 @@ def save_uses(key: str, uses: list[Use], skipped: list, mixed: dict, names: set)
         tmp = f"{path}.{os.getpid()}.part"
         plain, others = _split(uses)
         data = {
-            "uses": {"fields": _FIELDS, "others": others},
+            "uses": {"fields": _FIELDS, "others": others, "count": len(plain)},
             "skipped": list(skipped),
             "mixed": mixed,
             "names": names,
         }
         with open(tmp, "wb") as f:
             pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
-            # One pickle per column, each built and written alone: one pickle of every column
-            # held them all at once, with the pickler's memo of every object they hold (70 MB
-            # of transformers' peak, which comes while its uses are stored).
+            # Each column in pickles of at most ``_CHUNK`` values, each built and written
+            # alone: one pickle of every column held them all at once with the pickler's memo
+            # of every object they hold (70 MB of transformers' peak, which comes while its
+            # uses are stored), and one pickle a column still held a column's (25 MB).
             for name in _FIELDS:
-                pickle.dump([getattr(u, name) for u in plain], f, pickle.HIGHEST_PROTOCOL)
+                for at in range(0, len(plain), _CHUNK):
+                    chunk = [getattr(u, name) for u in plain[at : at + _CHUNK]]
+                    pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except (OSError, pickle.PicklingError, TypeError):
         pass
