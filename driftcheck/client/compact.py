@@ -14,11 +14,24 @@ no difference; only a test of the exact class (``type(node) is ast.Call``) does,
 dispatches on the exact class maps it with :data:`PLAIN`. A copy (:func:`copy.deepcopy`) or a pickle
 of a compact node is a plain node. The contexts and operators the parser shares between nodes stay
 shared and plain.
+
+Most nodes need less than a slot per field (458 MB to 383 MB for those files, the parser's
+lists and strings included): an empty list field holds the one shared :data:`EMPTY` (no reader
+changes a client tree's list; a copy gets its own); a node on one line has no ``end_lineno`` slot
+(:data:`ONE_LINE`: a class attribute reads it from ``lineno``), a ``Name`` written as its ``id``
+none for ``end_col_offset`` either (:data:`NAME`), and a node with one of the parser's contexts
+(``Load``, ``Store``, ``Del``) holds it as a class attribute. Each class is chosen only where the
+value it gives is the one parsed, so every field and attribute reads as parsed; a value set on a
+node later is kept in its ``__dict__`` and read instead. The trees are read, never changed: a
+change to a list in one would show in every empty list, and moving a one-line node (a new
+``lineno`` without a new ``end_lineno``) would move its end too (``ast.increment_lineno`` on a
+compact tree would move such an end twice). A copy is a plain tree, free to change.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from typing import Any
 
 #: Node classes CPython shares between trees (contexts and operators): kept as they are.
@@ -30,16 +43,57 @@ _NO_NODES = frozenset(
 )
 
 
+#: The one empty list every empty list field of a compact tree holds (492,000 lists, 28 MB, in
+#: transformers' trees). Nothing that reads the client's trees changes a list in them: a copy or a
+#: pickle gets a list of its own (see :func:`_reduce`).
+EMPTY: list[Any] = []
+
+
+class _Line:
+    """``end_lineno`` of a node on one line: its ``lineno``, computed when read (a non-data
+    descriptor: a value set on the node is kept in its ``__dict__`` and read instead)."""
+
+    __slots__ = ()
+
+    def __get__(self, node: ast.AST | None, owner: type | None = None) -> int | None:
+        return None if node is None else node.lineno  # type: ignore[attr-defined]
+
+
+class _NameEnd:
+    """``end_col_offset`` of a ``Name`` whose spelling is its ``id`` in ASCII: ``col_offset`` and
+    the id's length (the rebuild checks the two agree before it uses this)."""
+
+    __slots__ = ()
+
+    def __get__(self, node: ast.AST | None, owner: type | None = None) -> int | None:
+        if node is None:
+            return None
+        return node.col_offset + len(node.id)  # type: ignore[attr-defined]
+
+
 def _reduce(node: ast.AST) -> tuple[Any, ...]:
-    """Copies and pickles of a compact node are plain nodes of its :mod:`ast` class."""
+    """Copies and pickles of a compact node are plain nodes of its :mod:`ast` class (with lists
+    of their own where the compact node holds the shared empty one)."""
     plain = PLAIN[type(node)]
-    slots: tuple[str, ...] = getattr(type(node), "__slots__", ())
-    state = {name: getattr(node, name) for name in slots if hasattr(node, name)}
-    return plain, (), state
+    state = {}
+    for name in (*plain._fields, *plain._attributes):
+        value = getattr(node, name, _UNSET)
+        if value is EMPTY:
+            value = []
+        if value is not _UNSET:
+            state[name] = value
+    # made without calling the class (3.13's ``__init__`` warns of each missing field)
+    return plain.__new__, (plain,), state
 
 
-def _compact_class(plain: type[ast.AST]) -> type[ast.AST]:
-    slots = (*plain._fields, *plain._attributes)
+_UNSET = object()
+
+
+def _compact_class(plain: type[ast.AST], derived: dict[str, Any] | None = None) -> type[ast.AST]:
+    """A compact class for ``plain``: a slot per field and attribute, but those ``derived``
+    computes."""
+    derived = derived or {}
+    slots = tuple(n for n in (*plain._fields, *plain._attributes) if n not in derived)
     return type(
         plain.__name__,
         (plain,),
@@ -48,6 +102,7 @@ def _compact_class(plain: type[ast.AST]) -> type[ast.AST]:
             "__module__": __name__,
             "__qualname__": plain.__name__,
             "__reduce__": _reduce,
+            **derived,
         },
     )
 
@@ -72,20 +127,74 @@ def _leaf_classes() -> list[type[ast.AST]]:
 
 #: Plain node class -> its compact class.
 COMPACT: dict[type[ast.AST], type[ast.AST]] = {cls: _compact_class(cls) for cls in _leaf_classes()}
+#: Plain node class -> its compact class for a node on one line (no ``end_lineno`` slot).
+ONE_LINE: dict[type[ast.AST], type[ast.AST]] = {
+    cls: _compact_class(cls, {"end_lineno": _Line()})
+    for cls in COMPACT
+    if "end_lineno" in cls._attributes
+}
+#: The compact class of a ``Name`` written as its ``id`` (on one line: every ``Name`` is).
+NAME = _compact_class(ast.Name, {"end_lineno": _Line(), "end_col_offset": _NameEnd()})
+#: The contexts the parser gives every ``Name``, ``Attribute``, ... (one object each, shared).
+_CONTEXTS = (
+    ast.parse("x").body[0].value.ctx,  # type: ignore[attr-defined]
+    ast.parse("x = 0").body[0].targets[0].ctx,  # type: ignore[attr-defined]
+    ast.parse("del x").body[0].targets[0].ctx,  # type: ignore[attr-defined]
+)
+#: (compact class of a node with a context, the parser's context) -> its class holding that
+#: context as a class attribute, not in a slot (a value set on a node is kept in its
+#: ``__dict__`` and read instead).
+_BY_CONTEXT: dict[tuple[type[ast.AST], Any], type[ast.AST]] = {
+    (base, ctx): _compact_class(
+        plain,
+        {
+            **({"end_lineno": _Line()} if base is not COMPACT[plain] else {}),
+            **({"end_col_offset": _NameEnd()} if base is NAME else {}),
+            "ctx": ctx,
+        },
+    )
+    for plain in COMPACT
+    if "ctx" in plain._fields
+    for base in (COMPACT[plain], ONE_LINE[plain], *((NAME,) if plain is ast.Name else ()))
+    for ctx in _CONTEXTS
+}
 #: Compact node class -> its plain :mod:`ast` class (and each plain class -> itself).
 PLAIN: dict[type[ast.AST], type[ast.AST]] = {
     **{cls: cls for cls in COMPACT},
     **{sub: cls for cls, sub in COMPACT.items()},
+    **{sub: cls for cls, sub in ONE_LINE.items()},
+    NAME: ast.Name,
 }
-#: Plain node class -> (compact class, the fields that may hold a node).
-_PLAN: dict[type[ast.AST], tuple[type[ast.AST], tuple[str, ...]]] = {
-    cls: (sub, tuple(f for f in cls._fields if f not in _NO_NODES)) for cls, sub in COMPACT.items()
+PLAIN.update({sub: PLAIN[base] for (base, _), sub in _BY_CONTEXT.items()})
+#: Plain node class -> (compact class, its one-line class or None, the fields that may hold a
+#: node or a list, whether it has a context).
+_PLAN: dict[type[ast.AST], tuple[type[ast.AST], type[ast.AST] | None, tuple[str, ...], bool]] = {
+    cls: (
+        sub,
+        ONE_LINE.get(cls),
+        tuple(f for f in cls._fields if f not in _NO_NODES),
+        "ctx" in cls._fields,
+    )
+    for cls, sub in COMPACT.items()
 }
 # ``value`` holds a node everywhere but in ``Constant`` (and ``MatchSingleton``, ``keyword``'s is a
 # node too): put it back where the class's value is an expression.
-for _cls, (_sub, _fields) in list(_PLAN.items()):
+for _cls, (_sub, _one, _fields, _ctx) in list(_PLAN.items()):
     if "value" in _cls._fields and _cls not in (ast.Constant, ast.MatchSingleton):
-        _PLAN[_cls] = (_sub, (*_fields, "value"))
+        _PLAN[_cls] = (_sub, _one, (*_fields, "value"), _ctx)
+
+
+def _build(cls: type[ast.AST], values: dict[str, Any]) -> ast.AST:
+    """A node of ``cls`` holding ``values`` (from 3.13 on, the node classes' ``__init__`` sets
+    a field not given, ``ctx`` included, which would put a context in the node's ``__dict__``)."""
+    node = cls.__new__(cls)
+    for name, value in values.items():
+        setattr(node, name, value)
+    return node
+
+
+#: Whether the node classes' ``__init__`` sets the fields it is not given (3.13 on).
+_INIT_FILLS = sys.version_info >= (3, 13)
 
 
 def compact(tree: ast.AST) -> ast.AST:
@@ -99,25 +208,42 @@ def _rebuild(node: ast.AST, lines: dict[int, int], plans: dict = _PLAN) -> ast.A
     plan = plans.get(type(node))
     if plan is None:
         return node  # shared, or already compact
-    sub, fields = plan
+    sub, one, fields, has_ctx = plan
     values: dict[str, Any] = node.__dict__
     for name in fields:
         value = values.get(name)
         if value is None:
             continue
         if type(value) is list:
+            if not value:
+                values[name] = EMPTY
+                continue
             for i, item in enumerate(value):
                 if type(item) in plans:
                     value[i] = _rebuild(item, lines)
         elif type(value) in plans:
             values[name] = _rebuild(value, lines)
     line = values.get("lineno")
-    if line is not None and line > 256:  # the interpreter shares the small ints already
-        values["lineno"] = line = lines.setdefault(line, line)
+    if line is not None:
+        if line > 256:  # the interpreter shares the small ints already
+            values["lineno"] = line = lines.setdefault(line, line)
         end = values["end_lineno"]
-        values["end_lineno"] = line if end == line else lines.setdefault(end, end)
-    elif line is not None:
-        end = values["end_lineno"]
-        if end is not None and end > 256:
+        if end == line and one is not None:
+            del values["end_lineno"]
+            sub = one
+            if one is _NAME_ONE and values["end_col_offset"] == values["col_offset"] + len(
+                values["id"]
+            ):
+                del values["end_col_offset"]
+                sub = NAME
+        elif end is not None and end > 256:
             values["end_lineno"] = lines.setdefault(end, end)
+    if has_ctx:
+        held = _BY_CONTEXT.get((sub, values.get("ctx")))
+        if held is not None:
+            del values["ctx"]
+            return _build(held, values) if _INIT_FILLS else held(**values)
     return sub(**values)
+
+
+_NAME_ONE = ONE_LINE[ast.Name]

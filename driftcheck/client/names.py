@@ -21,7 +21,7 @@ from itertools import accumulate
 from operator import add
 from typing import Any, cast
 
-from driftcheck.client.compact import COMPACT
+from driftcheck.client.compact import PLAIN
 from driftcheck.client.texts import Packed, keep, unpack
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -231,6 +231,11 @@ def _dict_children(entries: ast.Dict) -> list[ast.AST]:
     return out
 
 
+def _kinds(plain: type[ast.AST]) -> list[type]:
+    """``plain`` and its compact classes (:mod:`driftcheck.client.compact`)."""
+    return [kind for kind, of in PLAIN.items() if of is plain]
+
+
 #: The node classes whose children are not in the order of their fields, plain and compact.
 _ORDERED: dict[type, Callable[[Any], list[ast.AST]]] = {
     kind: order
@@ -241,7 +246,7 @@ _ORDERED: dict[type, Callable[[Any], list[ast.AST]]] = {
         (ast.Call, _call_children),
         (ast.Dict, _dict_children),
     )
-    for kind in (plain, COMPACT[plain])
+    for kind in _kinds(plain)
 }
 
 
@@ -252,7 +257,7 @@ _NO_NODES = frozenset(
 )
 #: Node class -> the fields :func:`children` looks at (``_fields`` less :data:`_NO_NODES`).
 _FIELDS: dict[type, tuple[str, ...]] = {
-    kind: () for plain in (ast.Constant, ast.MatchSingleton) for kind in (plain, COMPACT[plain])
+    kind: () for plain in (ast.Constant, ast.MatchSingleton) for kind in _kinds(plain)
 }
 
 

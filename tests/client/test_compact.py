@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import marshal
 import pickle
 import sys
 import textwrap
 
-from driftcheck.client.compact import COMPACT, PLAIN, compact
+from driftcheck.client.compact import COMPACT, EMPTY, NAME, ONE_LINE, PLAIN, compact
 from driftcheck.client.index import parse_module
 from driftcheck.client.names import Walker, children
 
@@ -87,7 +88,7 @@ def test_every_node_but_the_shared_ones_is_compact_and_smaller() -> None:
         if isinstance(new, shared):
             assert new is old  # the parser's own, shared between trees
             continue
-        assert type(new) is COMPACT[type(old)]
+        assert type(new) is not type(old) and PLAIN[type(new)] is type(old)
         plain_size += sys.getsizeof(old) + sys.getsizeof(old.__dict__)
         new_size += sys.getsizeof(new)
     assert new_size * 2 < plain_size
@@ -141,3 +142,107 @@ def test_a_tree_too_deep_to_rebuild_stays_as_parsed() -> None:
         return  # the parser itself refuses it on this interpreter: nothing to rebuild
     info = parse_module("pkg.deep", "pkg/deep.py", code)
     assert type(info.tree) is ast.Module  # as parsed: the index says it is too deep
+
+
+# Sources where a derived field could read other than parsed: names not written as their ids
+# (non-ASCII; the fullwidth one the parser normalises to an ASCII id), nodes over several lines,
+# f-strings (their parts' positions), every context, match statements, walrus, type comments.
+TRICKY = textwrap.dedent(
+    """
+    café = naïve + ｆｕｌｌ  # type: int
+    x = (a +
+         b)
+    e = g(café, k=1) or g()
+    s = f"{café!r:>{w}} {y=} {f'{z}'}" f'''
+    {a
+     + b}'''
+    def f(a,  # type: int
+          b):
+        # type: (...) -> None
+        del a, b.c, d[0]
+        *p, q.r, s[1] = t
+        return [(n := 1) for _ in ()]
+    match p:
+        case Point(x=0, y=ÿ) | [1, *ÿ] if (w := ÿ):
+            pass
+        case {"k": v, **kw}:
+            pass
+    """
+)
+if sys.version_info >= (3, 11):
+    TRICKY += "try:\n    pass\nexcept* ValueError:\n    pass\n"
+if sys.version_info >= (3, 12):
+    TRICKY += "def g[T: int, *Ts, **P](x: T) -> T: ...\ntype Alias[K] = list[K]\n"
+
+
+def _trees(**kw: bool) -> tuple[ast.AST, ast.AST]:
+    return ast.parse(TRICKY, **kw), compact(ast.parse(TRICKY, **kw))
+
+
+def test_tricky_sources_read_as_parsed_by_every_reader() -> None:
+    for kw in ({}, {"type_comments": True}):
+        plain, tree = _trees(**kw)
+        assert _fields(tree) == _fields(plain)
+        assert ast.unparse(tree) == ast.unparse(plain)
+        assert marshal.dumps(compile(tree, "<t>", "exec")) == marshal.dumps(
+            compile(plain, "<t>", "exec")
+        )
+        for old, new in zip(ast.walk(plain), ast.walk(tree), strict=True):
+            assert isinstance(new, type(old)) and type(new).__name__ == type(old).__name__
+            fields = [(k, _fields(v)) for k, v in ast.iter_fields(new)]
+            assert fields == [(k, _fields(v)) for k, v in ast.iter_fields(old)]
+            for name in (*old._fields, *old._attributes):
+                assert hasattr(new, name) == hasattr(old, name)
+                assert _fields(getattr(new, name, None)) == _fields(getattr(old, name, None))
+            for name in ("end_lineno", "end_col_offset"):  # where a class gives one
+                slots = getattr(type(new), "__slots__", (name,))
+                if name in (*old._fields, *old._attributes) and name not in slots:
+                    assert getattr(type(new), name) == getattr(type(old), name, None)
+
+
+def test_each_smaller_form_is_used_only_where_it_reads_as_parsed() -> None:
+    plain, tree = _trees()
+    kinds = {type(n) for n in ast.walk(tree)}
+    assert ONE_LINE[ast.BinOp] in kinds and COMPACT[ast.BinOp] in kinds
+    names = [k.__slots__ for k in kinds if PLAIN.get(k) is ast.Name]
+    assert ("id", "lineno", "col_offset") in names  # no slot for the end nor the context
+    assert NAME.__slots__ == ("id", "ctx", "lineno", "col_offset")
+    for old, new in zip(ast.walk(plain), ast.walk(tree), strict=True):
+        slots = getattr(type(new), "__slots__", None)
+        if slots is None:
+            continue
+        if isinstance(old, ast.Name):
+            written_as_id = old.end_col_offset == old.col_offset + len(old.id)
+            assert ("end_col_offset" in slots) == (not written_as_id)
+            if old.id in ("café", "naïve", "full", "ÿ"):  # café's bytes outnumber its letters
+                assert "end_col_offset" in slots
+        if "end_lineno" in old._attributes:
+            assert ("end_lineno" in slots) == (old.end_lineno != old.lineno)
+        for name in old._fields:
+            value = getattr(new, name)
+            if isinstance(value, list):
+                assert (value is EMPTY) == (not value)
+    assert EMPTY == []
+
+
+def test_a_value_set_on_a_node_is_kept_where_a_class_gives_the_parsed_one() -> None:
+    plain, tree = _trees()
+    name = next(n for n in ast.walk(tree) if type(n).__slots__ == ("id", "lineno", "col_offset"))
+    store = ast.parse("x = 0").body[0].targets[0].ctx  # type: ignore[attr-defined]
+    name.end_col_offset, name.end_lineno, name.ctx = 99, 98, store
+    assert (name.end_col_offset, name.end_lineno, name.ctx) == (99, 98, store)
+    assert {"end_col_offset", "end_lineno", "ctx"} <= set(name.__dict__)
+    assert type(name).end_lineno is None  # the class's own reads as the plain class's
+
+
+def test_copies_have_lists_of_their_own() -> None:
+    tree = compact(ast.parse(TRICKY))
+    for other in (copy.deepcopy(tree), pickle.loads(pickle.dumps(tree))):
+        lists = [
+            getattr(n, f) for n in ast.walk(other) for f in n._fields if type(getattr(n, f)) is list
+        ]
+        assert len({id(x) for x in lists}) == len(lists) and all(x is not EMPTY for x in lists)
+        assert all(type(n).__module__ == "ast" for n in ast.walk(other))
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and not n.keywords)
+    shallow = copy.copy(call)
+    assert shallow.keywords == [] and shallow.keywords is not EMPTY
