@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from driftcheck.host.api import HostAPI
-from driftcheck.host.walk import walk
+from driftcheck.host.walk import gc_paused, walk
 
 #: What a host does with a name it reads: reads it (a hook it calls, an attribute it uses),
 #: warns about it, or rejects it (raises).
@@ -90,6 +90,7 @@ def class_hooks(api: HostAPI) -> dict[str, list[Treat]]:
     """Every host hook name (:func:`is_host_hook`) the release looks up by string, with what it
     does at each place (one pass over the host, kept in the snapshot)."""
 
+    @gc_paused()
     def compute() -> list[list]:
         texts = api.source_texts()
         constants: dict[str, set[str]] = {}

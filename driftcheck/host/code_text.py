@@ -58,3 +58,16 @@ def line_starts(text: str) -> list[int]:
     for m in _LINE_END.finditer(text):
         starts.append(m.end())
     return starts
+
+
+def spells_word(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` (an identifier) as a word, as ``\\bword\\b`` finds
+    it: by the string's own search, not a pattern tried at each of the text's characters."""
+    at, size = text.find(word), len(word)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        after = text[at + size : at + size + 1] or " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            return True
+        at = text.find(word, at + 1)
+    return False

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from driftcheck.host.api import HostAPI
-from driftcheck.host.code_text import code_only, line_starts
+from driftcheck.host.code_text import code_only, line_starts, spells_word
 from driftcheck.host.values import absolute, dotted
-from driftcheck.host.walk import statements
+from driftcheck.host.walk import gc_paused, statements
 
 FORMAT = 1
 
@@ -70,15 +70,20 @@ def _rows(found: list[Read]) -> list[list]:
     return [[r.file, r.line, r.via, r.how] for r in found]
 
 
+@gc_paused()
 def _mine(api: HostAPI, names: list[str]) -> dict[str, list[Read]]:
     """One pass over the host's files for every name: a file whose code holds some of them as
     words is parsed once and walked once for all of them (one that names them only in its
     comments and strings holds no node that reads one: :func:`code_only`)."""
     words = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
     wanted = set(names)
+    other = any(not (n.isascii() and n.isidentifier()) for n in names)
     out: dict[str, list[Read]] = {n: [] for n in names}
     for rel, text in api.source_texts().items():
-        hits = {m.group(0) for m in words.finditer(text)} & wanted
+        if other:  # a name that is no identifier: each match of the pattern, as it finds them
+            hits = {m.group(0) for m in words.finditer(text)} & wanted
+        else:
+            hits = {n for n in wanted if n in text and spells_word(text, n)}
         if not hits:
             continue
         code = code_only(text)

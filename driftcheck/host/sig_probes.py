@@ -20,7 +20,7 @@ from bisect import bisect_left, bisect_right
 
 from driftcheck.host.api import HostAPI
 from driftcheck.host.code_text import code_only, line_starts
-from driftcheck.host.walk import statements
+from driftcheck.host.walk import gc_paused, statements
 
 FORMAT = 1
 _IN_SIGNATURE = re.compile(
@@ -33,6 +33,7 @@ _READERS = re.compile(r"\b(?:signature|getfullargspec|getargspec)\b")
 def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
     """Parameter name -> (file, line) of one host call that probes a callable for it."""
 
+    @gc_paused()
     def compute() -> dict[str, list]:
         texts = api.source_texts()
         # First pass: the probes, and the parameters tested ``in`` a signature (found where the

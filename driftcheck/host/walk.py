@@ -4,6 +4,9 @@ order, read without its generators (a pass over torch's files walks millions of 
 from __future__ import annotations
 
 import ast
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
@@ -64,3 +67,19 @@ def statements(tree: ast.AST) -> list[ast.AST]:
                     if isinstance(item, BLOCKS):
                         append(item)
     return out
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic GC held off for a pass over all of a host's files: it parses file after file
+    (or function after function) and drops each tree, freed by its reference counts (a syntax
+    tree holds no cycles), and a collection in the middle of a parse only walks the tree being
+    built (half of a parse's cost on torch's files, default thresholds). Turned back on after,
+    unless it was off before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -145,3 +145,20 @@ def test_the_walk_that_skips_leaf_fields_reads_what_the_whole_walk_reads():
     assert compares == [n for n in nodes if isinstance(n, ast.Compare)]
     assert parents == {c: p for c, p in every_parent.items() if isinstance(c, ast.Call | ast.Await)}
     assert len(calls) == 10 and len(subscripts) == 2 and len(compares) == 3
+
+
+def test_a_function_mined_in_an_earlier_release_reads_as_mined_afresh(tmp_path: Path):
+    from driftcheck.host import callers
+
+    moved = {  # the next release: the same functions, further down and one nesting deeper
+        **FILES,
+        "pkg/engine.py": "import os\n\n\nif os:\n"
+        + "".join(f"    {line}\n" if line else "\n" for line in FILES["pkg/engine.py"].split("\n")),
+    }
+    callers._MINED.clear()
+    fresh = {m: call_sites(host_api_of(tmp_path / "fresh", moved), m) for m in ("run", "log")}
+    callers._MINED.clear()
+    call_sites(_api(tmp_path / "before"), "run")  # only "run" is kept for these functions
+    again = {m: call_sites(host_api_of(tmp_path / "after", moved), m) for m in ("run", "log")}
+    assert again == fresh
+    assert {(s.file, s.line) for s in again["run"]} >= {("pkg/engine.py", n) for n in (7, 12, 17)}

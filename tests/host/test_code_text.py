@@ -66,3 +66,22 @@ def test_line_starts_split_where_the_parser_does():
     starts = line_starts(text)
     assert starts == [0, 3, 5, 7]
     assert [n.lineno for n in ast.parse(text).body] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "compile",
+        "x.compile(1)",
+        "recompile compile_ _compile",
+        "compiled\ncompile",
+        "é compileé",
+        "a1compile",
+    ],
+)
+def test_a_word_is_found_where_the_pattern_finds_it(text: str):
+    import re
+
+    from driftcheck.host.code_text import spells_word
+
+    assert spells_word(text, "compile") == (re.search(r"\bcompile\b", text) is not None)
