@@ -18,6 +18,7 @@ import ast
 from collections.abc import Iterable, Sequence
 from typing import cast
 
+from driftcheck.client.compact import PLAIN
 from driftcheck.client.gate_reader import GateReader, Scope, host_imports
 from driftcheck.client.index import ClientIndex, FunctionInfo, ModuleInfo
 from driftcheck.client.names import Walker
@@ -375,8 +376,10 @@ def _bound_names(body: list[ast.stmt], roots: set[str]) -> dict[str, str]:
     return out
 
 
-#: Statements that hold no statement list (most of a module's): nothing below them to read.
-_NO_BLOCKS = frozenset(
+#: Statements that hold no statement list (most of a module's): nothing below them to read;
+#: their compact classes too (:mod:`driftcheck.client.compact`), the index's trees being built
+#: of those.
+_PLAIN_NO_BLOCKS = frozenset(
     (
         ast.Expr,
         ast.Assign,
@@ -395,6 +398,7 @@ _NO_BLOCKS = frozenset(
         ast.Assert,
     )
 )
+_NO_BLOCKS = _PLAIN_NO_BLOCKS | {kind for kind, plain in PLAIN.items() if plain in _PLAIN_NO_BLOCKS}
 
 
 def assignment_gates(module: ModuleInfo, reader: GateReader) -> dict[int, Gate]:

@@ -246,3 +246,13 @@ def test_copies_have_lists_of_their_own() -> None:
     call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and not n.keywords)
     shallow = copy.copy(call)
     assert shallow.keywords == [] and shallow.keywords is not EMPTY
+
+
+def test_the_gate_walk_knows_compact_statements_hold_no_block() -> None:
+    from driftcheck.client.gating import _NO_BLOCKS
+
+    code = "import a\nfrom b import c\nx = 1\ny: int = 2\nx += 1\nassert x\ndel x\npass\nf()\n"
+    for stmt in compact(ast.parse(code)).body:
+        assert type(stmt) in _NO_BLOCKS, type(stmt).__name__
+    for stmt in compact(ast.parse("if x:\n    pass\nfor i in y:\n    pass\n")).body:
+        assert type(stmt) not in _NO_BLOCKS
