@@ -184,6 +184,16 @@ class Source:
 def children(node: ast.AST) -> list[ast.AST]:
     """Child nodes in source order (decorators before the body; call arguments and dict
     entries as written)."""
+    read = _READERS.get(type(node))
+    if read is not None:
+        try:
+            return read(node)
+        except AttributeError:  # a node made by hand without every field
+            pass
+    return _children(node)
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
     kind = type(node)
     ordered = _ORDERED.get(kind)
     if ordered is not None:
@@ -259,6 +269,60 @@ _NO_NODES = frozenset(
 _FIELDS: dict[type, tuple[str, ...]] = {
     kind: () for plain in (ast.Constant, ast.MatchSingleton) for kind in _kinds(plain)
 }
+
+#: The types of the :mod:`ast` grammar whose values are not nodes.
+_NOT_NODES = frozenset({"identifier", "string", "constant", "int", "object"})
+#: A node class's signature in the grammar, as its docstring gives it: ``Call(expr func, expr*
+#: args, keyword* keywords)``.
+_SIGNATURE = re.compile(r"(\w+)\((.*)\)")
+
+
+def _reader(plain: type[ast.AST]) -> Callable[[Any], list[ast.AST]] | None:
+    """A function reading the children of a ``plain`` node as :func:`_children` does, written
+    from the class's signature in the grammar (its docstring): a node field is read directly, a
+    list of nodes added whole (only ``None`` taken out, which ``kw_defaults`` may hold). None
+    when the signature cannot be read or does not match the class's fields."""
+    found = _SIGNATURE.fullmatch((plain.__doc__ or "").strip())
+    if found is None or found.group(1) != plain.__name__:
+        return None
+    kinds = [f.split() for f in found.group(2).split(",")] if found.group(2) else []
+    if [k[-1] for k in kinds] != list(plain._fields) or any(len(k) != 2 for k in kinds):
+        return None
+    lines, lists = ["out = []"], False
+    for kind, name in kinds:
+        base = kind.rstrip("*?")
+        if name in _NO_NODES or base in _NOT_NODES:
+            continue
+        if kind.endswith("*"):
+            lines.append(f"out += n.{name}")
+            lists = True
+        elif kind.endswith("?"):
+            lines += [f"v = n.{name}", "if v is not None: out.append(v)"]
+        else:
+            lines.append(f"out.append(n.{name})")
+    if len(lines) == 1:
+        return _NONE
+    if lists:
+        lines.append("if None in out: out = [c for c in out if c is not None]")
+    code = "def read(n):\n" + "".join(f"    {line}\n" for line in [*lines, "return out"])
+    space: dict[str, Any] = {}
+    exec(code, space)  # noqa: S102 (source written above from the grammar's field names)
+    return cast(Callable[[Any], list[ast.AST]], space["read"])
+
+
+def _none(node: ast.AST) -> list[ast.AST]:
+    return []
+
+
+_NONE = _none
+
+
+#: Node class -> the function reading its children (plain and compact classes alike).
+_READERS: dict[type, Callable[[Any], list[ast.AST]]] = {}
+for _kind, _plain in PLAIN.items():
+    _read = _ORDERED.get(_kind) or _reader(_plain)
+    if _read is not None:
+        _READERS[_kind] = _read
 
 
 def place(node: ast.AST) -> tuple[int, int]:
