@@ -120,7 +120,7 @@ def run_cli_subprocess(
     """Run ``driftcheck ARGS`` in a fresh interpreter, as a user would."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
-        [sys.executable, "-c", "from driftcheck.cli import main; main()", *args],
+        [sys.executable, "-c", "from driftcheck.cli import run; run()", *args],
         capture_output=True,
         text=True,
         env=full_env,

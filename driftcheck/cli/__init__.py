@@ -5,6 +5,7 @@ The group and its error handling live here; each command has its own module.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import sys
@@ -15,6 +16,7 @@ import click
 from driftcheck.cli.cache import cache_group
 from driftcheck.cli.fix import fix
 from driftcheck.cli.matrix import matrix
+from driftcheck.cli.options import quick_exit
 from driftcheck.cli.probe import probe
 from driftcheck.cli.routes import routes
 from driftcheck.cli.rules import rules
@@ -107,3 +109,31 @@ def main() -> None:
 
 for _command in (scan, verify, fix, probe, timeline_cmd, matrix, rules, routes, cache_group):
     main.add_command(_command)
+
+
+def run() -> None:
+    """The ``driftcheck`` command: :func:`main`, then, where the command allowed it
+    (:func:`driftcheck.cli.options.exit_quickly`), an exit without the interpreter's teardown:
+    the exit functions run (``atexit``, temporary folders' finalizers), the output is flushed,
+    and the process ends with the command's status without freeing each object it holds."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if not quick_exit():
+        sys.exit(code)  # type: ignore[arg-type]
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # as ``sys.exit`` does with a message
+        print(code, file=sys.stderr)
+        status = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the reader went away, or the stream is closed
+            pass
+    os._exit(status)

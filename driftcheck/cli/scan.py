@@ -8,7 +8,13 @@ from typing import TextIO
 
 import click
 
-from driftcheck.cli.options import REPORT_FORMATS, run_settings, scan_options, status
+from driftcheck.cli.options import (
+    REPORT_FORMATS,
+    exit_quickly,
+    run_settings,
+    scan_options,
+    status,
+)
 from driftcheck.findings import severity_rank
 from driftcheck.kinds import Severity
 
@@ -75,6 +81,7 @@ def scan(
     directory client's settings are read from [tool.driftcheck] in its pyproject.toml;
     flags given here win over them.
     """
+    exit_quickly()  # nothing it builds is of use once its report is written
     from pathlib import Path
 
     from driftcheck.accepted import DEFAULT_NAME, load_accepted, triage, write_accepted

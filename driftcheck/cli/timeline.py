@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from driftcheck.cli.options import client_options, run_settings
+from driftcheck.cli.options import client_options, exit_quickly, run_settings
 
 
 @click.command("timeline")
@@ -52,6 +52,7 @@ def timeline_cmd(
     Each release is checked as ``scan --against HOST==RELEASE`` checks it, with the same served
     model (``--model``): ``--exclude`` / ``--include`` / ``--disable`` / ``--model`` win over
     ``[tool.driftcheck]``, whose ``rules`` and ``baseline`` are used too."""
+    exit_quickly()  # nothing it builds is of use once its report is written
     import json
 
     from driftcheck.report.timeline import render_timeline

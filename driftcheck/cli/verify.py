@@ -8,7 +8,7 @@ from typing import TextIO
 
 import click
 
-from driftcheck.cli.options import REPORT_FORMATS, status
+from driftcheck.cli.options import REPORT_FORMATS, exit_quickly, status
 from driftcheck.errors import UsageError
 
 
@@ -43,6 +43,7 @@ def verify(
     confirmed or unverifiable error finding remains, 0 otherwise; refuted findings are listed
     apart and not counted.
     """
+    exit_quickly()  # nothing it builds is of use once its report is written
     from driftcheck.findings import finding_from_dict
     from driftcheck.host.load import load_host
     from driftcheck.host.release import release_of
