@@ -17,8 +17,9 @@ unpacked: the reads of one file come together.
 from __future__ import annotations
 
 import sys
+import weakref
 import zlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator, MutableMapping
 
 #: Texts of more characters (or bytes) than this are kept compressed.
@@ -31,16 +32,30 @@ _EMPTY_STR = sys.getsizeof("")
 
 class Packed:
     """A kept text compressed (zlib's fastest level): the string, or its UTF-8 bytes, it was
-    kept as comes back from :meth:`unpacked`."""
+    kept as comes back from :meth:`unpacked`.
 
-    __slots__ = ("_data", "_wide", "_ascii")
+    A text is compressed only once more than :data:`PENDING_BYTES` of texts kept after it
+    wait to be (:func:`_pending`): a small client's texts are never compressed (a warm scan
+    of one reads each text once, to digest it), a large one's are as they pile up."""
+
+    __slots__ = ("_data", "_wide", "_ascii", "_raw", "__weakref__")
 
     def __init__(self, kept: str | bytes) -> None:
         self._wide = isinstance(kept, bytes)
         self._ascii = kept.isascii()
+        self._raw: str | bytes | None = kept
+        self._data = b""
+        _pending(self, len(kept))
+
+    def _pack(self) -> None:
+        raw = self._raw
+        if raw is None:
+            return
         # a kept string may hold a lone surrogate (no other exact form): passed through
-        raw = kept if isinstance(kept, bytes) else kept.encode("utf-8", "surrogatepass")
-        self._data = zlib.compress(raw, 1)
+        self._data = zlib.compress(
+            raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass"), 1
+        )
+        self._raw = None
 
     def isascii(self) -> bool:
         """Whether the text is ASCII (known without unpacking it)."""
@@ -48,12 +63,15 @@ class Packed:
 
     def unpacked(self) -> str | bytes:
         """The text as it was kept before it was packed."""
+        raw = self._raw
+        if raw is not None:  # not compressed yet
+            return raw
         got = _RECENT.get(id(self))
         if got is not None and got[0] is self:
             _RECENT.move_to_end(id(self))
             return got[1]
-        raw = zlib.decompress(self._data)
-        text = raw if self._wide else raw.decode("utf-8", "surrogatepass")
+        data = zlib.decompress(self._data)
+        text = data if self._wide else data.decode("utf-8", "surrogatepass")
         _RECENT[id(self)] = (self, text)
         if len(_RECENT) > _RECENT_TEXTS:
             _RECENT.popitem(last=False)
@@ -62,6 +80,27 @@ class Packed:
     def __reduce__(self) -> tuple:
         """Pickled as the text it stands for (packed again where it is loaded)."""
         return (Packed, (self.unpacked(),))
+
+
+#: How many characters (or bytes) of kept texts may wait uncompressed, the latest kept.
+PENDING_BYTES = 8_000_000
+#: The texts waiting to be compressed, oldest first, with their sizes (a text no longer
+#: held by anything drops out when its turn comes).
+_PENDING: deque[tuple[weakref.ref[Packed], int]] = deque()
+_PENDING_SIZE = [0]
+
+
+def _pending(text: Packed, size: int) -> None:
+    """Queue ``text`` to be compressed, and compress the oldest waiting texts past
+    :data:`PENDING_BYTES`."""
+    _PENDING.append((weakref.ref(text), size))
+    _PENDING_SIZE[0] += size
+    while _PENDING_SIZE[0] > PENDING_BYTES and _PENDING:
+        ref, n = _PENDING.popleft()
+        _PENDING_SIZE[0] -= n
+        held = ref()
+        if held is not None:
+            held._pack()
 
 
 #: The texts unpacked last, by ``id()`` of their :class:`Packed` (held with it).

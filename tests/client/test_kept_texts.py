@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import sys
 
+import pytest
+
 from driftcheck.client.index import parse_module
 from driftcheck.client.lines import FileLines
 from driftcheck.client.names import Source
@@ -82,19 +84,49 @@ def test_long_texts_are_kept_packed_and_read_back_as_they_were_kept() -> None:
     import pickle
 
     for text in (LONG, LONG_WIDE, "x = 1\n" * 2000, "lone \ud800 surrogate " * 500):
-        kept = keep(text)
-        assert len(text) > PACK_ABOVE and isinstance(kept, Packed)
-        assert keep(kept) is kept  # a packed text is kept as it is
-        assert kept.isascii() == text.isascii()
-        assert text_of(kept) == text
-        assert unpack(kept) == (text.encode() if isinstance(unpack(kept), bytes) else text)
-        assert pickle.loads(pickle.dumps(kept)).unpacked() == unpack(kept)
-    assert isinstance(unpack(keep(LONG)), str) and isinstance(unpack(keep(LONG_WIDE)), bytes)
+        for compressed in (False, True):  # waiting to be compressed, and compressed
+            kept = keep(text)
+            assert len(text) > PACK_ABOVE and isinstance(kept, Packed)
+            if compressed:
+                kept._pack()
+            assert keep(kept) is kept  # a packed text is kept as it is
+            assert kept.isascii() == text.isascii()
+            assert text_of(kept) == text
+            assert unpack(kept) == (text.encode() if isinstance(unpack(kept), bytes) else text)
+            assert pickle.loads(pickle.dumps(kept)).unpacked() == unpack(kept)
+    # a fresh copy: pickling a string keeps its UTF-8 beside it, which makes it larger
+    fresh = LONG[:-1] + LONG[-1]
+    assert isinstance(unpack(keep(fresh)), str) and isinstance(unpack(keep(LONG_WIDE)), bytes)
     assert utf8_of(keep(LONG_WIDE)) == LONG_WIDE.encode()
-    assert len(keep(LONG)._data) < len(LONG) / 10  # what packing is for
+    packed = keep(LONG)
+    packed._pack()
+    assert packed._raw is None and len(packed._data) < len(LONG) / 10  # what packing is for
 
 
-def test_many_packed_texts_each_read_back_its_own_text() -> None:
+def test_texts_are_compressed_once_too_many_wait_oldest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from driftcheck.client import texts as module
+
+    text = "x = 1\n" * 2000
+    monkeypatch.setattr(module, "PENDING_BYTES", 3 * len(text))
+    for _ in range(4):  # what earlier tests left waiting is compressed first
+        keep(text)
+    kept = [keep(text) for _ in range(5)]
+    waiting = [k._raw is not None for k in kept]
+    assert waiting == [False, False, True, True, True]  # the last three fit
+    assert all(text_of(k) == text for k in kept)
+    small = keep("x = 1\n" * 1000)  # a small client's texts: never compressed
+    assert small._raw is not None and text_of(small) == "x = 1\n" * 1000
+
+
+@pytest.mark.parametrize("waiting", [8_000_000, 0])
+def test_many_packed_texts_each_read_back_its_own_text(
+    waiting: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from driftcheck.client import texts as module
+
+    monkeypatch.setattr(module, "PENDING_BYTES", waiting)  # 0: each compressed at once
     texts = [f"n{i} = {i}\n" * 1000 for i in range(20)]
     kept = [keep(t) for t in texts]
     for _ in range(3):  # more texts than are kept unpacked, read in turn and again
