@@ -46,6 +46,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.callers import method_dispatch
+from driftcheck.host.code_text import spells_word
 from driftcheck.host.signature import Param, Signature
 from driftcheck.host.walk import walk_with_parents
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
@@ -486,14 +487,9 @@ def _trees_mentioning(
 
 
 def _holds(text: str, name: str, word: re.Pattern[str]) -> bool:
-    """Whether ``text`` holds ``name`` as a word: ``word`` tried only where ``name`` occurs (a
-    search of the whole text tries it at every character)."""
-    at = text.find(name)
-    while at >= 0:
-        if word.match(text, at):
-            return True
-        at = text.find(name, at + 1)
-    return False
+    """Whether ``text`` holds ``name`` as ``word`` finds it (an identifier: found by the
+    string's own search, its neighbours checked, not a pattern tried at each character)."""
+    return spells_word(text, name) if name.isidentifier() else word.search(text) is not None
 
 
 #: How many client files' syntax trees (with their parent maps) a scan keeps: a file asked for
