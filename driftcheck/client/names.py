@@ -354,18 +354,27 @@ class Walker:
         hooks = self._visit.get(kind)
         if hooks is None:
             name, cls = kind.__name__, type(self)
-            hooks = (getattr(cls, f"visit_{name}", None), getattr(cls, f"leave_{name}", None))
+            hooks = (
+                getattr(cls, f"visit_{name}", None),
+                getattr(cls, f"leave_{name}", None),
+                _READERS.get(kind, _children),
+            )
             self._visit[kind] = hooks
-        visit, leave = hooks
+        visit, leave, read = hooks
         if visit is None or visit(self, node) is not False:
-            if self.records_parents:
-                parents = self.parents
-                for child in children(node):
-                    parents[child] = node
-                    self._walk(child)
-            else:
-                for child in children(node):
-                    self._walk(child)
+            try:
+                kids = read(node)
+            except AttributeError:  # a node made by hand without every field
+                kids = _children(node)
+            if kids:
+                if self.records_parents:
+                    parents = self.parents
+                    for child in kids:
+                        parents[child] = node
+                        self._walk(child)
+                else:
+                    for child in kids:
+                        self._walk(child)
         if leave is not None:
             leave(self, node)
 
