@@ -184,3 +184,18 @@ def test_the_word_filter_never_misses_a_file_that_holds_the_word() -> None:
         assert holds <= set(lines.may_hold(word)), word
     assert lines.may_hold("Model.forward") == list(texts)  # not one word: every file
     assert len(lines.may_hold("absent")) < len(texts) / 4  # the filter does filter
+
+
+def test_the_word_filter_lets_few_files_through_for_a_word_none_holds() -> None:
+    import random
+
+    rng = random.Random(11)
+
+    def word() -> str:
+        return "".join(rng.choices("abcdefghijklmnopqrstuvwxyz_", k=10))
+
+    lines = FileLines()
+    for i in range(200):
+        lines.add(f"f{i}.py", " ".join(word() for _ in range(rng.randrange(50, 800))))
+    through = sum(len(lines.may_hold(word())) for _ in range(200))
+    assert through / (200 * 200) < 0.01  # a bit a word let 3 to 6% through

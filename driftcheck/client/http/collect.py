@@ -46,7 +46,7 @@ def http_uses(
         chosen = [
             m
             for m, text, talks in zip(modules, kept, alone, strict=True)
-            if talks or _names_any(unpack(text), names, spelled)
+            if talks or (names and _names_any(unpack(text), names, spelled))
         ]
         collectors = []
         found: dict[str, Wrapper] = {}
