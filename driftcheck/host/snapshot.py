@@ -8,7 +8,6 @@ modules: a miss reads the archive once and the snapshot is saved again.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import pickle
@@ -18,6 +17,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from driftcheck.cache import cache_root, code_digest, code_suffix, locked
+from driftcheck.host.walk import gc_paused
 from driftcheck.sources.metadata import DistMetadata
 from driftcheck.sources.trees import SourceTree, sdist_package_dir
 
@@ -126,16 +126,10 @@ class SnapshotTree(SourceTree):
     def load_modules(self) -> dict | None:
         """The griffe modules a previous scan visited, or None (a bad entry is a miss)."""
         try:
-            with self.modules_path.open("rb") as f:
-                # Unpickling builds a large graph of objects at once: a cyclic-GC pass in the
-                # middle of it only walks what it is building.
-                enabled = gc.isenabled()
-                gc.disable()
-                try:
-                    modules = pickle.load(f)
-                finally:
-                    if enabled:
-                        gc.enable()
+            # Unpickling builds a large graph of objects at once: a cyclic-GC pass in the
+            # middle of it only walks what it is building.
+            with self.modules_path.open("rb") as f, gc_paused():
+                modules = pickle.load(f)
             return modules if isinstance(modules, dict) else None
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError):
             return None

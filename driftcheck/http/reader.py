@@ -7,6 +7,7 @@ import ast
 import gc
 from typing import TYPE_CHECKING
 
+from driftcheck.host.walk import gc_paused
 from driftcheck.http.conditions import condition
 from driftcheck.http.flags import FlagReader
 from driftcheck.http.hostcode import HostCode, literal_str
@@ -26,14 +27,9 @@ def read_surface(api: HostAPI) -> HttpSurface:
     (freed by its reference counts, no cycles), and a collection in the middle of a parse moves
     the tree being read to an older generation, which then triggers full collections over the
     whole scan's objects (a cold trl scan took a quarter more CPU)."""
-    enabled = gc.isenabled()
     gc.collect()  # what the scan left in cycles before, freed for the read to reuse
-    gc.disable()
-    try:
+    with gc_paused():
         return _read_surface(api)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _read_surface(api: HostAPI) -> HttpSurface:
