@@ -301,7 +301,7 @@ def _reader(plain: type[ast.AST]) -> Callable[[Any], list[ast.AST]] | None:
         else:
             lines.append(f"out.append(n.{name})")
     if len(lines) == 1:
-        return _NONE
+        return _none
     if lists:
         lines.append("if None in out: out = [c for c in out if c is not None]")
     code = "def read(n):\n" + "".join(f"    {line}\n" for line in [*lines, "return out"])
@@ -312,9 +312,6 @@ def _reader(plain: type[ast.AST]) -> Callable[[Any], list[ast.AST]] | None:
 
 def _none(node: ast.AST) -> list[ast.AST]:
     return []
-
-
-_NONE = _none
 
 
 #: Node class -> the function reading its children (plain and compact classes alike).
