@@ -24,7 +24,7 @@ from driftcheck.client.types import TypeInferrer
 from driftcheck.client.uses import Use, UseCollector
 from driftcheck.gates import Gate, all_of
 from driftcheck.host.api import HostAPI
-from driftcheck.host.class_hooks import class_hooks, is_host_hook, quoted_anywhere
+from driftcheck.host.class_hooks import class_hooks, is_host_hook
 from driftcheck.host.served_model import ServedModel
 from driftcheck.rules.ruleset import RuleSet
 
@@ -219,9 +219,9 @@ def _promote_hook_files(client: Client, api: HostAPI) -> None:
         for rel, text in client.unread.items()
         if (names := {n for n in _DUNDER_DECLARED.findall(text) if is_host_hook(n)})
     }
-    if not declared or not quoted_anywhere(api, set().union(*declared.values())):
-        return  # no name the host spells as a string: it looks none of them up
-    hooks = class_hooks(api).keys()
+    if not declared:
+        return
+    hooks = {n for n, treats in class_hooks(api, set().union(*declared.values())).items() if treats}
     for rel, names in declared.items():
         if names & hooks:
             client.unread.move(rel, client.texts)

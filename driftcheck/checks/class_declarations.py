@@ -18,12 +18,14 @@ class-based ``Config``).
 
 from __future__ import annotations
 
+from typing import cast
+
 from driftcheck.checks.context import CheckContext, finding
 from driftcheck.checks.declaration import Check, CheckId
 from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding
 from driftcheck.host.api import HostAPI
-from driftcheck.host.class_hooks import Treat, class_hooks
+from driftcheck.host.class_hooks import Treat, class_hooks, is_host_hook
 from driftcheck.host.class_namespace import Unannotated, unannotated, walker_of
 from driftcheck.host.class_options import OptionTable, option_tables
 from driftcheck.host.inner_classes import InnerTreat, inner_class_treatments
@@ -35,6 +37,25 @@ CLASS_DECLARATION = CheckId(
 )
 #: What this check reports; :mod:`driftcheck.checks.catalog` lists it.
 CHECK = Check(__name__, (CLASS_DECLARATION,))
+
+
+def _declared_hooks(ctx: CheckContext) -> list[str]:
+    """Every hook name the client's classes declare: each release's lookups of them are read
+    in one pass (:func:`class_hooks`), not one pass a name."""
+    cached = ctx.__dict__.get("_declared_hooks")
+    if cached is None:
+        cached = ctx.__dict__["_declared_hooks"] = sorted(
+            {
+                u.member
+                for u in ctx.uses
+                if u.kind == "declaration"
+                and u.member
+                and "." not in u.member
+                and u.result not in ("unannotated", "inner-class")
+                and is_host_hook(u.member)
+            }
+        )
+    return cast(list[str], cached)
 
 
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
@@ -55,8 +76,9 @@ def check(use: Use, ctx: CheckContext) -> list[Finding]:
     }
     # A path the host takes only for a class without another hook this class declares (pydantic
     # 2 looks up ``__get_validators__`` only where ``__get_pydantic_core_schema__`` is absent).
-    now = [t for t in class_hooks(ctx.target).get(name, []) if not declared & set(t.under)]
-    was = class_hooks(ctx.baseline).get(name, []) if ctx.baseline is not None else None
+    asked = (name, *_declared_hooks(ctx))
+    now = [t for t in class_hooks(ctx.target, asked)[name] if not declared & set(t.under)]
+    was = class_hooks(ctx.baseline, asked)[name] if ctx.baseline is not None else None
     if was is not None and not was:
         return []  # the baseline never looked it up: not the host's hook
     if was is None and not now:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from driftcheck.host.class_hooks import Treat, _treats, is_host_hook
+from conftest import host_api_of
+
+from driftcheck.host.class_hooks import Treat, _treats, class_hooks, is_host_hook
 
 
 def treats(source: str, constants: dict[str, str] | None = None) -> list[Treat]:
@@ -97,3 +99,52 @@ def test_a_lookup_under_an_if_on_another_hook_is_taken_only_without_it():
     """)
     under = {t.name: t.under for t in got}
     assert under == {"__get_core_schema__": (), "__get_validators__": ("__get_core_schema__",)}
+
+
+HOST = {
+    "pkg/__init__.py": "",
+    "pkg/keys.py": 'ROOT_KEY = "__root__"\n',
+    "pkg/model.py": (
+        "from pkg.keys import ROOT_KEY\n\n\n"
+        "def build(ns, tp):\n"
+        "    if ROOT_KEY in ns:\n"
+        "        raise TypeError('use a root model')\n"
+        "    else:\n"
+        "        if getattr(tp, '__get_validators__', None) is None:\n"
+        "            return None\n"
+    ),
+    "pkg/schema.py": (
+        "def schema(tp):\n"
+        '    if hasattr(tp, "__modify_schema__"):\n'
+        "        warn('__modify_schema__ is deprecated')\n"
+    ),
+    "pkg/plain.py": "def f(x):\n    return x.__dict__\n",
+}
+
+
+def _rows(got: dict[str, list[Treat]]) -> dict[str, list[tuple]]:
+    return {n: [(t.treatment, t.file, t.line, t.under) for t in ts] for n, ts in got.items()}
+
+
+def test_hooks_are_read_per_name_asked(tmp_path, monkeypatch):
+    import driftcheck.host.class_hooks as hooks
+
+    parsed: list[int] = []
+    real = ast.parse
+    monkeypatch.setattr(hooks.ast, "parse", lambda text, *a, **k: parsed.append(1) or real(text))
+    api = host_api_of(tmp_path, HOST)
+    got = _rows(class_hooks(api, ["__root__", "__get_validators__", "__never__", "__call__"]))
+    assert got == {
+        "__root__": [("rejects", "pkg/model.py", 6, ())],
+        "__get_validators__": [("reads", "pkg/model.py", 8, ("__root__",))],
+        "__never__": [],
+        "__call__": [],  # Python's own: never a host's hook
+    }
+    assert len(parsed) == 2  # keys.py and model.py: schema.py and plain.py spell none of them
+    # Asked one at a time on another release object, each name has the same rows.
+    alone = host_api_of(tmp_path / "again", HOST)
+    for name, rows in got.items():
+        assert _rows(class_hooks(alone, [name]))[name] == rows
+    assert _rows(class_hooks(alone, ["__modify_schema__"])) == {
+        "__modify_schema__": [("warns", "pkg/schema.py", 3, ())]
+    }
