@@ -22,6 +22,8 @@ from driftcheck.sources.metadata import DistMetadata
 from driftcheck.sources.trees import SourceTree, sdist_package_dir
 
 FORMAT = 2
+#: How much of a snapshot's text is written at a time (characters).
+_SLICE = 1 << 20
 #: How an sdist's files are laid out (2: the folder that holds its packages, ``lib/`` too, is
 #: stripped). Older snapshots are read again only where that folder is still there.
 LAYOUT = 2
@@ -139,14 +141,22 @@ class SnapshotTree(SourceTree):
         if not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Both are written as they are made, never held whole: the snapshot's text a slice at a
+        # time, the modules' pickle frame by frame (a cold scan of transformers held both,
+        # 23 MB, at its peak, which came while they were written).
         with locked(self.path.parent / ".snapshots"):
             tmp = self.path.with_suffix(f".{os.getpid()}.part")
-            tmp.write_text(json.dumps(self.data))
+            text = json.dumps(self.data)
+            with tmp.open("w", encoding="utf-8") as f:
+                for at in range(0, len(text), _SLICE):
+                    f.write(text[at : at + _SLICE])
+            del text
             os.replace(tmp, self.path)
             if modules is not None:
                 tmp = self.modules_path.with_suffix(f".{os.getpid()}.part")
                 try:
-                    tmp.write_bytes(pickle.dumps(modules, protocol=pickle.HIGHEST_PROTOCOL))
+                    with tmp.open("wb") as f:
+                        pickle.dump(modules, f, protocol=pickle.HIGHEST_PROTOCOL)
                     os.replace(tmp, self.modules_path)
                 except (pickle.PicklingError, RecursionError, TypeError):
                     tmp.unlink(missing_ok=True)
