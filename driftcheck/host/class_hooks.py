@@ -94,8 +94,8 @@ FORMAT = 1
 
 def class_hooks(api: HostAPI, names: Iterable[str]) -> dict[str, list[Treat]]:
     """What the release does at each place it looks one of ``names`` up by string: name -> its
-    treats, ``[]`` for a name it never looks up (nor for one that is no host hook,
-    :func:`is_host_hook`).
+    treats; ``[]`` for a name it never looks up, and for one that is no host hook
+    (:func:`is_host_hook`).
 
     Mined per name, each kept in the snapshot as its own fact: a treat of a name sits in a
     file that spells it as a literal or names a module constant holding it, so only those
