@@ -19,7 +19,10 @@ When most of the host's own calls that keep the result of a method whose signatu
 reads an attribute, an item or the elements of the result as is gets a warning.
 
 Only methods whose signature changed, and those whose result the client indexes, are searched
-for: all of them in one pass per release.
+for: all of them in one pass per release. A method named like a method of Python's own types
+(``append``, ``items``, ``split``, ``__init__``) is never searched for: the host's calls of
+``.items(...)`` are mostly calls of ``dict.items``, which tell nothing of the host's own method
+(and searching for them read most of a large host's functions: 45% of torch 2.6's).
 """
 
 from __future__ import annotations
@@ -46,9 +49,26 @@ HOST_MIGRATION = CheckId(
 CHECK = Check(__name__, (HOST_MIGRATION,))
 
 
+#: Every attribute of Python's own containers and strings (``object``'s included): a host call
+#: of ``.name(...)`` for one of these names cannot be told from a call of the builtin's method.
+BUILTIN_METHODS = frozenset(
+    name
+    for kind in (list, tuple, dict, set, frozenset, str, bytes, bytearray)
+    for name in dir(kind)
+)
+
+
+def attributable(member: str) -> bool:
+    """Whether the host's own calls of ``.member(...)``, found by name, are calls of the host's
+    method: not where Python's own types have a method of that name."""
+    return member not in BUILTIN_METHODS
+
+
 def check(use: Use, ctx: CheckContext) -> list[Finding]:
     """Report what the host's own callers of the method changed and the client's call lacks."""
     if use.kind != "call" or not use.member or ctx.baseline is None or use.receiver is None:
+        return []
+    if not attributable(use.member):
         return []
     out = _keywords_added(use, ctx)
     if use.result_indexed:
@@ -111,7 +131,13 @@ def changed_members(ctx: CheckContext) -> list[str]:
         return cached
     out: set[str] = set()
     for u in ctx.uses:
-        if u.kind == "call" and u.member and u.receiver and _signature_changed(u, ctx):
+        if (
+            u.kind == "call"
+            and u.member
+            and u.receiver
+            and attributable(u.member)
+            and _signature_changed(u, ctx)
+        ):
             out.add(u.member)
     ctx.__dict__["_changed_members"] = sorted(out)
     return ctx.__dict__["_changed_members"]
@@ -123,7 +149,11 @@ def _searched_with(ctx: CheckContext) -> list[str]:
     own sites; searched one by one, a large host's files were read once per method)."""
     cached = ctx.__dict__.get("_searched_with")
     if cached is None:
-        indexed = {u.member for u in ctx.uses if u.kind == "call" and u.member and u.result_indexed}
+        indexed = {
+            u.member
+            for u in ctx.uses
+            if u.kind == "call" and u.member and u.result_indexed and attributable(u.member)
+        }
         cached = ctx.__dict__["_searched_with"] = sorted(indexed | set(changed_members(ctx)))
     return cast(list[str], cached)
 
@@ -140,7 +170,11 @@ def _searched_on_target(ctx: CheckContext) -> list[str]:
         indexed = {
             u.member
             for u in ctx.uses
-            if u.kind == "call" and u.member and u.receiver is not None and u.result_indexed
+            if u.kind == "call"
+            and u.member
+            and u.receiver is not None
+            and u.result_indexed
+            and attributable(u.member)
         }
         also = _searched_with(ctx)
         assert ctx.baseline is not None
