@@ -199,3 +199,31 @@ def test_the_word_filter_lets_few_files_through_for_a_word_none_holds() -> None:
         lines.add(f"f{i}.py", " ".join(word() for _ in range(rng.randrange(50, 800))))
     through = sum(len(lines.may_hold(word())) for _ in range(200))
     assert through / (200 * 200) < 0.01  # a bit a word let 3 to 6% through
+
+
+def test_the_word_filter_reads_the_words_the_pattern_finds() -> None:
+    """The filter splits a text's bytes at ASCII non-word bytes and only the pieces holding
+    other characters with the pattern: the same words as ``\\w+`` over the whole text."""
+    import random
+    import re
+
+    from driftcheck.client.lines import _words
+
+    rng = random.Random(5)
+    alphabet = [
+        *"ab_Z09 .(\t\n-'\"#",
+        "\u00e9",  # a letter outside ASCII: a word character
+        "\u2019",  # a right quote: not one
+        "\u00a0",  # a no-break space: whitespace, not a word character
+        "\u3000",  # an ideographic space
+        "\u4e2d",  # an ideograph: a word character
+        "\U0001f917",  # an emoji: not one
+        "\u0663",  # an Arabic-Indic digit: a word character
+        "\x1c",  # a separator ``str.split`` splits at and ``\\w`` is not
+        "\ud800",  # a lone surrogate, as a file decoded with surrogates keeps it
+    ]
+    texts = ["", "plain ascii_words here", "caf\u00e9\u2019s r\u00e9sum\u00e9"]
+    texts += ["".join(rng.choices(alphabet, k=rng.randrange(1, 80))) for _ in range(400)]
+    for text in texts:
+        expected = {w.encode("utf-8", "surrogatepass") for w in re.findall(r"\w+", text)}
+        assert _words(text) == expected, repr(text)
