@@ -866,6 +866,23 @@ def _class_calls_in(rel: str, func: ast.AST, member: str) -> tuple[int, list[dic
 #: The format of the ``rebuilds`` fact.
 REBUILDS_FORMAT = 1
 _REBUILD = re.compile(r"\btype\([^()]*\)\(|\.__class__\(")
+_TYPE_CALLED = re.compile(r"type\([^()]*\)\(")
+_CLASS_CALLED = re.compile(r"\.__class__\(")
+
+
+def _rebuilds_in(text: str) -> bool:
+    """Whether ``text`` holds a match of :data:`_REBUILD`: each of its two patterns searched
+    alone from its own first characters, and the word boundary before ``type`` tested at each
+    match (the one pattern, tried at every character of torch's files, took 0.8 s a release)."""
+    if "__class__(" in text and _CLASS_CALLED.search(text) is not None:
+        return True
+    if "type(" not in text:
+        return False
+    for m in _TYPE_CALLED.finditer(text):
+        at = m.start()
+        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):  # ``\b`` before it
+            return True
+    return False
 
 
 def object_rebuilds(api: HostAPI) -> list[dict]:
@@ -879,10 +896,10 @@ def object_rebuilds(api: HostAPI) -> list[dict]:
 def _mine_rebuilds(api: HostAPI) -> list[dict]:
     out: list[dict] = []
     for rel, text in api.source_texts().items():
-        if "type(" not in text and "__class__(" not in text or not _REBUILD.search(text):
+        if not _rebuilds_in(text):
             continue
         lines = text.splitlines()
-        for func in functions_around(lines, lambda line: _REBUILD.search(line) is not None):
+        for func in functions_around(lines, _rebuilds_in):
             args = getattr(func, "args", None)
             first = args.args[0].arg if args is not None and args.args else None
             for node in ast.walk(func):

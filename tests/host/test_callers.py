@@ -162,3 +162,33 @@ def test_a_function_mined_in_an_earlier_release_reads_as_mined_afresh(tmp_path: 
     again = {m: call_sites(host_api_of(tmp_path / "after", moved), m) for m in ("run", "log")}
     assert again == fresh
     assert {(s.file, s.line) for s in again["run"]} >= {("pkg/engine.py", n) for n in (7, 12, 17)}
+
+
+def test_the_rebuild_search_finds_what_its_pattern_finds():
+    """``_rebuilds_in`` (two patterns searched from their own first characters, the word
+    boundary tested at each match) answers as the one pattern ``_REBUILD`` it stands for."""
+    import random
+
+    from driftcheck.host.callers import _REBUILD, _rebuilds_in
+
+    pieces = [
+        "type(",
+        ")",
+        "(",
+        "x",
+        "_",
+        "d",
+        " ",
+        "\n",
+        ".",
+        "__class__(",
+        "self",
+        "\u00e9",  # a word character outside ASCII: no boundary before ``type``
+        "\u2019",  # a quote outside ASCII: a boundary
+        "\u0663",  # a digit outside ASCII: a word character
+    ]
+    rng = random.Random(3)
+    texts = ["", "type(x)(1)", "dtype(x)(1)", "x.__class__(1)", "\u00e9type(a)(b)", "type(a)"]
+    texts += ["".join(rng.choices(pieces, k=rng.randrange(1, 30))) for _ in range(3000)]
+    for text in texts:
+        assert _rebuilds_in(text) == (_REBUILD.search(text) is not None), repr(text)
