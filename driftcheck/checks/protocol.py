@@ -46,6 +46,7 @@ def protocol_findings(ctx: CheckContext) -> list[Finding]:
     """Findings for calls whose mandatory follow-up (per a host guard) is missing."""
     guards = None
     out: list[Finding] = []
+    follow_ups: dict[str, dict[str, list[Guard]]] = {}  # method -> follow-up -> its guards
     for use in ctx.uses:
         if use.kind != "call" or not (use.receiver and use.member):
             continue
@@ -57,11 +58,13 @@ def protocol_findings(ctx: CheckContext) -> list[Finding]:
             if not guards:
                 return []
         fresh = new_members(ctx.baseline, ctx.target, use.receiver) if ctx.baseline else None
-        by_follow_up: dict[str, list[Guard]] = {}
-        for guard in guards:
-            then = follow_up(guard, use.member)
-            if then is not None:
-                by_follow_up.setdefault(then, []).append(guard)
+        by_follow_up = follow_ups.get(use.member)
+        if by_follow_up is None:  # once per method: transformers calls .to() thousands of times
+            by_follow_up = follow_ups[use.member] = {}
+            for guard in guards:
+                then = follow_up(guard, use.member)
+                if then is not None:
+                    by_follow_up.setdefault(then, []).append(guard)
         for then, found_guards in sorted(by_follow_up.items()):
             method = ctx.target.class_member(cls, then)
             if not isinstance(method, Found) or method.kind != "function":
