@@ -78,10 +78,11 @@ def protocol_findings(ctx: CheckContext) -> list[Finding]:
             # The guard inside the guarded method itself is the primary evidence.
             # Evidence order: a guard inside the guarded method, not in a sibling implementation
             # of the receiver's base class (what the receiver delegates to is stronger evidence).
-            found_guards.sort(
-                key=lambda g: (g.function != use.member, _sibling(ctx, g, cls), g.file)
+            ordered = sorted(  # a copy: the method's next call reads its guards as found
+                found_guards,
+                key=lambda g: (g.function != use.member, _sibling(ctx, g, cls), g.file),
             )
-            out.append(_finding(use, then, found_guards, method, ctx))
+            out.append(_finding(use, then, ordered, method, ctx))
     return out
 
 
