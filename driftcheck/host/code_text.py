@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 
 
 def _quoted(q: str) -> str:
@@ -63,11 +64,20 @@ def line_starts(text: str) -> list[int]:
 def spells_word(text: str, word: str) -> bool:
     """Whether ``text`` holds ``word`` (an identifier) as a word, as ``\\bword\\b`` finds
     it: by the string's own search, not a pattern tried at each of the text's characters."""
+    return next(_word_offsets(text, word), None) is not None
+
+
+def word_offsets(text: str, word: str) -> list[int]:
+    """Where ``text`` holds ``word`` (an identifier) as a word: the starts of the matches of
+    ``\\bword\\b``, found as :func:`spells_word` finds the first."""
+    return list(_word_offsets(text, word))
+
+
+def _word_offsets(text: str, word: str) -> Iterator[int]:
     at, size = text.find(word), len(word)
     while at >= 0:
         before = text[at - 1] if at else " "
         after = text[at + size : at + size + 1] or " "
         if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
-            return True
+            yield at
         at = text.find(word, at + 1)
-    return False

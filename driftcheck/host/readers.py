@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from driftcheck.host.api import HostAPI
-from driftcheck.host.code_text import code_only, line_starts, spells_word
+from driftcheck.host.code_text import code_only, line_starts, spells_word, word_offsets
 from driftcheck.host.values import absolute, dotted
 from driftcheck.host.walk import gc_paused, statements
 
@@ -87,7 +87,9 @@ def _mine(api: HostAPI, names: list[str]) -> dict[str, list[Read]]:
         if not hits:
             continue
         code = code_only(text)
-        if code is not None and words.search(code) is None:
+        if code is not None and not (
+            words.search(code) if other else any(spells_word(code, n) for n in hits)
+        ):
             continue  # named in its comments and strings only: no node of it reads one
         try:
             tree = ast.parse(text)
@@ -170,9 +172,14 @@ def _in_file(
     for n, locals_ in copies.items():
         for local in locals_:
             copied.setdefault(local, []).append(n)
-    words = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in {*names, *copied}) + r")\b")
     starts = line_starts(text)
-    lines = sorted({bisect_right(starts, m.start()) for m in words.finditer(text)})
+    spelt = {*names, *copied}
+    if all(w.isascii() and w.isidentifier() for w in spelt):  # each found by the string's search
+        at = [i for w in spelt for i in word_offsets(text, w)]
+    else:
+        words = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in spelt) + r")\b")
+        at = [m.start() for m in words.finditer(text)]
+    lines = sorted({bisect_right(starts, i) for i in at})
     out: dict[str, list[Read]] = {n: [] for n in names}
     for node in _spanning(tree, lines):
         kind = type(node)

@@ -77,11 +77,15 @@ def test_line_starts_split_where_the_parser_does():
         "compiled\ncompile",
         "é compileé",
         "a1compile",
+        "compile compile(compile)\u0663compile compile",
+        "_compile.compile\u2019compile",
     ],
 )
 def test_a_word_is_found_where_the_pattern_finds_it(text: str):
     import re
 
-    from driftcheck.host.code_text import spells_word
+    from driftcheck.host.code_text import spells_word, word_offsets
 
     assert spells_word(text, "compile") == (re.search(r"\bcompile\b", text) is not None)
+    found = [m.start() for m in re.finditer(r"\bcompile\b", text)]
+    assert word_offsets(text, "compile") == found
