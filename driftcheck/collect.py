@@ -18,6 +18,7 @@ from driftcheck.client.gate_reader import GateReader
 from driftcheck.client.gating import assignment_gates
 from driftcheck.client.http.prefilter import any_may_talk, promote_http_files
 from driftcheck.client.index import ClientIndex, ModuleInfo, parse_module
+from driftcheck.client.lines import words_of
 from driftcheck.client.package import Client, parse_client
 from driftcheck.client.reach import dead_modules, function_gates, module_gates, unread_sites
 from driftcheck.client.types import TypeInferrer
@@ -173,13 +174,14 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
     # the module-level names some file holds as a word (one pass over each text): a name no
     # file holds is never inferred; the files' words are not kept (for transformers' 1,476
     # files, a set of words each was 110 MB at the scan's peak)
-    names = {name for module in index.modules.values() for name in module.globals}
+    names = {_utf8(name) for module in index.modules.values() for name in module.globals}
     candidates: list[str] = []
-    named: set[str] = set()
+    spelt: set[bytes] = set()
     for rel, text in client.unread.items():
         if "import" in text:
             candidates.append(rel)
-            named |= names.intersection(_WORD.findall(text))
+            spelt |= names.intersection(words_of(text))
+    named = {name.decode("utf-8", "surrogatepass") for name in spelt}
     wanted: dict[str, set[str]] = {}  # a module-level name -> the last parts of its modules
     for module in list(index.modules.values()):
         for name, values in module.globals.items():
@@ -192,7 +194,8 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
     for rel in candidates:
         text = client.unread[rel]
         # the words first (one pass over the text), the two forms only for names it holds
-        present = wanted.keys() & set(_WORD.findall(text))
+        words = words_of(text)
+        present = {name for name in wanted if _utf8(name) in words}
         if not any(_names_it(text, name, frozenset(wanted[name])) for name in sorted(present)):
             continue
         try:
@@ -205,7 +208,10 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
         client.modules[info.name] = info
 
 
-_WORD = re.compile(r"\w+")
+def _utf8(name: str) -> bytes:
+    return name.encode("utf-8", "surrogatepass")  # as :func:`words_of` gives the words
+
+
 #: A dunder a class body declares: a method (``def __get_validators__(``) or an attribute.
 _DUNDER_DECLARED = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def[ \t]+)?(__\w+__)[ \t]*[(:=]", re.M)
 

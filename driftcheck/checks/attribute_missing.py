@@ -177,7 +177,17 @@ def helper_sets(ctx: CheckContext, api: HostAPI | None, use: Use) -> list[tuple[
     subclass of it) that set ``use.member`` on it, as (function, file, line)."""
     if api is None or not use.receiver or not use.member:
         return []
-    out: list[tuple[str, str, int]] = []
+    memo: dict[tuple, list] = ctx.__dict__.setdefault("_helper_sets", {})
+    key = (api.name, api.version, use.file, use.receiver)
+    if key not in memo:  # once per file and class: a file's calls were read for each use of it
+        memo[key] = _helpers_setting(ctx, api, use)
+    return [(symbol, file, line) for attr, symbol, file, line in memo[key] if attr == use.member]
+
+
+def _helpers_setting(ctx: CheckContext, api: HostAPI, use: Use) -> list[tuple[str, str, str, int]]:
+    """Every attribute the host functions this file calls with an object of the receiver's
+    class set on it, as (attribute, function, file, line)."""
+    out: list[tuple[str, str, str, int]] = []
     for call in ctx.uses_in(use.file):
         if call.kind != "call" or not call.arg_classes:
             continue
@@ -192,8 +202,7 @@ def helper_sets(ctx: CheckContext, api: HostAPI | None, use: Use) -> list[tuple[
         shift = 1 if method else 0  # ``Cls.helper(obj)``: ``obj`` binds the second parameter
         for i in slots:
             for attr, line in sets.get(i + shift, []):
-                if attr == use.member:
-                    out.append((call.symbol, func.file, line))
+                out.append((attr, call.symbol, func.file, line))
     return out
 
 

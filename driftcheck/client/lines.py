@@ -79,7 +79,7 @@ _WORD = re.compile(r"\w+")
 def _filter(text: str) -> bytes:
     """Three bits set for each word of ``text`` (its UTF-8 bytes), at three slices of its
     ``hash()`` (modulo the filter's size, a power of two, 16 to 32 bits a distinct word)."""
-    words = _words(text)
+    words = words_of(text)
     size = 64
     while size < 16 * len(words):
         size *= 2
@@ -101,7 +101,7 @@ _SPACED = bytes(
 )
 
 
-def _words(text: str) -> set[bytes]:
+def words_of(text: str) -> set[bytes]:
     """The words of ``text`` as ``_WORD`` finds them, in UTF-8: the text's bytes are split at
     every ASCII byte that is no word character (one pass of ``bytes.translate``, twice as fast
     as the pattern over a whole package), and the few pieces holding other characters are split

@@ -16,7 +16,7 @@ import re
 import textwrap
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import accumulate
 
@@ -80,7 +80,7 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
         mined = _mine(api, wanted)
         for m in wanted:
             api.fact(f"callers:{FORMAT}:{m}", partial(_rows, mined.get(m, [])))
-    rows = api.fact(key, lambda: [asdict(s) for s in _mine(api, [member]).get(member, [])])
+    rows = api.fact(key, lambda: _rows(_mine(api, [member]).get(member, [])))
     built[member] = [
         CallSite(
             file=r["file"],
@@ -99,7 +99,13 @@ def call_sites(api: HostAPI, member: str, also: Iterable[str] = ()) -> list[Call
 
 
 def _rows(sites: list[CallSite]) -> list[dict]:
-    return [asdict(s) for s in sites]
+    return [_row(s) for s in sites]
+
+
+def _row(site: CallSite | KeywordCall) -> dict:
+    """``dataclasses.asdict`` of a site, whose fields hold only strings, numbers and tuples of
+    them: the same dict, without ``asdict``'s copy of each tuple (half a second a large scan)."""
+    return dict(site.__dict__)
 
 
 @gc_paused()
@@ -530,7 +536,7 @@ def keyword_calls(api: HostAPI, name: str) -> list[KeywordCall]:
     the snapshot; files are searched as text first, then only the functions around a match are
     parsed (:func:`prefetch_keyword_calls` mines several callables in one pass)."""
     rows = api.fact(
-        _calls_key(name), lambda: [asdict(c) for c in _mine_calls(api, [name]).get(name, [])]
+        _calls_key(name), lambda: [_row(c) for c in _mine_calls(api, [name]).get(name, [])]
     )
     return [
         KeywordCall(
@@ -567,7 +573,7 @@ def _calls_key(name: str) -> str:
 
 
 def _call_rows(calls: list[KeywordCall]) -> list[dict]:
-    return [asdict(c) for c in calls]
+    return [_row(c) for c in calls]
 
 
 def functions_around(lines: list[str], hit: Callable[[str], bool]) -> Iterator[ast.AST]:

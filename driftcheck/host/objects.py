@@ -4,7 +4,7 @@ decided statically), or None (certainly absent)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import griffe
 
@@ -38,7 +38,10 @@ class Found:
     def file(self) -> str:
         """Path of the defining file, relative to the host's root."""
         fp = self.obj.filepath
-        return Path(fp).as_posix() if not isinstance(fp, list) else Path(fp[0]).as_posix()
+        if isinstance(fp, list):
+            fp = fp[0]
+        # griffe's own path as it is (a new Path of it cost transformers' scan a second)
+        return fp.as_posix() if isinstance(fp, PurePath) else Path(fp).as_posix()
 
     @property
     def line(self) -> int:

@@ -207,7 +207,7 @@ def test_the_word_filter_reads_the_words_the_pattern_finds() -> None:
     import random
     import re
 
-    from driftcheck.client.lines import _words
+    from driftcheck.client.lines import words_of
 
     rng = random.Random(5)
     alphabet = [
@@ -226,4 +226,4 @@ def test_the_word_filter_reads_the_words_the_pattern_finds() -> None:
     texts += ["".join(rng.choices(alphabet, k=rng.randrange(1, 80))) for _ in range(400)]
     for text in texts:
         expected = {w.encode("utf-8", "surrogatepass") for w in re.findall(r"\w+", text)}
-        assert _words(text) == expected, repr(text)
+        assert words_of(text) == expected, repr(text)

@@ -192,3 +192,20 @@ def test_the_rebuild_search_finds_what_its_pattern_finds():
     texts += ["".join(rng.choices(pieces, k=rng.randrange(1, 30))) for _ in range(3000)]
     for text in texts:
         assert _rebuilds_in(text) == (_REBUILD.search(text) is not None), repr(text)
+
+
+def test_a_site_kept_as_a_row_reads_as_asdict_gives_it():
+    """The rows kept in the snapshot are the sites' fields as ``dataclasses.asdict`` gives
+    them: a field that holds something other than strings, numbers and tuples of them (which
+    ``asdict`` would convert) fails here."""
+    from dataclasses import asdict, fields
+
+    from driftcheck.host.callers import CallSite, KeywordCall, _row
+
+    site = CallSite(
+        "a.py", 3, "self.e", ("k",), "assigned", True, (("then", ("x",)),), ("1",), True
+    )
+    call = KeywordCall("a.py", 4, "f", ("k",), ("1",), ("x",), True)
+    for made in (site, call):
+        assert _row(made) == asdict(made)
+        assert list(_row(made)) == [f.name for f in fields(made)]
