@@ -19,15 +19,16 @@ import re
 from bisect import bisect_left, bisect_right
 
 from driftcheck.host.api import HostAPI
-from driftcheck.host.code_text import code_only, line_starts
+from driftcheck.host.code_text import code_only, line_starts, spells_word, word_offsets
 from driftcheck.host.walk import gc_paused, statements
 
 FORMAT = 1
 _IN_SIGNATURE = re.compile(
     r"""["'](\w+)["']\s+(?:not\s+)?in\s+(?:inspect\.)?signature\([^()]*\)\.parameters"""
 )
-#: The names of the calls that read a signature, as words.
-_READERS = re.compile(r"\b(?:signature|getfullargspec|getargspec)\b")
+#: The names of the calls that read a signature, found as words by the string's own search
+#: (a pattern of the three was tried at every character of the host's files).
+_READER_NAMES = ("signature", "getfullargspec", "getargspec")
 
 
 def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
@@ -43,7 +44,7 @@ def probed_parameters(api: HostAPI) -> dict[str, tuple[str, int]]:
         for rel, text in texts.items():
             if "signature(" in text or "getargspec(" in text:
                 code = code_only(text)  # spelt in its docstrings only: no function reads one
-                if code is None or _READERS.search(code):
+                if code is None or any(spells_word(code, n) for n in _READER_NAMES):
                     probes.update(_probe_functions(text))
                 if ".parameters" in text:
                     tested[rel] = _matches(_IN_SIGNATURE, text)
@@ -86,7 +87,8 @@ def _probe_functions(text: str) -> set[str]:
     starts = line_starts(text) if text.isascii() else None
     lines = None
     if starts is not None:
-        lines = sorted({bisect_right(starts, m.start()) for m in _READERS.finditer(text)})
+        spelt = [i for n in _READER_NAMES for i in word_offsets(text, n)]
+        lines = sorted({bisect_right(starts, i) for i in spelt})
     out = set()
     for node in statements(module):  # a definition is a statement
         if type(node) is not ast.FunctionDef:
