@@ -278,9 +278,8 @@ def _host_added_keywords(
 
 def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     assert use.member is not None and ctx.baseline is not None
-    also = _searched_with(ctx)
-    before = [s for s in call_sites(ctx.baseline, use.member, also) if s.result != "discarded"]
-    if not any(s.unwrapped for s in before):
+    before, unwraps = _kept_sites(ctx, use.member)
+    if not unwraps:
         return []
     after = [
         s
@@ -320,6 +319,19 @@ def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
             ),
         )
     ]
+
+
+def _kept_sites(ctx: CheckContext, member: str) -> tuple[list[CallSite], bool]:
+    """The baseline's own calls of ``.member(...)`` that use the result, and whether one of
+    them unwraps it; once per member (transformers indexes ``.size()[0]`` thousands of times,
+    and each of its calls filtered torch's thousands of sites again)."""
+    assert ctx.baseline is not None
+    memo: dict[str, tuple[list[CallSite], bool]] = ctx.__dict__.setdefault("_kept_sites", {})
+    if member not in memo:
+        sites = call_sites(ctx.baseline, member, _searched_with(ctx))
+        kept = [s for s in sites if s.result != "discarded"]
+        memo[member] = (kept, any(s.unwrapped for s in kept))
+    return memo[member]
 
 
 def _keys(use: Use, sites: list[CallSite]) -> set[str]:
