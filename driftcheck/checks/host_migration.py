@@ -160,33 +160,40 @@ def _searched_with(ctx: CheckContext) -> list[str]:
 
 def _searched_on_target(ctx: CheckContext) -> list[str]:
     """The members whose call sites are gathered on the target: the changed ones, and those
-    whose result the client indexes where some baseline call site took element ``[0]`` (the
-    target's sites of the others are never asked for: :func:`_unwrapped` stops at the
-    baseline's). The baseline's sites of an indexed member are what its first use asks for
-    anyway."""
+    whose result the client indexes where some baseline call site took element ``[0]`` and
+    the baseline's sites alone do not already rule the finding out (the target's sites of the
+    others are never asked for: :func:`_unwrapped` stops at the baseline's). A call that passes
+    no keyword is compared with every baseline site that uses the result, so unless all of
+    them unwrap it, only a call with keywords needs the target's sites. The baseline's sites
+    of an indexed member are what its first use asks for anyway."""
     cached = ctx.__dict__.get("_searched_on_target")
     if cached is None:
         changed = set(changed_members(ctx))
-        indexed = {
-            u.member
-            for u in ctx.uses
-            if u.kind == "call"
-            and u.member
-            and u.receiver is not None
-            and u.result_indexed
-            and attributable(u.member)
-        }
-        also = _searched_with(ctx)
-        assert ctx.baseline is not None
-        unwraps = {
-            m
-            for m in sorted(indexed - changed)
-            if any(
-                s.unwrapped for s in call_sites(ctx.baseline, m, also) if s.result != "discarded"
-            )
-        }
+        indexed: set[str] = set()
+        keyworded: set[str] = set()  # indexed by a call that passes keywords
+        for u in ctx.uses:
+            if (
+                u.kind == "call"
+                and u.member
+                and u.receiver is not None
+                and u.result_indexed
+                and attributable(u.member)
+            ):
+                indexed.add(u.member)
+                if _keywords_of(u):
+                    keyworded.add(u.member)
+        unwraps = set()
+        for m in sorted(indexed - changed):
+            _, some, every = _kept_sites(ctx, m)
+            if some and (every or m in keyworded):
+                unwraps.add(m)
         cached = ctx.__dict__["_searched_on_target"] = sorted(changed | unwraps)
     return cast(list[str], cached)
+
+
+def _keywords_of(use: Use) -> set[str]:
+    """The keywords the client's call passes."""
+    return set(use.shape.keywords) if use.shape else set()
 
 
 def _signature_changed(use: Use, ctx: CheckContext) -> bool:
@@ -278,9 +285,9 @@ def _host_added_keywords(
 
 def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     assert use.member is not None and ctx.baseline is not None
-    before, unwraps = _kept_sites(ctx, use.member)
-    if not unwraps:
-        return []
+    before, some, every = _kept_sites(ctx, use.member)
+    if not some or not (every or _keywords_of(use)):
+        return []  # no keyword: compared with every baseline site, which must all unwrap
     after = [
         s
         for s in call_sites(ctx.target, use.member, _searched_on_target(ctx))
@@ -321,20 +328,25 @@ def _unwrapped(use: Use, ctx: CheckContext) -> list[Finding]:
     ]
 
 
-def _kept_sites(ctx: CheckContext, member: str) -> tuple[list[CallSite], bool]:
-    """The baseline's own calls of ``.member(...)`` that use the result, and whether one of
-    them unwraps it; once per member (transformers indexes ``.size()[0]`` thousands of times,
-    and each of its calls filtered torch's thousands of sites again)."""
+def _kept_sites(ctx: CheckContext, member: str) -> tuple[list[CallSite], bool, bool]:
+    """The baseline's own calls of ``.member(...)`` that use the result, and whether some of
+    them and whether all of them unwrap it; once per member (transformers indexes
+    ``.size()[0]`` thousands of times, and each of its calls filtered torch's thousands of
+    sites again)."""
     assert ctx.baseline is not None
-    memo: dict[str, tuple[list[CallSite], bool]] = ctx.__dict__.setdefault("_kept_sites", {})
+    memo: dict[str, tuple[list[CallSite], bool, bool]] = ctx.__dict__.setdefault("_kept_sites", {})
     if member not in memo:
         sites = call_sites(ctx.baseline, member, _searched_with(ctx))
         kept = [s for s in sites if s.result != "discarded"]
-        memo[member] = (kept, any(s.unwrapped for s in kept))
+        memo[member] = (
+            kept,
+            any(s.unwrapped for s in kept),
+            all(s.unwrapped for s in kept),
+        )
     return memo[member]
 
 
 def _keys(use: Use, sites: list[CallSite]) -> set[str]:
     """The client's keywords that the host's own sites pass too: the calls alike the client's."""
-    mine = set(use.shape.keywords) if use.shape else set()
+    mine = _keywords_of(use)
     return {k for k in mine if any(k in s.keywords for s in sites)}
