@@ -409,17 +409,33 @@ class HostAPI(Signatures, ModuleNames):
         asked = self.__dict__.setdefault("_defs", {}).setdefault(module, {})
         key = (found.obj.name, found.line)
         if key not in asked:
-            asked[key] = self._definition(module, text, key)
+            asked[key] = self._definition(module, text, key, _lines_of(found))
         return asked[key]
 
-    def _definition(self, module: str, text: str, key: tuple[str, int]) -> _Def | None:
+    def _definition(
+        self, module: str, text: str, key: tuple[str, int], lines: tuple[int, int] | None = None
+    ) -> _Def | None:
         """One definition of a module. Only what is asked for is kept: the module is parsed
         once for where each definition lies, and a definition asked for later is parsed from
         its own lines. Keeping the whole tree for the few definitions asked of it held 58 MB
         at the peak of transformers' scan against torch (19 modules of stubs and large files).
-        A tree kept for other readers (:meth:`_ast`) gives its own node."""
+        A tree kept for other readers (:meth:`_ast`) gives its own node.
+
+        ``lines``: the definition's first line (its first decorator's) and last line, as the
+        visit of the module read them: then the definition is parsed from those lines alone,
+        and the whole module only where they are not all of that definition (a scan of
+        transformers with torch's snapshot cached parsed torch's largest modules whole for a
+        few definitions each)."""
         kept = self.__dict__.get("_ast_cache", {})
         spans = self.__dict__.setdefault("_def_spans", {})
+        if module not in kept and module not in spans and lines is not None and "\r" not in text:
+            starts = self.__dict__.setdefault("_def_starts", {})
+            if module not in starts:
+                starts[module] = _line_starts(text)
+            span = _lines_span(starts[module], text, *lines)
+            node = _parse_definition(text, key[0], span) if span is not None else None
+            if node is not None and _whole_at(text, starts[module], *lines):
+                return node
         if module not in kept and module in spans:
             span = spans[module].get(key)
             if span is None:
@@ -440,7 +456,7 @@ class HostAPI(Signatures, ModuleNames):
                 # numbered otherwise than the spans count them: the table is kept
                 tables[module] = table
             else:
-                starts = [0, *accumulate(len(line) + 1 for line in text.split("\n"))]
+                starts = _line_starts(text)
                 spans[module] = {k: _span(n, starts) for k, n in table.items()}
         return table.get(key)
 
@@ -468,10 +484,65 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
+def _line_starts(text: str) -> list[int]:
+    """Where each line of a text without ``\\r`` starts, and one past its end."""
+    return [0, *accumulate(len(line) + 1 for line in text.split("\n"))]
+
+
 def _span(node: _Def, starts: list[int]) -> _Span:
     first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     last = node.end_lineno or node.lineno
     return first, last, node.lineno, node.col_offset > 0, starts[first - 1], starts[last] - 1
+
+
+def _lines_span(starts: list[int], text: str, first: int, last: int) -> _Span | None:
+    """The span of a definition known only by its first and last lines (None: the text has
+    no such lines): its own line is not known (0: its first line is checked instead, see
+    :func:`_parse_definition`)."""
+    if not 0 < first <= last < len(starts):
+        return None
+    start = starts[first - 1]
+    return first, last, 0, text[start : start + 1] in (" ", "\t"), start, starts[last] - 1
+
+
+def _lines_of(found: Found) -> tuple[int, int] | None:
+    """A definition's first line (its first decorator's) and last line, as griffe read them."""
+    obj = found.obj
+    last = getattr(obj, "endlineno", None)
+    if not last or not obj.lineno:
+        return None
+    decorators = [d.lineno for d in getattr(obj, "decorators", ()) or () if d.lineno]
+    return min([obj.lineno, *decorators]), last
+
+
+def _whole_at(text: str, starts: list[int], first: int, last: int) -> bool:
+    """Whether a definition whose lines ``first`` to ``last`` parse as one is all there: the
+    line of code above is no decorator's (``@``, or a bracket not indented deeper than the
+    definition, which may close one) and the one below is not indented deeper than its first
+    line (a body cut short parses too). Where that cannot be told (tabs and spaces mixed, a
+    form feed), False."""
+    head = text[starts[first - 1] : starts[first] - 1]
+    own = head[: len(head) - len(head.lstrip(" \t"))]
+    for n in range(first - 2, -1, -1):
+        line = text[starts[n] : starts[n + 1] - 1]
+        code = line.lstrip(" \t")
+        if not code or code.startswith("#"):
+            continue
+        if code.startswith(("@", "\f")) or (
+            code.startswith((")", "]", "}")) and own.startswith(line[: len(line) - len(code)])
+        ):
+            return False  # a decorator's line, or the end of a bracket one may have opened
+        break
+    for n in range(last, len(starts) - 1):
+        line = text[starts[n] : starts[n + 1] - 1]
+        code = line.lstrip(" \t")
+        if not code or code.startswith("#"):
+            continue
+        if code.startswith("\f"):
+            return False  # a form feed resets the indent's count: not known
+        indent = line[: len(line) - len(code)]
+        return own.startswith(indent)  # as deep or shallower: the definition ended above
+    return True
 
 
 def _parse_definition(text: str, name: str, span: _Span) -> _Def | None:
@@ -490,7 +561,11 @@ def _parse_definition(text: str, name: str, span: _Span) -> _Def | None:
     if (
         isinstance(node, _DEFS)
         and node.name == name
-        and (node.lineno, node.end_lineno, node.col_offset > 0) == (line, last, indented)
+        and (node.end_lineno, node.col_offset > 0) == (last, indented)
+        and (
+            node.lineno == line
+            or (line == 0 and min([node.lineno, *(d.lineno for d in node.decorator_list)]) == first)
+        )
     ):
         return node
     return None

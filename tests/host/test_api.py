@@ -32,6 +32,11 @@ ENGINE = (
     "    def build(x):\n"
     "        return Engine()\n"
     "\n"
+    "    def banner(self):\n"
+    '        return """\n'
+    "Engine\n"
+    '""" + str(self)\n'
+    "\n"
     "    class Inner:\n"
     "        async def run(self, *, n=2):\n"
     "            def helper():\n"
@@ -55,7 +60,15 @@ def _found(api: HostAPI, path: str) -> Found:
     return Found(obj, f"pkg.engine.{path}")
 
 
-PATHS = ["top", "Engine", "Engine.size", "Engine.build", "Engine.Inner", "Engine.Inner.run"]
+PATHS = [
+    "top",
+    "Engine",
+    "Engine.size",
+    "Engine.build",
+    "Engine.banner",
+    "Engine.Inner",
+    "Engine.Inner.run",
+]
 
 
 def _whole(text: str) -> dict[str, str]:
@@ -98,3 +111,44 @@ def test_a_tree_kept_for_other_readers_gives_its_own_node(tmp_path: Path):
     engine = next(n for n in tree.body if isinstance(n, ast.ClassDef))
     assert api.class_node(_found(api, "Engine")) is engine
     assert api.def_node(_found(api, "Engine.size")) is engine.body[1]
+
+
+def test_a_definition_is_parsed_from_its_own_lines(tmp_path: Path, monkeypatch):
+    """With the lines griffe read for it (decorators included), a definition is parsed from
+    those lines alone: the whole module never is. (griffe's lines of a property, and of a
+    decorator whose expression starts below its ``@``, leave the decorator out: those are
+    read from the whole module, above.)"""
+    api = _api(tmp_path)
+    whole = _whole(ENGINE)
+
+    def no_whole_parse(text: str) -> None:
+        raise AssertionError("the whole module was parsed")
+
+    monkeypatch.setattr("driftcheck.host.api._parse", no_whole_parse)
+    guarded = Found(api.module("pkg.engine").members["guarded"], "pkg.engine.guarded")
+    own = ["top", "Engine", "Engine.banner", "Engine.Inner", "Engine.Inner.run"]
+    for found in [*(_found(api, p) for p in own), guarded]:
+        node = api.def_node(found)
+        assert node is not None
+        assert ast.dump(node, include_attributes=True) == whole[found.obj.name]
+
+
+@pytest.mark.parametrize(
+    ("path", "change"),
+    [
+        ("top", {"endlineno": 5}),  # the body cut after its docstring: it parses too
+        ("top", {"decorators": []}),  # its decorator left out
+        ("Engine.build", {"decorators": []}),  # a decorator over three lines left out
+        ("Engine.Inner.run", {"endlineno": 22}),  # the nested helper's lines only
+    ],
+)
+def test_lines_that_are_not_the_whole_definition_give_the_whole_modules_node(
+    tmp_path: Path, path: str, change: dict
+):
+    api = _api(tmp_path)
+    found = _found(api, path)
+    for attr, value in change.items():
+        setattr(found.obj, attr, value)
+    node = api.def_node(found)
+    assert node is not None
+    assert ast.dump(node, include_attributes=True) == _whole(ENGINE)[found.obj.name]
