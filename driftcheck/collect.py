@@ -84,6 +84,7 @@ def _parsed_and_indexed(client: Client, freeze: bool = False) -> ClientIndex:
     deep: list[tuple[str, str]] = []
 
     def add(info: ModuleInfo) -> None:
+        client.lines.note_statements(info.file, info.tree)
         try:
             index.add_module(info)
         except RecursionError:
@@ -205,6 +206,7 @@ def _promote_importers(client: Client, index: ClientIndex, types: TypeInferrer) 
             continue  # a file the host never reaches otherwise: left unread
         client.unread.move(rel, client.texts)
         client.lines.add(rel, client.texts.kept(rel))
+        client.lines.note_statements(rel, info.tree)
         client.modules[info.name] = info
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import replace
@@ -46,7 +47,7 @@ from driftcheck.client.use import Use
 from driftcheck.findings import Evidence, Finding, Fix
 from driftcheck.host.api import Found, HostAPI
 from driftcheck.host.callers import method_dispatch
-from driftcheck.host.code_text import spells_word
+from driftcheck.host.code_text import line_starts, spells_word
 from driftcheck.host.signature import Param, Signature
 from driftcheck.host.walk import walk_with_parents
 from driftcheck.kinds import FixSafety, Kind, Severity, Witness
@@ -480,7 +481,7 @@ def _trees_mentioning(
         found[name] = [rel for rel in candidates if _holds(_text(ctx, rel), name, word)]
     out = []
     for rel in found[name]:
-        tree = _tree(ctx, rel)
+        tree = _part(ctx, rel, name)
         if tree is not None:
             out.append((rel, tree, word))
     return out
@@ -496,6 +497,118 @@ def _holds(text: str, name: str, word: re.Pattern[str]) -> bool:
 #: again past that is parsed again (every file's tree held at once took transformers 5.24.0's
 #: scan over a gigabyte; the classes asked for one after another live in the same few files).
 KEPT_TREES = 64
+
+
+#: How many (file, name) parts of client files a scan keeps (with their reads), and how many
+#: runs of top-level statements parsed for them.
+KEPT_PARTS = 256
+KEPT_RUNS = 2048
+
+#: What can spell a name in a string's value, or an identifier, where the source does not
+#: spell it: an escape that makes a word character (``\\x41``, ``\\u0041``, ``\\N{...}``,
+#: octal) or a backslash that continues a string on the next line; any other character than
+#: ASCII (an identifier is read in its NFKC form).
+_SPELLS_OTHERWISE = re.compile(r"\\(?:[xuUN0-7]|\r\n|\r|\n)|[^\x00-\x7f]")
+
+
+def _part(ctx: CheckContext, rel: str, name: str) -> ast.Module | None:
+    """The top-level statements of a client file that may mention ``name``, as one module
+    (None: the file does not parse), from the last ``KEPT_PARTS``: the runs of statements the
+    collection's parse noted (:meth:`~driftcheck.client.lines.FileLines.statements`) that
+    spell ``name``, that hold what may spell it otherwise (:data:`_SPELLS_OTHERWISE`), or a
+    start of it that a quote ends (``"Lla" "maAttention"``), each parsed alone at its lines
+    (a fifth of the bytes of the 110 transformers files asked for its classes' mentions).
+    Every node a mention of ``name`` reads (the node, its parents up to the module) is the
+    whole file's; a file whose statements were not noted, or a run that does not parse to
+    its statements alone, is parsed whole (:func:`_tree`)."""
+    noted = getattr(ctx.client_lines, "statements", None)
+    runs = noted(rel) if noted is not None else None
+    if runs is None or not name:
+        return _tree(ctx, rel)
+    parts: OrderedDict[tuple[str, str], ast.Module] = ctx.__dict__.setdefault(
+        "_client_parts", OrderedDict()
+    )
+    if (rel, name) in parts:
+        parts.move_to_end((rel, name))
+        return parts[(rel, name)]
+    text = _text(ctx, rel)
+    if "barry_as_FLUFL" in text:  # a __future__ import that changes the parse of the rest
+        return _tree(ctx, rel)
+    at, ends, otherwise = _layout(ctx, rel, text, runs)
+    hits = list(_offsets(text, name))
+    if len(name) > 1:  # each start of the name, as a string a quote ends
+        prefix = "".join("(?:" + re.escape(c) for c in name[:-1]) + ")?" * (len(name) - 2) + ")"
+        hits += [m.start() for m in re.finditer(prefix + "[\"']", text)]
+    chosen = sorted(otherwise | {bisect_right(at, i) - 1 for i in hits} - {-1})
+    body: list[ast.stmt] = []
+    for i in chosen:
+        stmts = _run(ctx, rel, text, runs[i], at[i], ends[i])
+        if stmts is None:
+            return _tree(ctx, rel)
+        body.extend(stmts)
+    tree = ast.Module(body=body, type_ignores=[])
+    parts[(rel, name)] = tree
+    if len(parts) > KEPT_PARTS:
+        _, dropped = parts.popitem(last=False)
+        ctx.__dict__.get("_part_reads", {}).pop(id(dropped), None)
+    return tree
+
+
+def _layout(
+    ctx: CheckContext, rel: str, text: str, runs: list[tuple[int, int, int]]
+) -> tuple[list[int], list[int], set[int]]:
+    """Where each run of statements starts and ends in the text, and the runs that hold
+    what may spell a name otherwise (:data:`_SPELLS_OTHERWISE`); kept for the last
+    ``KEPT_PARTS`` files."""
+    kept: OrderedDict[str, tuple[list[int], list[int], set[int]]] = ctx.__dict__.setdefault(
+        "_client_layouts", OrderedDict()
+    )
+    if rel in kept:
+        kept.move_to_end(rel)
+        return kept[rel]
+    starts = line_starts(text)
+    at = [starts[first - 1] for first, _, _ in runs]
+    ends = [len(text) if last >= len(starts) else starts[last] for _, last, _ in runs]
+    otherwise = {bisect_right(at, m.start()) - 1 for m in _SPELLS_OTHERWISE.finditer(text)}
+    kept[rel] = (at, ends, otherwise - {-1})
+    if len(kept) > KEPT_PARTS:
+        kept.popitem(last=False)
+    return kept[rel]
+
+
+def _offsets(text: str, name: str) -> Iterator[int]:
+    """Every place ``name`` is spelt in ``text`` (a word or not)."""
+    at = text.find(name)
+    while at != -1:
+        yield at
+        at = text.find(name, at + 1)
+
+
+def _run(
+    ctx: CheckContext, rel: str, text: str, run: tuple[int, int, int], start: int, end: int
+) -> list[ast.stmt] | None:
+    """A run of top-level statements parsed alone at its lines (the same nodes, lines and
+    columns as the whole file's parse gives them: a top-level statement starts a line at its
+    first column), from the last ``KEPT_RUNS``; None where it does not parse to its
+    statements."""
+    runs: OrderedDict[tuple[str, int], list[ast.stmt] | None] = ctx.__dict__.setdefault(
+        "_client_runs", OrderedDict()
+    )
+    first, _, count = run
+    key = (rel, first)
+    if key in runs:
+        runs.move_to_end(key)
+        return runs[key]
+    try:
+        body: list[ast.stmt] | None = ast.parse("\n" * (first - 1) + text[start:end]).body
+    except (SyntaxError, ValueError, RecursionError):
+        body = None
+    if body is not None and len(body) != count:
+        body = None
+    runs[key] = body
+    if len(runs) > KEPT_RUNS:
+        runs.popitem(last=False)
+    return body
 
 
 def _tree(ctx: CheckContext, rel: str) -> ast.Module | None:
@@ -553,13 +666,21 @@ class _Read:
 
 
 def _read(ctx: CheckContext, rel: str, tree: ast.Module) -> _Read:
-    """A client file's :class:`_Read` (built once while the tree is kept)."""
+    """A client file's (or a part's, :func:`_part`) :class:`_Read`, built once while the tree
+    is kept."""
     entry = ctx.__dict__.setdefault("_client_trees", OrderedDict()).get(rel)
     if entry is not None and entry[0] is tree and entry[1] is not None:
         return cast(_Read, entry[1])
-    read = _Read(tree)
     if entry is not None and entry[0] is tree:
-        entry[1] = read
+        entry[1] = _Read(tree)
+        return cast(_Read, entry[1])
+    parts: dict[int, tuple[ast.Module, _Read]] = ctx.__dict__.setdefault("_part_reads", {})
+    kept = parts.get(id(tree))
+    if kept is not None and kept[0] is tree:
+        return kept[1]
+    read = _Read(tree)
+    if any(t is tree for t in ctx.__dict__.get("_client_parts", {}).values()):
+        parts[id(tree)] = (tree, read)
     return read
 
 
@@ -765,7 +886,7 @@ def _stored_on_self(call: ast.AST, parents: dict[ast.AST, ast.AST]) -> tuple[str
 
 
 def _class_def(ctx: CheckContext, rel: str, name: str) -> ast.ClassDef | None:
-    tree = _tree(ctx, rel)
+    tree = _part(ctx, rel, name)  # a class statement spells its name
     if tree is None:
         return None
     found = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name]

@@ -4,7 +4,9 @@ that findings quote."""
 
 from __future__ import annotations
 
+import ast
 import re
+from array import array
 from collections.abc import Iterator, Mapping
 
 from driftcheck.client.texts import Kept, keep, text_of
@@ -20,12 +22,15 @@ class FileLines(Mapping[str, list[str]]):
         self._last: tuple[str, list[str]] | None = None
         #: Per file, a bit per hash of each of its words (built on the first search).
         self._words: dict[str, bytes] | None = None
+        #: Per parsed file, where its top-level statements lie (see :meth:`statements`).
+        self._statements: dict[str, array] = {}
 
     def add(self, rel: str, text: Kept) -> None:
         """Keep one file's text (its lines are what ``text.splitlines()`` gives); bytes are a
         kept form (:func:`~driftcheck.client.texts.keep`), shared as they are."""
         self._texts[rel] = keep(text)
         self._words = None
+        self._statements.pop(rel, None)
         if self._last is not None and self._last[0] == rel:
             self._last = None
 
@@ -39,6 +44,32 @@ class FileLines(Mapping[str, list[str]]):
     def text(self, rel: str) -> str:
         """One file's whole text (no split)."""
         return text_of(self._texts[rel])
+
+    def note_statements(self, rel: str, tree: ast.Module) -> None:
+        """Keep where the top-level statements of a file's syntax tree lie (its text's tree),
+        for a reader that parses only some of them again (a few bytes a statement)."""
+        if rel not in self._texts:
+            return
+        out = array("i")
+        for stmt in tree.body:
+            decorators = getattr(stmt, "decorator_list", None) or ()
+            first = min([stmt.lineno, *(d.lineno for d in decorators)])
+            last = stmt.end_lineno or stmt.lineno
+            if out and first <= out[-2]:  # on the line the statement before ends on (``;``)
+                out[-2] = max(out[-2], last)
+                out[-1] += 1
+            else:
+                out.extend((first, last, 1))
+        self._statements[rel] = out
+
+    def statements(self, rel: str) -> list[tuple[int, int, int]] | None:
+        """The top-level statements of a file, as runs of lines no other run shares: (first
+        line, last line, how many statements), the first line a decorator's where the first
+        statement has one; None where the file's tree was not noted."""
+        got = self._statements.get(rel)
+        if got is None:
+            return None
+        return [(got[i], got[i + 1], got[i + 2]) for i in range(0, len(got), 3)]
 
     def __contains__(self, rel: object) -> bool:
         return rel in self._texts
