@@ -548,9 +548,11 @@ def _part(ctx: CheckContext, rel: str, name: str) -> ast.Module | None:
         body.extend(stmts)
     tree = ast.Module(body=body, type_ignores=[])
     parts[(rel, name)] = tree
+    reads: dict[int, list] = ctx.__dict__.setdefault("_part_reads", {})
+    reads[id(tree)] = [tree, None]  # its :class:`_Read`, built when first asked
     if len(parts) > KEPT_PARTS:
         _, dropped = parts.popitem(last=False)
-        ctx.__dict__.get("_part_reads", {}).pop(id(dropped), None)
+        reads.pop(id(dropped), None)
     return tree
 
 
@@ -674,14 +676,12 @@ def _read(ctx: CheckContext, rel: str, tree: ast.Module) -> _Read:
     if entry is not None and entry[0] is tree:
         entry[1] = _Read(tree)
         return cast(_Read, entry[1])
-    parts: dict[int, tuple[ast.Module, _Read]] = ctx.__dict__.setdefault("_part_reads", {})
-    kept = parts.get(id(tree))
-    if kept is not None and kept[0] is tree:
-        return kept[1]
-    read = _Read(tree)
-    if any(t is tree for t in ctx.__dict__.get("_client_parts", {}).values()):
-        parts[id(tree)] = (tree, read)
-    return read
+    part = ctx.__dict__.get("_part_reads", {}).get(id(tree))
+    if part is not None and part[0] is tree:  # a part still kept
+        if part[1] is None:
+            part[1] = _Read(tree)
+        return cast(_Read, part[1])
+    return _Read(tree)
 
 
 def _parents(ctx: CheckContext, rel: str, tree: ast.Module) -> dict[ast.AST, ast.AST]:
